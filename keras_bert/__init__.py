@@ -1,0 +1,26 @@
+"""keras_bert: BERT (Devlin et al., 2018) as Keras 3 layers and models on TensorFlow.
+
+Models take and return dicts with the TF Hub BERT names: `input_word_ids`, `input_mask`, `input_type_ids`
+-> `sequence_output`, `pooled_output`, `encoder_outputs`.
+"""
+
+from keras_bert.config import PRESETS, BertConfig
+from keras_bert.models.classifier import BertClassifier
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.models.multiple_choice import BertMultipleChoice
+from keras_bert.models.pretrainer import BertPretrainer
+from keras_bert.models.span_labeler import BertSpanLabeler
+from keras_bert.models.token_classifier import BertTokenClassifier
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PRESETS",
+    "BertClassifier",
+    "BertConfig",
+    "BertEncoder",
+    "BertMultipleChoice",
+    "BertPretrainer",
+    "BertSpanLabeler",
+    "BertTokenClassifier",
+]

@@ -1,0 +1,112 @@
+"""The paper's post-LayerNorm transformer block, with one fused query/key/value projection."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_bert.layers.initializers import truncated_normal
+
+_ACTIVATIONS = {
+    "gelu": lambda x: keras.activations.gelu(x, approximate=False),
+    "gelu_tanh": lambda x: keras.activations.gelu(x, approximate=True),
+    "relu": keras.activations.relu,
+    "tanh": keras.activations.tanh,
+    "silu": keras.activations.silu,
+}
+
+
+def attention_bias(input_mask, dtype="float32"):
+    """[batch, seq] 0/1 mask -> [batch, 1, 1, seq] additive bias: 0 where attended, -1e9 where padded."""
+    mask = ops.cast(input_mask, dtype)
+    return ops.expand_dims(ops.expand_dims((1.0 - mask) * -1e9, 1), 1)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class TransformerBlock(keras.layers.Layer):
+    """Self-attention -> add & LayerNorm -> feed-forward -> add & LayerNorm (Vaswani et al., post-LN).
+
+    Call with `(hidden_states, bias)`: hidden_states [batch, seq, hidden] and the additive attention bias
+    from `attention_bias` ([batch, 1, 1, seq], float32). Returns [batch, seq, hidden].
+
+    Query, key and value come from one [hidden, 3 * hidden] kernel (laid out q | k | v), so the three
+    projections are a single matmul; checkpoint converters split or concatenate it.
+    Softmax and LayerNorm run in float32 under mixed precision.
+    """
+
+    def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
+                 hidden_dropout=0.1, attention_dropout=0.1, initializer_range=0.02, layer_norm_eps=1e-12,
+                 **kwargs):
+        super().__init__(**kwargs)
+        if hidden_act not in _ACTIVATIONS:
+            raise ValueError(f"hidden_act={hidden_act!r}; expected one of {sorted(_ACTIVATIONS)}")
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.head_size = hidden_size // num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout = hidden_dropout
+        self.attention_dropout = attention_dropout
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+
+        def dense(units, name, activation=None):
+            return keras.layers.Dense(units, activation=activation,
+                                      kernel_initializer=truncated_normal(initializer_range),
+                                      dtype=self.dtype_policy, name=name)
+
+        self.qkv = dense(3 * hidden_size, "qkv")
+        self.attention_output = dense(hidden_size, "attention_output")
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype="float32", name="attention_layer_norm")
+        self.intermediate = dense(intermediate_size, "intermediate", activation=_ACTIVATIONS[hidden_act])
+        self.output_dense = dense(hidden_size, "output")
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm")
+        self.attention_probs_dropout = keras.layers.Dropout(attention_dropout)
+        self.attention_output_dropout = keras.layers.Dropout(hidden_dropout)
+        self.output_dropout = keras.layers.Dropout(hidden_dropout)
+
+    def build(self, input_shape):
+        hidden_shape = (None, None, self.hidden_size)
+        self.qkv.build(hidden_shape)
+        self.attention_output.build(hidden_shape)
+        self.attention_layer_norm.build(hidden_shape)
+        self.intermediate.build(hidden_shape)
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.output_layer_norm.build(hidden_shape)
+        self.built = True
+
+    def call(self, hidden_states, bias, training=None):
+        batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
+        qkv = ops.reshape(self.qkv(hidden_states), (batch, seq, 3, self.num_attention_heads, self.head_size))
+        query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
+        scores = ops.einsum("bqhd,bkhd->bhqk", query, key)
+        probs = ops.softmax(ops.cast(scores, "float32") + bias, axis=-1)
+        probs = self.attention_probs_dropout(ops.cast(probs, self.compute_dtype), training=training)
+        context = ops.reshape(ops.einsum("bhqk,bkhd->bqhd", probs, value), (batch, seq, self.hidden_size))
+
+        attended = self.attention_output_dropout(self.attention_output(context), training=training)
+        attended = self.attention_layer_norm(
+            ops.cast(hidden_states, "float32") + ops.cast(attended, "float32"))
+        attended_c = ops.cast(attended, self.compute_dtype)
+
+        ffn = self.output_dropout(self.output_dense(self.intermediate(attended_c)), training=training)
+        out = self.output_layer_norm(attended + ops.cast(ffn, "float32"))
+        return ops.cast(out, self.compute_dtype)
+
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads,
+            intermediate_size=self.intermediate_size,
+            hidden_act=self.hidden_act,
+            hidden_dropout=self.hidden_dropout,
+            attention_dropout=self.attention_dropout,
+            initializer_range=self.initializer_range,
+            layer_norm_eps=self.layer_norm_eps,
+        )
+        return config

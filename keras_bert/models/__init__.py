@@ -1,0 +1,1 @@
+"""The encoder and the task models built on it."""

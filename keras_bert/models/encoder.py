@@ -1,0 +1,113 @@
+"""BertEncoder: the BERT network as a functional Keras model with TF Hub input/output names."""
+
+import keras
+
+from keras_bert.config import BertConfig
+from keras_bert.layers.embeddings import BertEmbeddings
+from keras_bert.layers.initializers import truncated_normal
+from keras_bert.layers.transformer import TransformerBlock, attention_bias
+
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def encoder_inputs(seq_length=None, prefix_shape=()):
+    """Symbolic int32 inputs named as TF Hub BERT's: input_word_ids, input_mask, input_type_ids."""
+    return {name: keras.Input(shape=tuple(prefix_shape) + (seq_length,), dtype="int32", name=name)
+            for name in INPUT_NAMES}
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertEncoder(keras.Model):
+    """The bidirectional transformer encoder of Devlin et al. (2018).
+
+    Args:
+        config: a `BertConfig` (or its dict).
+
+    Call with a dict of int32 [batch, seq] tensors `input_word_ids`, `input_mask` (1 for real tokens,
+    0 for padding) and `input_type_ids` (segment ids). Returns a dict:
+        sequence_output: [batch, seq, hidden], the last layer's hidden states;
+        pooled_output: [batch, hidden], tanh(dense(sequence_output[:, 0])), the [CLS] summary;
+        encoder_outputs: list of num_hidden_layers tensors [batch, seq, hidden], one per layer.
+    """
+
+    def __init__(self, config, dtype=None, **kwargs):
+        if isinstance(config, dict):
+            config = BertConfig(**config)
+        # === Layers ===
+        embeddings = BertEmbeddings(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            max_position_embeddings=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size,
+            initializer_range=config.initializer_range,
+            layer_norm_eps=config.layer_norm_eps,
+            dropout=config.hidden_dropout_prob,
+            dtype=dtype,
+            name="embeddings",
+        )
+        blocks = [
+            TransformerBlock(
+                hidden_size=config.hidden_size,
+                num_attention_heads=config.num_attention_heads,
+                intermediate_size=config.intermediate_size,
+                hidden_act=config.hidden_act,
+                hidden_dropout=config.hidden_dropout_prob,
+                attention_dropout=config.attention_probs_dropout_prob,
+                initializer_range=config.initializer_range,
+                layer_norm_eps=config.layer_norm_eps,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(config.num_hidden_layers)
+        ]
+        pooler = keras.layers.Dense(config.hidden_size, activation="tanh",
+                                    kernel_initializer=truncated_normal(config.initializer_range),
+                                    dtype=dtype, name="pooler")
+
+        # === Functional model ===
+        inputs = encoder_inputs()
+        x = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+        bias = _AttentionBias(name="attention_bias")(inputs["input_mask"])
+        layer_outputs = []
+        for block in blocks:
+            x = block(x, bias)
+            layer_outputs.append(x)
+        pooled = pooler(_FirstToken(name="first_token")(x))
+        outputs = {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": layer_outputs}
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.config = config
+        self.embeddings = embeddings
+        self.transformer_layers = blocks
+        self.pooler = pooler
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    @classmethod
+    def from_pretrained(cls, path, **kwargs):
+        """Loads an encoder from a Google TF1 checkpoint, a Hugging Face directory or our own save."""
+        from keras_bert.checkpoints import load_encoder
+
+        return load_encoder(path, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class _AttentionBias(keras.layers.Layer):
+    """[batch, seq] input_mask -> float32 additive attention bias [batch, 1, 1, seq]."""
+
+    def call(self, input_mask):
+        return attention_bias(input_mask)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class _FirstToken(keras.layers.Layer):
+    """[batch, seq, hidden] -> [batch, hidden]: the [CLS] position."""
+
+    def call(self, x):
+        return x[:, 0]
