@@ -1,0 +1,43 @@
+# Two commands do all set-up on a fresh machine: `make quickstart` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+RUN_DIR ?= runs/quickstart
+PYTEST_WORKERS ?= 2
+
+.PHONY: install install-test quickstart test lint bench clean
+
+$(VENV)/.installed: setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed setup.py
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+$(VENV)/.installed-bench: $(VENV)/.installed-test setup.py
+	$(PY) -m pip install -q -e '.[test,bench]'
+	touch $@
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
+
+# The main job on the embedded default corpus: vocab -> pre-training -> fine-tuning -> export.
+quickstart: $(VENV)/.installed
+	$(PY) -m recipes.quickstart --run_dir=$(RUN_DIR)
+
+test: $(VENV)/.installed-test
+	$(PY) -m ruff check keras_bert recipes export tests benchmarks
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --durations=15 tests
+
+lint: $(VENV)/.installed-test
+	$(PY) -m ruff check keras_bert recipes export tests benchmarks
+
+bench: $(VENV)/.installed-bench
+	$(PY) -m benchmarks.run_all
+
+clean:
+	rm -rf runs .pytest_cache
