@@ -1,0 +1,131 @@
+"""Sentence (pair) classification examples, and the reader of users' own CSV/TSV files.
+
+The custom format: a CSV (`.csv`) or TSV (`.tsv`, `.txt`) file with a header row naming the columns `text`,
+optionally `text_b`, and `label` (other columns are ignored). Labels are strings; the classes are the sorted
+distinct labels of the training file (`collect_labels`). With `is_regression=True` labels are floats.
+
+    train = read_classification_file("train.csv")
+    labels = collect_labels(train, "train.csv")
+    dev = read_classification_file("dev.csv", label_list=labels)        # unknown label -> file:line error
+    test = read_classification_file("test.csv", label_list=labels)      # no `label` column -> label=None
+"""
+
+import csv
+import dataclasses
+import os
+
+from keras_bert.data.formats import DataFormatError, header_index, read_rows
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassificationExample:
+    """One single-sentence or sentence-pair example.
+
+    Attributes:
+      guid: unique id, `"<split or file stem>-<n>"`.
+      text_a: first (or only) text.
+      text_b: second text of a pair task, or None.
+      label: a label string (classification), a float (regression), or None (unlabeled test data).
+      index: the id written to a predictions file: the `index`/`id`/`idx` column of the source when it has
+        one, else the 0-based row number.
+    """
+
+    guid: str
+    text_a: str
+    text_b: str | None = None
+    label: str | float | None = None
+    index: int = 0
+
+
+def _delimiter_for(path, delimiter):
+    if delimiter is not None:
+        return delimiter
+    extension = os.path.splitext(os.fspath(path))[1].lower()
+    if extension == ".csv":
+        return ","
+    if extension in (".tsv", ".txt"):
+        return "\t"
+    raise DataFormatError(path, None, f"cannot tell CSV from TSV by the extension {extension!r}: "
+                                      "name the file .csv or .tsv, or pass delimiter=',' or '\\t'")
+
+
+def parse_regression_label(path, line, value):
+    """Parses a float label; a non-number raises DataFormatError naming path:line."""
+    try:
+        return float(value)
+    except ValueError:
+        raise DataFormatError(path, line, f"label {value!r} is not a number (regression task)") from None
+
+
+def check_label(path, line, label, label_list):
+    """Raises DataFormatError naming path:line when `label` is not one of `label_list`."""
+    if label not in label_list:
+        raise DataFormatError(path, line, f"unknown label {label!r}; expected one of {list(label_list)}")
+
+
+def read_classification_file(path, label_list=None, is_regression=False, delimiter=None, split=None):
+    """Reads a custom CSV/TSV classification file.
+
+    Args:
+      path: a `.csv` or `.tsv` file with a header row with columns `text`, optional `text_b`, optional
+        `label` (without it every example has `label=None`, for prediction files).
+      label_list: when given, every label must be one of these strings (unknown label: error naming
+        path:line). None accepts any label (use this for the training file, then `collect_labels`).
+      is_regression: labels are parsed as floats.
+      delimiter: overrides the delimiter chosen from the extension.
+      split: prefix of the example guids; defaults to the file name without extension.
+
+    Returns:
+      list of `ClassificationExample` (label: str, float, or None), in file order; `index` is the row
+      number (0-based, header excluded).
+
+    Raises:
+      DataFormatError: empty file, no `text` column, a row whose field count differs from the header's,
+        an empty `text`, an unknown label, a non-numeric regression label.
+    """
+    rows = read_rows(path, _delimiter_for(path, delimiter), quoting=csv.QUOTE_MINIMAL)
+    header_line, header = rows[0]
+    header = [name.strip() for name in header]
+    columns = header_index(path, header, header_line, ["text"])
+    text_b_column = header.index("text_b") if "text_b" in header else None
+    label_column = header.index("label") if "label" in header else None
+    if len(rows) == 1:
+        raise DataFormatError(path, None, "file has a header but no examples")
+    split = split or os.path.splitext(os.path.basename(os.fspath(path)))[0]
+    examples = []
+    for row_number, (line, fields) in enumerate(rows[1:]):
+        if len(fields) != len(header):
+            raise DataFormatError(path, line, f"expected {len(header)} fields as in the header, got {len(fields)}")
+        text_a = fields[columns["text"]]
+        if not text_a.strip():
+            raise DataFormatError(path, line, "empty `text` field")
+        label = None
+        if label_column is not None:
+            label = fields[label_column].strip()
+            if is_regression:
+                label = parse_regression_label(path, line, label)
+            elif label_list is not None:
+                check_label(path, line, label, label_list)
+            elif not label:
+                raise DataFormatError(path, line, "empty `label` field")
+        examples.append(
+            ClassificationExample(
+                guid=f"{split}-{row_number}",
+                text_a=text_a,
+                text_b=fields[text_b_column] if text_b_column is not None else None,
+                label=label,
+                index=row_number,
+            )
+        )
+    return examples
+
+
+def collect_labels(examples, source="examples"):
+    """The sorted distinct string labels of `examples` (the class list of a custom task).
+
+    Raises ValueError naming `source` when no example has a label, or only one class occurs.
+    """
+    labels = sorted({example.label for example in examples if example.label is not None})
+    if len(labels) < 2:
+        raise ValueError(f"{source}: a classification task needs at least 2 distinct labels, found {labels}")
+    return labels

@@ -1,0 +1,65 @@
+"""The custom CSV/TSV classification format."""
+
+import pytest
+
+from keras_bert.data.classification import collect_labels, read_classification_file
+from keras_bert.data.formats import DataFormatError
+
+
+def _write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_csv_with_quotes_pairs_and_labels(tmp_path):
+    train = _write(tmp_path / "train.csv",
+                   'id,text,text_b,label\n1,"Great, really great",It was fine,pos\n2,Awful,"multi\nline",neg\n'
+                   "3,Meh,So so,neutral\n")
+    examples = read_classification_file(train)
+    assert [(e.text_a, e.text_b, e.label, e.index) for e in examples] == [
+        ("Great, really great", "It was fine", "pos", 0), ("Awful", "multi\nline", "neg", 1),
+        ("Meh", "So so", "neutral", 2)]
+    assert collect_labels(examples) == ["neg", "neutral", "pos"]
+    # The third record ends on line 5 because the second one spans two lines.
+    _write(tmp_path / "dev.csv", "text,text_b,label\nNice,ok,pos\nHmm,ok,unsure\n")
+    with pytest.raises(DataFormatError, match=r"dev\.csv:3: unknown label 'unsure'; expected one of"):
+        read_classification_file(tmp_path / "dev.csv", label_list=collect_labels(examples))
+
+
+def test_tsv_single_sentence_and_unlabeled_predict_file(tmp_path):
+    _write(tmp_path / "predict.tsv", "text\nfirst sentence\nsecond \"quoted\" one\n")
+    examples = read_classification_file(tmp_path / "predict.tsv", label_list=["a", "b"])
+    assert [(e.text_a, e.text_b, e.label, e.guid) for e in examples] == [
+        ("first sentence", None, None, "predict-0"), ('second "quoted" one', None, None, "predict-1")]
+
+
+def test_regression_labels(tmp_path):
+    _write(tmp_path / "train.tsv", "text\tlabel\nup\t0.75\ndown\t-2\n")
+    assert [e.label for e in read_classification_file(tmp_path / "train.tsv", is_regression=True)] == [0.75, -2.0]
+    _write(tmp_path / "bad.tsv", "text\tlabel\nup\t0.75\ndown\tlots\n")
+    with pytest.raises(DataFormatError, match=r"bad\.tsv:3: label 'lots' is not a number"):
+        read_classification_file(tmp_path / "bad.tsv", is_regression=True)
+
+
+def test_bad_files(tmp_path):
+    _write(tmp_path / "empty.csv", "")
+    with pytest.raises(DataFormatError, match=r"empty\.csv: file is empty"):
+        read_classification_file(tmp_path / "empty.csv")
+    _write(tmp_path / "header_only.csv", "text,label\n")
+    with pytest.raises(DataFormatError, match="header but no examples"):
+        read_classification_file(tmp_path / "header_only.csv")
+    _write(tmp_path / "cols.csv", "text,label\nfine,a\nnot,fine,b\n")
+    with pytest.raises(DataFormatError, match=r"cols\.csv:3: expected 2 fields as in the header, got 3"):
+        read_classification_file(tmp_path / "cols.csv")
+    _write(tmp_path / "notext.csv", "sentence,label\nx,a\n")
+    with pytest.raises(DataFormatError, match=r"notext\.csv:1: header has no column 'text'"):
+        read_classification_file(tmp_path / "notext.csv")
+    _write(tmp_path / "data.json", "text,label\nx,a\n")
+    with pytest.raises(DataFormatError, match="cannot tell CSV from TSV"):
+        read_classification_file(tmp_path / "data.json")
+    assert read_classification_file(tmp_path / "data.json", delimiter=",")[0].label == "a"
+    _write(tmp_path / "one_class.csv", "text,label\nx,a\ny,a\n")
+    with pytest.raises(ValueError, match="at least 2 distinct labels"):
+        collect_labels(read_classification_file(tmp_path / "one_class.csv"), "one_class.csv")
+    with pytest.raises(FileNotFoundError, match="missing.csv"):
+        read_classification_file(tmp_path / "missing.csv")
