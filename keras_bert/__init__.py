@@ -4,6 +4,14 @@ Models take and return dicts with the TF Hub BERT names: `input_word_ids`, `inpu
 -> `sequence_output`, `pooled_output`, `encoder_outputs`.
 """
 
+from keras_bert.checkpoints import (
+    find_vocab_file,
+    load_encoder,
+    load_pretrainer,
+    save_google_checkpoint,
+    save_huggingface,
+    save_pretrained,
+)
 from keras_bert.config import PRESETS, BertConfig
 from keras_bert.models.classifier import BertClassifier
 from keras_bert.models.encoder import BertEncoder
@@ -23,4 +31,10 @@ __all__ = [
     "BertPretrainer",
     "BertSpanLabeler",
     "BertTokenClassifier",
+    "find_vocab_file",
+    "load_encoder",
+    "load_pretrainer",
+    "save_google_checkpoint",
+    "save_huggingface",
+    "save_pretrained",
 ]

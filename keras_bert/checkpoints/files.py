@@ -1,0 +1,45 @@
+"""File plumbing shared by the checkpoint writers: atomic file sets and the vocab beside a checkpoint."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+
+VOCAB_FILE = "vocab.txt"
+
+
+@contextlib.contextmanager
+def atomic_files(directory: str, last: str):
+    """Yields a temporary directory; on success each file in it is moved into `directory` by an atomic
+    rename, `last` (the weights file a loader detects the format by) after the others. A reader never
+    sees a half-written file, and other files already in `directory` are left alone."""
+    os.makedirs(directory, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=directory)
+    try:
+        yield tmp
+        names = sorted(os.listdir(tmp), key=lambda name: name == last)
+        for name in names:
+            os.replace(os.path.join(tmp, name), os.path.join(directory, name))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def copy_vocab(vocab_file: str | None, directory: str) -> None:
+    if vocab_file is None:
+        return
+    if not os.path.isfile(vocab_file):
+        raise FileNotFoundError(f"vocab_file not found: {vocab_file}")
+    shutil.copyfile(vocab_file, os.path.join(directory, VOCAB_FILE))
+
+
+def checkpoint_directory(path: str) -> str:
+    """The directory holding a checkpoint given as a directory, a file or a TF1 prefix."""
+    return path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+
+
+def find_vocab_file(path: str) -> str | None:
+    """The `vocab.txt` beside a checkpoint (directory, `.keras` file or TF1 prefix), or None."""
+    candidate = os.path.join(checkpoint_directory(path), VOCAB_FILE)
+    return candidate if os.path.isfile(candidate) else None

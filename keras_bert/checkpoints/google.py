@@ -1,0 +1,74 @@
+"""Google's original TF1 BERT checkpoints (`bert_model.ckpt.{index,data-*}` + `bert_config.json`).
+
+Variables keep the names of google-research/bert's `modeling.py` and `run_pretraining.py`
+(`bert/encoder/layer_0/attention/self/query/kernel`, `cls/predictions/output_bias`, ...), which are also
+the names `mapping.py` uses, so reading and writing need no renaming.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import tensorflow as tf
+
+from keras_bert.checkpoints.files import atomic_files, checkpoint_directory, copy_vocab
+from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
+from keras_bert.config import BertConfig
+
+CONFIG_FILE = "bert_config.json"
+# Optimizer state saved beside the weights by the original run_pretraining.py (and TF1 Adam).
+_OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1")
+_OPTIMIZER_NAMES = ("global_step", "beta1_power", "beta2_power")
+
+
+def checkpoint_prefix(path: str) -> str | None:
+    """The TF1 checkpoint prefix for `path` (a prefix, or a directory holding `bert_model.ckpt.index`, a
+    `checkpoint` state file, or exactly one `*.index`), or None when there is none."""
+    if not os.path.isdir(path):
+        return path if os.path.isfile(path + ".index") else None
+    if os.path.isfile(os.path.join(path, "bert_model.ckpt.index")):
+        return os.path.join(path, "bert_model.ckpt")
+    latest = tf.train.latest_checkpoint(path)
+    if latest:
+        return latest
+    indexes = glob.glob(os.path.join(path, "*.index"))
+    return indexes[0][: -len(".index")] if len(indexes) == 1 else None
+
+
+def read_google_checkpoint(prefix: str) -> tuple[BertConfig, CheckpointWeights]:
+    """Reads `bert_config.json` beside `prefix` and every non-optimizer variable of the checkpoint."""
+    config_file = os.path.join(checkpoint_directory(prefix), CONFIG_FILE)
+    if not os.path.isfile(config_file):
+        raise CheckpointError(f"{prefix}: TF1 checkpoint without {CONFIG_FILE}; expected {config_file}")
+    config = BertConfig.from_json_file(config_file)
+    reader = tf.train.load_checkpoint(prefix)
+    arrays, ignored = {}, []
+    for name in sorted(reader.get_variable_to_shape_map()):
+        if name.endswith(_OPTIMIZER_SUFFIXES) or name in _OPTIMIZER_NAMES:
+            continue
+        if name.startswith(("bert/", "cls/")):
+            arrays[name] = reader.get_tensor(name)
+        else:
+            ignored.append(name)
+    return config, CheckpointWeights(path=prefix, arrays=arrays, ignored=ignored)
+
+
+def save_google_checkpoint(model, path_prefix: str, vocab_file: str | None = None) -> str:
+    """Writes `model` (a BertEncoder, a BertPretrainer with its `cls/` heads, or a task model's encoder) as
+    a TF1 checkpoint under the original variable names, plus `bert_config.json` (and `vocab.txt` when
+    given) in the prefix's directory. Returns `path_prefix`; load it with `tf.train.load_checkpoint`,
+    Google's scripts (`--init_checkpoint`) or `load_encoder` / `load_pretrainer`."""
+    encoder, pretrainer = split_model(model)
+    arrays = collect_weights(encoder, pretrainer)
+    directory, basename = os.path.split(os.path.abspath(path_prefix))
+    with atomic_files(directory, last=basename + ".index") as tmp:
+        tf.raw_ops.SaveV2(
+            prefix=os.path.join(tmp, basename),
+            tensor_names=list(arrays),
+            shape_and_slices=[""] * len(arrays),
+            tensors=[tf.constant(array) for array in arrays.values()],
+        )
+        encoder.config.to_json_file(os.path.join(tmp, CONFIG_FILE), fmt="google")
+        copy_vocab(vocab_file, tmp)
+    return path_prefix

@@ -1,0 +1,133 @@
+"""Hugging Face BERT directories: `config.json` + `model.safetensors` (or `pytorch_model.bin`).
+
+State-dict keys are Google's names with "." for "/", `layer.i` for `layer_i`, an optional `bert.` prefix,
+`weight`/`bias` (old files: `gamma`/`beta`) for LayerNorm, and torch Linear weights stored [out, in] where
+Google's kernels are [in, out]. safetensors is read with numpy; torch is needed only for `.bin` files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import numpy as np
+from safetensors.numpy import load_file, save_file
+
+from keras_bert.checkpoints.files import atomic_files, copy_vocab
+from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
+from keras_bert.config import BertConfig
+
+CONFIG_FILE = "config.json"
+SAFETENSORS_FILE = "model.safetensors"
+TORCH_FILE = "pytorch_model.bin"
+_EMBEDDINGS = ("word_embeddings", "position_embeddings", "token_type_embeddings")
+# Buffers and tied copies that carry no weights of their own.
+_NOT_WEIGHTS = ("embeddings.position_ids", "embeddings.token_type_ids", "cls.predictions.decoder.weight")
+
+
+def weights_file(directory: str) -> str | None:
+    for name in (SAFETENSORS_FILE, TORCH_FILE):
+        if os.path.isfile(os.path.join(directory, name)):
+            return os.path.join(directory, name)
+    return None
+
+
+def is_huggingface_directory(directory: str) -> bool:
+    return os.path.isfile(os.path.join(directory, CONFIG_FILE)) and weights_file(directory) is not None
+
+
+def _load_state_dict(path: str) -> dict[str, np.ndarray]:
+    if path.endswith(".safetensors"):
+        return load_file(path)
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(f"{path}: reading pytorch_model.bin needs torch (pip install torch), or convert "
+                          f"the checkpoint to model.safetensors") from None
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    return {key: value.float().numpy() if value.is_floating_point() else value.numpy()
+            for key, value in state.items()}
+
+
+def google_name(key: str) -> tuple[str, bool] | None:
+    """Hugging Face key -> (Google name, transpose?), or None for a key that is not a BERT weight."""
+    key = key.removeprefix("bert.")
+    if key in _NOT_WEIGHTS or not key.startswith(("embeddings.", "encoder.", "pooler.", "cls.")):
+        return None
+    module, _, leaf = re.sub(r"\blayer\.(\d+)\b", r"layer_\1", key).rpartition(".")
+    module = module.replace(".", "/")
+    if not module.startswith("cls/"):
+        module = "bert/" + module
+    if module.endswith("/LayerNorm"):
+        return f"{module}/{'gamma' if leaf in ('weight', 'gamma') else 'beta'}", False
+    if module.endswith(_EMBEDDINGS):
+        return module, False
+    if module in ("cls/predictions", "cls/predictions/decoder"):
+        return "cls/predictions/output_bias", False
+    if module == "cls/seq_relationship":
+        return f"{module}/output_{'weights' if leaf == 'weight' else 'bias'}", False
+    return f"{module}/{'kernel' if leaf == 'weight' else 'bias'}", leaf == "weight"
+
+
+def huggingface_key(name: str) -> tuple[str, bool]:
+    """Google name -> (Hugging Face key without the `bert.` prefix, transpose?)."""
+    module, _, leaf = name.rpartition("/")
+    module = module.removeprefix("bert/")
+    if leaf in _EMBEDDINGS:
+        return f"{module}.{leaf}.weight".replace("/", "."), False
+    if name == "cls/predictions/output_bias":
+        return "cls.predictions.bias", False
+    if module == "cls/seq_relationship":
+        return f"cls.seq_relationship.{'weight' if leaf == 'output_weights' else 'bias'}", False
+    hf_leaf = {"gamma": "weight", "beta": "bias", "kernel": "weight", "bias": "bias"}[leaf]
+    key = re.sub(r"\blayer_(\d+)\b", r"layer.\1", module).replace("/", ".") + "." + hf_leaf
+    return key, leaf == "kernel"
+
+
+def read_huggingface(directory: str) -> tuple[BertConfig, CheckpointWeights]:
+    """Reads `config.json` and the weights of a Hugging Face BERT directory."""
+    config_file = os.path.join(directory, CONFIG_FILE)
+    with open(config_file, encoding="utf-8") as f:
+        position_type = json.load(f).get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise CheckpointError(f"{config_file}: position_embedding_type={position_type!r}; only 'absolute' "
+                              f"position embeddings are supported")
+    config = BertConfig.from_json_file(config_file)
+    path = weights_file(directory)
+    arrays, file_names, ignored = {}, {}, []
+    for key, value in _load_state_dict(path).items():
+        mapped = google_name(key)
+        if mapped is None:
+            if key.removeprefix("bert.") not in _NOT_WEIGHTS:
+                ignored.append(key)
+            continue
+        name, transpose = mapped
+        if name in arrays and name == "cls/predictions/output_bias":
+            continue  # cls.predictions.bias and decoder.bias are one tied tensor
+        arrays[name] = value.T if transpose else value
+        file_names[name] = key
+    return config, CheckpointWeights(path=path, arrays=arrays, file_names=file_names, ignored=ignored)
+
+
+def save_huggingface(model, path: str, vocab_file: str | None = None) -> str:
+    """Writes `model` as a Hugging Face directory `path`: `config.json` + `model.safetensors` (+ `vocab.txt`
+    when given). A BertPretrainer is written with `BertForPreTraining` keys (`bert.` + `cls.` heads), an
+    encoder with `BertModel` keys; `transformers.BertModel.from_pretrained(path)` loads either. Returns
+    `path`."""
+    encoder, pretrainer = split_model(model)
+    tensors = {}
+    for name, array in collect_weights(encoder, pretrainer).items():
+        key, transpose = huggingface_key(name)
+        if pretrainer is not None and not key.startswith("cls."):
+            key = "bert." + key
+        tensors[key] = np.ascontiguousarray(array.T if transpose else array)
+    config = encoder.config.to_huggingface_dict()
+    config["architectures"] = ["BertForPreTraining" if pretrainer is not None else "BertModel"]
+    with atomic_files(path, last=SAFETENSORS_FILE) as tmp:
+        with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
+            json.dump(config, f, indent=2, sort_keys=True)
+            f.write("\n")
+        save_file(tensors, os.path.join(tmp, SAFETENSORS_FILE), metadata={"format": "pt"})
+        copy_vocab(vocab_file, tmp)
+    return path

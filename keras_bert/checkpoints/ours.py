@@ -1,0 +1,46 @@
+"""keras_bert's own format: a directory with `model.keras` (the whole model, config included),
+`bert_config.json` (lossless: our activation names and layer_norm_eps) and a copy of `vocab.txt`."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import keras
+
+from keras_bert.checkpoints.files import atomic_files, copy_vocab
+from keras_bert.checkpoints.mapping import CheckpointWeights, collect_weights, split_model
+from keras_bert.config import BertConfig
+
+MODEL_FILE = "model.keras"
+CONFIG_FILE = "bert_config.json"
+
+
+def keras_file(path: str) -> str | None:
+    """The `.keras` file of our save at `path` (the file itself or a directory holding model.keras)."""
+    if os.path.isfile(path) and path.endswith(".keras"):
+        return path
+    candidate = os.path.join(path, MODEL_FILE)
+    return candidate if os.path.isdir(path) and os.path.isfile(candidate) else None
+
+
+def read_keras(path: str) -> tuple[BertConfig, CheckpointWeights]:
+    """Loads a `.keras` model (encoder, pretrainer or task model) and returns its encoder's config and the
+    encoder (+ pre-training heads) weights under Google's names."""
+    model_file = keras_file(path)
+    encoder, pretrainer = split_model(keras.saving.load_model(model_file, compile=False))
+    return encoder.config, CheckpointWeights(path=model_file, arrays=collect_weights(encoder, pretrainer))
+
+
+def save_pretrained(model, directory: str, vocab_file: str | None = None) -> str:
+    """Saves `model` (any keras_bert model) to `directory` as `model.keras` + `bert_config.json` (+ a copy
+    of `vocab_file`). Files are moved in by atomic renames, model.keras last, so `from_pretrained` never
+    reads a half-written save. Returns `directory`."""
+    encoder, _ = split_model(model)
+    with atomic_files(directory, last=MODEL_FILE) as tmp:
+        with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
+            json.dump(encoder.config.to_dict(), f, indent=2, sort_keys=True)
+            f.write("\n")
+        copy_vocab(vocab_file, tmp)
+        model.save(os.path.join(tmp, MODEL_FILE))
+    return directory
