@@ -1,0 +1,559 @@
+"""SQuAD v1.1/v2.0: JSON reader, windows over long contexts, and logits -> answer text post-processing.
+
+The flow of a recipe (the tokenizer is any callable mapping a list of strings to a list of WordPiece lists):
+
+    examples, skipped = read_squad_examples("train-v2.0.json", is_training=True, version_2_with_negative=True)
+    features = [f for i, e in enumerate(examples)
+                for f in make_squad_features(e, i, tokenize, max_seq_length=384, doc_stride=128,
+                                             max_query_length=64, is_training=True)]
+    # ... tokens -> ids with the vocab, pad, model.fit on (start_position, end_position) ...
+    result = postprocess_predictions(examples, features, start_logits, end_logits, n_best_size=20,
+                                     max_answer_length=30, do_lower_case=True, version_2_with_negative=True)
+    result.save(output_dir)   # predictions.json, nbest_predictions.json, null_odds.json
+
+Contexts are split into words on whitespace as the original (`char_to_word_offset` maps each context
+character to its word); WordPiece positions map back to words, and `get_final_text` maps the detokenized
+prediction back to the exact span of the original text.
+"""
+
+import collections
+import dataclasses
+import json
+import logging
+import math
+import os
+import unicodedata
+
+import numpy as np
+
+from keras_bert.data.formats import DataFormatError, open_text
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class SquadExample:
+    """One question about one paragraph.
+
+    Attributes:
+      qas_id: the question id (key of predictions.json).
+      question_text: the question.
+      context_text: the paragraph, unchanged.
+      doc_tokens: the paragraph split on whitespace (the "words" answers are mapped to).
+      char_to_word_offset: for each character of `context_text`, the index of its word in `doc_tokens`
+        (whitespace maps to the preceding word; -1 before the first word).
+      answers: gold answer texts (all of them; empty for a no-answer question). Used for evaluation.
+      answer_text, answer_start: the training answer (the first) and its character offset; "" and -1 for
+        no-answer questions or when not reading for training.
+      start_position, end_position: word indices of the training answer in `doc_tokens` (-1 when none).
+      is_impossible: v2.0 no-answer question.
+    """
+
+    qas_id: str
+    question_text: str
+    context_text: str
+    doc_tokens: list
+    char_to_word_offset: list
+    answers: list = dataclasses.field(default_factory=list)
+    answer_text: str = ""
+    answer_start: int = -1
+    start_position: int = -1
+    end_position: int = -1
+    is_impossible: bool = False
+
+
+SquadReadResult = collections.namedtuple("SquadReadResult", ["examples", "skipped_qas_ids"])
+
+
+def _is_squad_whitespace(ch):
+    # U+202F (narrow no-break space) occurs in SQuAD contexts and separates words there.
+    return ch in " \t\r\n" or ord(ch) == 0x202F
+
+
+def split_context(context):
+    """Splits `context` on whitespace; returns `(doc_tokens, char_to_word_offset)` (see `SquadExample`)."""
+    doc_tokens, char_to_word_offset = [], []
+    previous_is_whitespace = True
+    for ch in context:
+        if _is_squad_whitespace(ch):
+            previous_is_whitespace = True
+        else:
+            if previous_is_whitespace:
+                doc_tokens.append(ch)
+            else:
+                doc_tokens[-1] += ch
+            previous_is_whitespace = False
+        char_to_word_offset.append(len(doc_tokens) - 1)
+    return doc_tokens, char_to_word_offset
+
+
+def _load_json(path):
+    with open_text(path) as f:
+        text = f.read()
+    if not text.strip():
+        raise DataFormatError(path, None, "file is empty")
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataFormatError(path, e.lineno, f"not valid JSON: {e.msg} (column {e.colno})") from None
+    if not isinstance(document, dict) or not isinstance(document.get("data"), list):
+        raise DataFormatError(path, None, 'expected a JSON object with a "data" list (SQuAD format)')
+    return document["data"]
+
+
+def _field(path, where, record, key, kind):
+    if not isinstance(record, dict) or key not in record:
+        raise DataFormatError(path, None, f"{where}: missing key {key!r}")
+    value = record[key]
+    if not isinstance(value, kind):
+        raise DataFormatError(path, None, f"{where}.{key}: expected {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def read_squad_examples(path, is_training, version_2_with_negative=False):
+    """Reads a SQuAD v1.1 or v2.0 JSON file.
+
+    Args:
+      path: the JSON file (`{"data": [{"title", "paragraphs": [{"context", "qas": [...]}]}]}`).
+      is_training: take each question's first answer as the training target (a question must then have
+        exactly one answer unless it is a v2.0 no-answer question) and check it against the context.
+      version_2_with_negative: read `is_impossible` (SQuAD v2.0).
+
+    Returns:
+      `SquadReadResult(examples, skipped_qas_ids)`: a list of `SquadExample` in file order, and the ids of
+      training questions skipped because their answer text does not occur at its offset in the context
+      (compared on whitespace-normalized words, as the original; each skip is logged with its id).
+
+    Raises:
+      DataFormatError: empty file, invalid JSON (with its line), a missing or mistyped key (with its JSON
+        path), a training question without exactly one answer, an empty context.
+    """
+    data = _load_json(path)
+    examples, skipped = [], []
+    for a, article in enumerate(data):
+        for p, paragraph in enumerate(_field(path, f"data[{a}]", article, "paragraphs", list)):
+            where = f"data[{a}].paragraphs[{p}]"
+            context = _field(path, where, paragraph, "context", str)
+            doc_tokens, char_to_word_offset = split_context(context)
+            if not doc_tokens:
+                raise DataFormatError(path, None, f"{where}.context is empty")
+            for q, qa in enumerate(_field(path, where, paragraph, "qas", list)):
+                qa_where = f"{where}.qas[{q}]"
+                qas_id = str(_field(path, qa_where, qa, "id", (str, int)))
+                qa_where = f"{qa_where} (id {qas_id})"
+                question = _field(path, qa_where, qa, "question", str)
+                answers = _field(path, qa_where, qa, "answers", list)
+                is_impossible = bool(qa.get("is_impossible", False)) if version_2_with_negative else False
+                example = SquadExample(
+                    qas_id=qas_id,
+                    question_text=question,
+                    context_text=context,
+                    doc_tokens=doc_tokens,
+                    char_to_word_offset=char_to_word_offset,
+                    answers=[_field(path, f"{qa_where}.answers[{i}]", answer, "text", str)
+                             for i, answer in enumerate(answers)],
+                    is_impossible=is_impossible,
+                )
+                if is_training and not is_impossible:
+                    if len(answers) != 1:
+                        raise DataFormatError(path, None, f"{qa_where}: a training question needs exactly 1 "
+                                                          f"answer, found {len(answers)}")
+                    if not _set_training_answer(path, qa_where, example, answers[0]):
+                        logging.warning("%s: could not find answer %r at its offset in %s; skipping it",
+                                        path, example.answer_text, qa_where)
+                        skipped.append(qas_id)
+                        continue
+                examples.append(example)
+    if skipped:
+        logging.warning("%s: skipped %d training questions whose answer does not match the context",
+                        path, len(skipped))
+    return SquadReadResult(examples, skipped)
+
+
+def _set_training_answer(path, where, example, answer):
+    text = _field(path, f"{where}.answers[0]", answer, "text", str)
+    start = _field(path, f"{where}.answers[0]", answer, "answer_start", int)
+    example.answer_text, example.answer_start = text, start
+    end = start + len(text) - 1
+    if not text or start < 0 or end >= len(example.context_text):
+        return False
+    example.start_position = example.char_to_word_offset[start]
+    example.end_position = example.char_to_word_offset[end]
+    # Compared on whitespace-joined words: the answer may start or end inside a word, or differ in spacing.
+    found = " ".join(example.doc_tokens[example.start_position : example.end_position + 1])
+    return " ".join(text.split()) in found
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Windows (features)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class SquadFeature:
+    """One window of one example, as the model sees it: `[CLS] query [SEP] doc window [SEP]`.
+
+    Attributes:
+      example_index: position of the example in the examples list.
+      doc_span_index: which window of that example.
+      tokens: the WordPiece strings of the packed sequence (unpadded).
+      segment_ids: 0 for [CLS] query [SEP], 1 for the window and its [SEP] (len(tokens) ints).
+      token_to_orig_map: packed position -> word index in `example.doc_tokens` (window tokens only).
+      token_is_max_context: packed position -> whether this window is the one where that token has the most
+        context on both sides (only there may an answer start).
+      start_position, end_position: training target positions in `tokens`; 0 ([CLS]) when the answer is not
+        inside this window or the question has no answer.
+    """
+
+    example_index: int
+    doc_span_index: int
+    tokens: list
+    segment_ids: list
+    token_to_orig_map: dict
+    token_is_max_context: dict
+    start_position: int = 0
+    end_position: int = 0
+
+    @property
+    def is_impossible(self):
+        return self.start_position == 0 and self.end_position == 0
+
+
+def doc_spans(num_doc_tokens, max_tokens_for_doc, doc_stride):
+    """Windows `[(start, length), ...]` covering `num_doc_tokens` tokens, each at most `max_tokens_for_doc` long,
+    starting `doc_stride` tokens apart (the last one ends at the document's end)."""
+    if max_tokens_for_doc <= 0:
+        raise ValueError(f"no room for document tokens: max_tokens_for_doc={max_tokens_for_doc} "
+                         "(increase --max_seq_length or decrease --max_query_length)")
+    if doc_stride <= 0:
+        raise ValueError(f"--doc_stride must be positive, got {doc_stride}")
+    spans, start = [], 0
+    while start < num_doc_tokens:
+        length = min(num_doc_tokens - start, max_tokens_for_doc)
+        spans.append((start, length))
+        if start + length == num_doc_tokens:
+            break
+        start += min(length, doc_stride)
+    return spans
+
+
+def is_max_context(spans, span_index, position):
+    """Whether window `span_index` gives document token `position` the most context.
+
+    The score of a window is min(tokens left, tokens right) + 0.01 * window length; ties go to the first.
+    """
+    best_score, best_index = None, None
+    for index, (start, length) in enumerate(spans):
+        end = start + length - 1
+        if start <= position <= end:
+            score = min(position - start, end - position) + 0.01 * length
+            if best_score is None or score > best_score:
+                best_score, best_index = score, index
+    return span_index == best_index
+
+
+def _improve_answer_span(sub_tokens, start, end, tokenized_answer):
+    # The word-level span may be wider than the answer in WordPieces ("(1895)" vs "1895"): find the tightest.
+    target = " ".join(tokenized_answer)
+    for new_start in range(start, end + 1):
+        for new_end in range(end, new_start - 1, -1):
+            if " ".join(sub_tokens[new_start : new_end + 1]) == target:
+                return new_start, new_end
+    return start, end
+
+
+def make_squad_features(example, example_index, tokenize, max_seq_length, doc_stride, max_query_length,
+                        is_training, cls_token="[CLS]", sep_token="[SEP]"):
+    """Splits one example into windows of at most `max_seq_length` tokens.
+
+    Args:
+      example: a `SquadExample`.
+      example_index: its position in the examples list (stored in each feature).
+      tokenize: callable list[str] -> list[list[str]] (WordPieces of each string), e.g. the text tokenizer.
+      max_seq_length, doc_stride, max_query_length: as the recipe flags (the query is truncated to
+        `max_query_length` pieces; windows overlap so that each starts `doc_stride` pieces after the last).
+      is_training: set `start_position`/`end_position` of each feature.
+
+    Returns:
+      list of `SquadFeature` (at least one).
+    """
+    query_tokens = tokenize([example.question_text])[0][:max_query_length]
+    pieces_per_word = tokenize(example.doc_tokens)
+    sub_tokens, sub_to_word, word_to_first_sub = [], [], []
+    for word_index, pieces in enumerate(pieces_per_word):
+        word_to_first_sub.append(len(sub_tokens))
+        sub_tokens.extend(pieces)
+        sub_to_word.extend([word_index] * len(pieces))
+    if not sub_tokens:
+        raise ValueError(f"question {example.qas_id}: the context has no tokens after tokenization")
+
+    answer_start = answer_end = None
+    if is_training and not example.is_impossible:
+        answer_start = word_to_first_sub[example.start_position]
+        if example.end_position < len(example.doc_tokens) - 1:
+            answer_end = word_to_first_sub[example.end_position + 1] - 1
+        else:
+            answer_end = len(sub_tokens) - 1
+        answer_start, answer_end = _improve_answer_span(
+            sub_tokens, answer_start, answer_end, [p for ps in tokenize([example.answer_text]) for p in ps])
+
+    spans = doc_spans(len(sub_tokens), max_seq_length - len(query_tokens) - 3, doc_stride)
+    doc_offset = len(query_tokens) + 2  # [CLS] query [SEP]
+    features = []
+    for span_index, (span_start, span_length) in enumerate(spans):
+        tokens = [cls_token, *query_tokens, sep_token]
+        token_to_orig_map, token_is_max_context = {}, {}
+        for i in range(span_length):
+            position = span_start + i
+            token_to_orig_map[len(tokens)] = sub_to_word[position]
+            token_is_max_context[len(tokens)] = is_max_context(spans, span_index, position)
+            tokens.append(sub_tokens[position])
+        tokens.append(sep_token)
+        feature = SquadFeature(
+            example_index=example_index,
+            doc_span_index=span_index,
+            tokens=tokens,
+            segment_ids=[0] * doc_offset + [1] * (span_length + 1),
+            token_to_orig_map=token_to_orig_map,
+            token_is_max_context=token_is_max_context,
+        )
+        span_end = span_start + span_length - 1
+        if answer_start is not None and span_start <= answer_start and answer_end <= span_end:
+            feature.start_position = answer_start - span_start + doc_offset
+            feature.end_position = answer_end - span_start + doc_offset
+        features.append(feature)
+    return features
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Post-processing: logits -> answer text
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _is_whitespace(ch):
+    return ch in " \t\n\r" or unicodedata.category(ch) == "Zs"
+
+
+def _is_control(ch):
+    return ch not in "\t\n\r" and unicodedata.category(ch) in ("Cc", "Cf")
+
+
+def _is_punctuation(ch):
+    cp = ord(ch)
+    # All non-alphanumeric ASCII counts as punctuation ("$", "^", "`"), as in BERT's basic tokenizer.
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(ch).startswith("P")
+
+
+def _is_cjk(cp):
+    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
+            or 0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF
+            or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+
+
+def basic_tokenize(text, do_lower_case):
+    """BERT's basic (pre-WordPiece) tokenization: clean, split CJK characters, whitespace and punctuation;
+    with `do_lower_case` also lower-case and strip accents. Returns a list of str."""
+    cleaned = []
+    for ch in text:
+        cp = ord(ch)
+        if cp == 0 or cp == 0xFFFD or _is_control(ch):
+            continue
+        if _is_whitespace(ch):
+            cleaned.append(" ")
+        elif _is_cjk(cp):
+            cleaned.append(f" {ch} ")
+        else:
+            cleaned.append(ch)
+    tokens = []
+    for token in "".join(cleaned).split():
+        if do_lower_case:
+            token = "".join(c for c in unicodedata.normalize("NFD", token.lower())
+                            if unicodedata.category(c) != "Mn")
+        piece = ""
+        for ch in token:
+            if _is_punctuation(ch):
+                if piece:
+                    tokens.append(piece)
+                tokens.append(ch)
+                piece = ""
+            else:
+                piece += ch
+        if piece:
+            tokens.append(piece)
+    return tokens
+
+
+def _strip_spaces(text):
+    # The text without spaces, and for each of its characters the position in `text`.
+    kept, positions = [], []
+    for i, ch in enumerate(text):
+        if ch != " ":
+            kept.append(ch)
+            positions.append(i)
+    return "".join(kept), positions
+
+
+def get_final_text(pred_text, orig_text, do_lower_case):
+    """Maps a detokenized prediction back onto the original text.
+
+    `pred_text` is the prediction rebuilt from WordPieces ("steve smith's" after lower-casing and splitting
+    punctuation: "steve smith ' s" joined without "##"); `orig_text` is the span of original words it came
+    from ("Steve Smith's."). The prediction is located in the basic-tokenized `orig_text`, and the two texts
+    are aligned character by character ignoring spaces, giving the original span ("Steve Smith's"). When
+    that fails (the prediction is not found, or normalization changed the length, e.g. some accents or
+    ligatures), `orig_text` is returned whole.
+    """
+    tokenized = " ".join(basic_tokenize(orig_text, do_lower_case))
+    start = tokenized.find(pred_text)
+    if start == -1 or not pred_text:
+        return orig_text
+    end = start + len(pred_text) - 1
+    orig_stripped, orig_positions = _strip_spaces(orig_text)
+    tok_stripped, tok_positions = _strip_spaces(tokenized)
+    if len(orig_stripped) != len(tok_stripped):
+        return orig_text
+    # Position in `tokenized` -> position in the space-free text, which is shared with `orig_text`.
+    tok_to_stripped = {position: i for i, position in enumerate(tok_positions)}
+    if start not in tok_to_stripped or end not in tok_to_stripped:
+        return orig_text
+    return orig_text[orig_positions[tok_to_stripped[start]] : orig_positions[tok_to_stripped[end]] + 1]
+
+
+def _top_indices(logits, n):
+    # Highest first; equal logits keep position order.
+    return np.argsort(-np.asarray(logits, dtype=np.float64), kind="stable")[:n].tolist()
+
+
+def _softmax(scores):
+    peak = max(scores)
+    exps = [math.exp(s - peak) for s in scores]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def _detokenize(pieces):
+    text = " ".join(pieces).replace(" ##", "").replace("##", "")
+    return " ".join(text.split())
+
+
+@dataclasses.dataclass
+class SquadPredictions:
+    """Post-processing output.
+
+    Attributes:
+      predictions: qas_id -> answer text ("" = no answer, v2.0).
+      nbest: qas_id -> list of {"text", "probability", "start_logit", "end_logit"}, best first.
+      null_odds: qas_id -> null score minus the best non-null span score (v2.0 only; else empty). Pass it
+        as `na_probs` to `keras_bert.metrics.squad.evaluate_v2`.
+    """
+
+    predictions: dict
+    nbest: dict
+    null_odds: dict
+
+    def save(self, output_dir):
+        """Writes predictions.json, nbest_predictions.json, and (v2.0) null_odds.json; returns their paths."""
+        os.makedirs(output_dir, exist_ok=True)
+        files = {"predictions.json": self.predictions, "nbest_predictions.json": self.nbest}
+        if self.null_odds:
+            files["null_odds.json"] = self.null_odds
+        paths = []
+        for name, content in files.items():
+            paths.append(os.path.join(output_dir, name))
+            with open(paths[-1], "w", encoding="utf-8") as f:
+                json.dump(content, f, indent=2, ensure_ascii=False)
+        return paths
+
+
+def postprocess_predictions(examples, features, start_logits, end_logits, n_best_size=20, max_answer_length=30,
+                            do_lower_case=True, version_2_with_negative=False, null_score_diff_threshold=0.0):
+    """Turns per-window start/end logits into answer texts, as the original `write_predictions`.
+
+    Args:
+      examples: the `SquadExample`s.
+      features: the `SquadFeature`s of all windows (`feature.example_index` indexes `examples`).
+      start_logits, end_logits: per feature, a 1-D float sequence of at least `len(feature.tokens)` values
+        (padded positions past the tokens are ignored), e.g. rows of a [num_features, seq_length] array.
+      n_best_size: candidates kept per side and in the n-best list.
+      max_answer_length: longest answer, in WordPieces.
+      do_lower_case: how the tokenizer normalized text (for `get_final_text`).
+      version_2_with_negative: consider "no answer", scored by the [CLS] logits of the window where that
+        score is lowest; answer "" when (null score - best span score) > `null_score_diff_threshold`.
+
+    Returns:
+      `SquadPredictions`.
+
+    Spans are skipped when they end before they start, are longer than `max_answer_length`, touch a
+    position outside the document window, or start where the window is not the token's max-context window.
+    """
+    if len(features) != len(start_logits) or len(features) != len(end_logits):
+        raise ValueError(f"{len(features)} features but {len(start_logits)} start and {len(end_logits)} "
+                         "end logit rows")
+    features_by_example = collections.defaultdict(list)
+    for feature_index, feature in enumerate(features):
+        features_by_example[feature.example_index].append(feature_index)
+
+    result = SquadPredictions({}, {}, {})
+    for example_index, example in enumerate(examples):
+        if example_index not in features_by_example:
+            raise ValueError(f"question {example.qas_id} (example {example_index}) has no features")
+        candidates = []  # (score, start_logit, end_logit, feature_index, start, end); start 0 = null
+        null = None  # (score, start_logit, end_logit, feature_index) of the lowest null score
+        for feature_index in features_by_example[example_index]:
+            feature = features[feature_index]
+            starts, ends = start_logits[feature_index], end_logits[feature_index]
+            if version_2_with_negative:
+                null_score = float(starts[0]) + float(ends[0])
+                if null is None or null_score < null[0]:
+                    null = (null_score, float(starts[0]), float(ends[0]), feature_index)
+            for start in _top_indices(starts, n_best_size):
+                for end in _top_indices(ends, n_best_size):
+                    if (start >= len(feature.tokens) or end >= len(feature.tokens)
+                            or start not in feature.token_to_orig_map or end not in feature.token_to_orig_map
+                            or not feature.token_is_max_context.get(start, False)
+                            or end < start or end - start + 1 > max_answer_length):
+                        continue
+                    score = float(starts[start]) + float(ends[end])
+                    candidates.append((score, float(starts[start]), float(ends[end]), feature_index, start, end))
+        if null is not None:
+            candidates.append((null[0], null[1], null[2], null[3], 0, 0))
+        candidates.sort(key=lambda candidate: candidate[0], reverse=True)
+
+        nbest, seen = [], set()
+        for _, start_logit, end_logit, feature_index, start, end in candidates:
+            if len(nbest) >= n_best_size:
+                break
+            if start > 0:
+                feature = features[feature_index]
+                words = example.doc_tokens[feature.token_to_orig_map[start] : feature.token_to_orig_map[end] + 1]
+                text = get_final_text(_detokenize(feature.tokens[start : end + 1]), " ".join(words), do_lower_case)
+            else:
+                text = ""
+            if text in seen:
+                continue
+            seen.add(text)
+            nbest.append({"text": text, "start_logit": start_logit, "end_logit": end_logit})
+        if null is not None and "" not in seen:
+            nbest.append({"text": "", "start_logit": null[1], "end_logit": null[2]})
+        # As the original: never an empty n-best list, and (v2.0) always a non-null candidate to compare.
+        if not any(entry["text"] for entry in nbest):
+            nbest.append({"text": "empty", "start_logit": 0.0, "end_logit": 0.0})
+
+        probabilities = _softmax([entry["start_logit"] + entry["end_logit"] for entry in nbest])
+        result.nbest[example.qas_id] = [
+            {"text": entry["text"], "probability": probability, "start_logit": entry["start_logit"],
+             "end_logit": entry["end_logit"]}
+            for entry, probability in zip(nbest, probabilities, strict=True)
+        ]
+        best_non_null = next(entry for entry in nbest if entry["text"])
+        if not version_2_with_negative:
+            result.predictions[example.qas_id] = nbest[0]["text"]
+            continue
+        score_diff = null[0] - best_non_null["start_logit"] - best_non_null["end_logit"]
+        result.null_odds[example.qas_id] = score_diff
+        result.predictions[example.qas_id] = "" if score_diff > null_score_diff_threshold else best_non_null["text"]
+    return result
