@@ -1,0 +1,194 @@
+"""Dynamic masked-LM masking in tf.data, following `create_masked_lm_predictions` of Google's
+`create_pretraining_data.py`: shuffle the candidate words, take them while the count fits, then per
+chosen position 80% [MASK], 10% a random vocab id, 10% unchanged."""
+
+import tensorflow as tf
+
+
+class MaskedLMMasker:
+    """Adds masked-LM targets to packed BERT inputs (a plain callable for `ds.map`, not a Keras layer).
+
+    Args:
+        vocab_size: int; random replacements are drawn uniformly from [0, vocab_size) as in the original.
+        mask_id: id of [MASK].
+        special_ids: ids never masked ([CLS], [SEP], [PAD], ...).
+        max_predictions_per_seq: int, size of the output prediction slots.
+        masked_lm_prob: fraction of the sequence (all non-padding tokens, [CLS]/[SEP] included, as the
+            original counts) to predict: min(max_predictions_per_seq, max(1, round(n_tokens * prob))).
+        mask_token_rate / random_token_rate: share of chosen positions replaced by [MASK] / a random id;
+            the rest keep their token.
+        whole_word_mask: mask all pieces of a word together. Words come from the input key `word_ids`
+            (int [batch, seq]: equal ids on consecutive positions = one word, as `BertTokenizer.
+            tokenize_with_word_ids` gives) or, without that key, from `vocab` (a piece starting with "##"
+            joins the previous piece, the original's rule).
+        vocab: list of str, needed for whole-word masking without `word_ids`.
+        seed: int or None. With a seed, a `tf.random.Generator` makes the masks reproducible for a
+            sequential `ds.map` (masks still change from batch to batch and epoch to epoch). For a
+            parallel map, pass a per-element seed instead: `masker(features, seed=s)` with s int64 [2]
+            (e.g. zip with `tf.data.Dataset.random(seed).batch(2)`), which is stateless.
+
+    Call: `masker(features)` where features is a dict with int `input_word_ids` and `input_mask`
+    ([batch, seq] or one example [seq]) → the same dict with `input_word_ids` replaced by the masked ids
+    and added `masked_lm_positions` int32, `masked_lm_ids` int32, `masked_lm_weights` float32, each
+    [batch, max_predictions_per_seq], zero padded, positions ascending.
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        mask_id,
+        special_ids,
+        max_predictions_per_seq,
+        masked_lm_prob=0.15,
+        mask_token_rate=0.8,
+        random_token_rate=0.1,
+        whole_word_mask=False,
+        vocab=None,
+        seed=None,
+    ):
+        if (
+            not 0.0 <= mask_token_rate + random_token_rate <= 1.0
+            or min(mask_token_rate, random_token_rate) < 0
+        ):
+            raise ValueError(
+                f"mask_token_rate={mask_token_rate}, random_token_rate={random_token_rate}; expected rates >= 0 "
+                "with a sum <= 1."
+            )
+        if not 0.0 < masked_lm_prob <= 1.0:
+            raise ValueError(f"masked_lm_prob={masked_lm_prob}; expected a value in (0, 1].")
+        if int(max_predictions_per_seq) < 1:
+            raise ValueError(f"max_predictions_per_seq={max_predictions_per_seq}; expected >= 1.")
+        self.vocab_size = int(vocab_size)
+        self.mask_id = int(mask_id)
+        self.special_ids = sorted({int(i) for i in special_ids})
+        self.max_predictions_per_seq = int(max_predictions_per_seq)
+        self.masked_lm_prob = float(masked_lm_prob)
+        self.mask_token_rate = float(mask_token_rate)
+        self.random_token_rate = float(random_token_rate)
+        self.whole_word_mask = bool(whole_word_mask)
+        self.seed = seed
+        self._continuation = None
+        if vocab is not None:
+            if len(vocab) != self.vocab_size:
+                raise ValueError(f"len(vocab)={len(vocab)} but vocab_size={vocab_size}; expected the same.")
+            self._continuation = tf.constant([token.startswith("##") for token in vocab])
+        self._generator = tf.random.Generator.from_seed(seed) if seed is not None else None
+
+    def get_config(self):
+        return {
+            "vocab_size": self.vocab_size,
+            "mask_id": self.mask_id,
+            "special_ids": self.special_ids,
+            "max_predictions_per_seq": self.max_predictions_per_seq,
+            "masked_lm_prob": self.masked_lm_prob,
+            "mask_token_rate": self.mask_token_rate,
+            "random_token_rate": self.random_token_rate,
+            "whole_word_mask": self.whole_word_mask,
+            "seed": self.seed,
+        }
+
+    def _random_seeds(self, seed):
+        """Four stateless seeds (int64 [4, 2]) for this call."""
+        if seed is not None:
+            return tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 4)
+        if self._generator is not None:
+            return tf.transpose(self._generator.make_seeds(4))
+        return tf.random.uniform([4, 2], maxval=tf.int64.max, dtype=tf.int64)
+
+    def _word_leaders(self, ids, candidate, features):
+        """Bool [batch, seq]: candidate positions that start a new masking group."""
+        if not self.whole_word_mask:
+            return candidate
+        if "word_ids" in features:
+            word_ids = tf.cast(features["word_ids"], tf.int32)
+            if word_ids.shape.rank == 1:
+                word_ids = word_ids[None]
+            previous = tf.pad(word_ids[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
+            previous_candidate = tf.pad(candidate[:, :-1], [[0, 0], [1, 0]])
+            return candidate & ~(previous_candidate & tf.equal(word_ids, previous))
+        if self._continuation is None:
+            raise ValueError(
+                "MaskedLMMasker(whole_word_mask=True) needs `vocab` at construction or a `word_ids` input key."
+            )
+        # The original joins a "##" piece to the last candidate group, whatever lies between them.
+        continuation = tf.gather(self._continuation, ids)
+        has_earlier = tf.math.cumsum(tf.cast(candidate, tf.int32), axis=1, exclusive=True) > 0
+        return candidate & ~(continuation & has_earlier)
+
+    def __call__(self, features, seed=None):
+        features = dict(features)
+        ids = tf.cast(features["input_word_ids"], tf.int32)
+        mask = tf.cast(features["input_mask"], tf.int32)
+        unbatched = ids.shape.rank == 1
+        if unbatched:
+            ids, mask = ids[None], mask[None]
+        batch, seq = tf.shape(ids)[0], tf.shape(ids)[1]
+        seeds = self._random_seeds(seed)
+        is_special = tf.reduce_any(
+            tf.equal(ids[:, :, None], tf.constant(self.special_ids, tf.int32)), axis=-1
+        )
+        candidate = (mask > 0) & ~is_special
+        n_tokens = tf.reduce_sum(mask, axis=1)
+        n_predict = tf.cast(tf.math.round(tf.cast(n_tokens, tf.float64) * self.masked_lm_prob), tf.int32)
+        n_predict = tf.minimum(self.max_predictions_per_seq, tf.maximum(1, n_predict))
+
+        leaders = self._word_leaders(ids, candidate, features)
+        group = tf.math.cumsum(tf.cast(leaders, tf.int32), axis=1) - 1  # group number of each position
+        group = tf.where(candidate, group, seq)  # non-candidates go to an overflow slot
+        row_offset = tf.range(batch)[:, None] * (seq + 1)
+        group_size = tf.reshape(
+            tf.math.unsorted_segment_sum(
+                tf.ones([batch * seq], tf.int32), tf.reshape(group + row_offset, [-1]), batch * (seq + 1)
+            ),
+            [batch, seq + 1],
+        )[:, :seq]
+        # Random order of groups (the original's rng.shuffle(cand_indexes)); empty groups go last.
+        keys = tf.random.stateless_uniform([batch, seq], seeds[0])
+        keys = tf.where(group_size > 0, keys, 2.0)
+        order = tf.argsort(keys, axis=1, stable=True)
+        sizes_in_order = tf.gather(group_size, order, batch_dims=1)
+
+        def take(used, size):
+            # Keep a group when it still fits; a too-big group is skipped, later smaller ones may fit.
+            fits = (size > 0) & (used + size <= n_predict)
+            return used + tf.where(fits, size, 0)
+
+        used_after = tf.scan(take, tf.transpose(sizes_in_order), initializer=tf.zeros([batch], tf.int32))
+        used_before = tf.concat([tf.zeros([1, batch], tf.int32), used_after[:-1]], axis=0)
+        taken_in_order = tf.transpose(used_after > used_before)
+        taken_group = tf.gather(taken_in_order, tf.argsort(order, axis=1), batch_dims=1)
+        taken_group = tf.pad(taken_group, [[0, 0], [0, 1]])  # overflow slot: never taken
+        chosen = tf.gather(taken_group, group, batch_dims=1) & candidate
+
+        # Replacement: [MASK] with mask_token_rate, random id with random_token_rate, else unchanged.
+        draw = tf.random.stateless_uniform([batch, seq], seeds[1])
+        random_ids = tf.random.stateless_uniform(
+            [batch, seq], seeds[2], maxval=self.vocab_size, dtype=tf.int32
+        )
+        replaced = tf.where(
+            draw < self.mask_token_rate,
+            self.mask_id,
+            tf.where(draw < self.mask_token_rate + self.random_token_rate, random_ids, ids),
+        )
+        masked_ids = tf.where(chosen, replaced, ids)
+
+        # Chosen positions in ascending order, padded with 0 to max_predictions_per_seq.
+        positions = tf.broadcast_to(tf.range(seq)[None], [batch, seq])
+        sort_key = tf.where(chosen, positions, positions + seq)
+        ordered = tf.sort(sort_key, axis=1)
+        width = self.max_predictions_per_seq
+        ordered = tf.pad(ordered, [[0, 0], [0, tf.maximum(0, width - seq)]], constant_values=2 * seq)[
+            :, :width
+        ]
+        valid = ordered < seq
+        masked_positions = tf.where(valid, ordered, 0)
+        masked_lm_ids = tf.where(valid, tf.gather(ids, masked_positions, batch_dims=1), 0)
+        outputs = {
+            "input_word_ids": masked_ids,
+            "masked_lm_positions": masked_positions,
+            "masked_lm_ids": masked_lm_ids,
+            "masked_lm_weights": tf.cast(valid, tf.float32),
+        }
+        for name, value in outputs.items():
+            features[name] = value[0] if unbatched else value
+        return features

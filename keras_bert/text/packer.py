@@ -1,0 +1,206 @@
+"""Packing WordPiece ids into BERT encoder inputs: [CLS] a [SEP] (b [SEP]), truncated and padded.
+
+Only core TensorFlow ragged ops are used (RaggedRange, boolean_mask, concat, to_tensor), no tf-text
+ops such as RoundRobinTrimmer, so a serving graph containing the packer runs on any TF Serving build.
+"""
+
+import keras
+import tensorflow as tf
+
+
+def truncated_lengths(length_a, length_b, max_tokens):
+    """Lengths Google's `_truncate_seq_pair` leaves: it pops the last token of the longer segment
+    (of `b` on ties) until len(a) + len(b) <= max_tokens. Closed form, elementwise on int tensors.
+
+    Returns:
+        (new_length_a, new_length_b), same shape and dtype as the inputs.
+    """
+    max_tokens = tf.cast(max_tokens, length_a.dtype)
+    over = length_a + length_b > max_tokens
+    kept_b = tf.minimum(length_b, tf.maximum(max_tokens - length_a, max_tokens // 2))
+    new_b = tf.where(over, kept_b, length_b)
+    new_a = tf.where(over, max_tokens - new_b, length_a)
+    return new_a, new_b
+
+
+def _keep_first(segment, lengths):
+    """Keeps the first lengths[i] items of row i of a ragged [batch, (n)] tensor."""
+    positions = tf.ragged.range(segment.row_lengths())
+    return tf.ragged.boolean_mask(segment, positions < lengths[:, None])
+
+
+def _as_batched_ragged(segment):
+    """Returns (ragged int32 [batch, (n)], was_unbatched)."""
+    if isinstance(segment, tf.RaggedTensor):
+        if segment.shape.rank != 2:
+            raise ValueError(
+                f"BertPacker: expected ids of rank 2 [batch, (pieces)], got shape {segment.shape}."
+            )
+        return tf.cast(segment, tf.int32), False
+    segment = tf.convert_to_tensor(segment)
+    if segment.shape.rank == 1:
+        return tf.RaggedTensor.from_tensor(tf.cast(segment[None], tf.int32)), True
+    if segment.shape.rank == 2:
+        return tf.RaggedTensor.from_tensor(tf.cast(segment, tf.int32)), False
+    raise ValueError(f"BertPacker: expected ids of rank 1 or 2, got shape {segment.shape}.")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertPacker(keras.layers.Layer):
+    """Packs one or two segments of WordPiece ids into the BERT encoder inputs.
+
+    Args:
+        seq_length: int, the output length (including [CLS] and [SEP]s).
+        start_id: id of [CLS]. end_id: id of [SEP]. pad_id: id of [PAD] (0 in BERT vocabs).
+
+    Call: `packer(ids_a)` or `packer((ids_a, ids_b))` with ragged int [batch, (pieces)] (as the
+    tokenizer returns; a dense [batch, n] or a single unbatched 1-D [n] also works) → dict of dense
+    int32 [batch, seq_length] (or [seq_length] for unbatched input):
+      `input_word_ids`: [CLS] a [SEP] (b [SEP]) then pad_id;
+      `input_mask`: 1 on real tokens, 0 on padding;
+      `input_type_ids`: 0 for [CLS] a [SEP], 1 for b [SEP], 0 on padding.
+    Segments that do not fit are cut at the end like the original `_truncate_seq_pair` (the longer one
+    first; `b` on ties); a single segment keeps its first seq_length - 2 pieces.
+    """
+
+    def __init__(self, seq_length, start_id, end_id, pad_id=0, **kwargs):
+        kwargs.setdefault("dtype", "int32")
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        if int(seq_length) < 3:
+            raise ValueError(
+                f"BertPacker: seq_length={seq_length}; expected at least 3 ([CLS] a [SEP] b [SEP] needs 3)."
+            )
+        self.seq_length = int(seq_length)
+        self.start_id = int(start_id)
+        self.end_id = int(end_id)
+        self.pad_id = int(pad_id)
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer, seq_length, **kwargs):
+        """A packer using `tokenizer`'s [CLS], [SEP] and [PAD] ids."""
+        return cls(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, **kwargs)
+
+    def call(self, inputs):
+        if isinstance(inputs, dict):
+            raise ValueError("BertPacker: expected one ids tensor or a list/tuple of one or two, got a dict.")
+        segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        if len(segments) not in (1, 2):
+            raise ValueError(f"BertPacker: expected 1 or 2 segments, got {len(segments)}.")
+        converted = [_as_batched_ragged(segment) for segment in segments]
+        unbatched = converted[0][1]
+        segments = [segment for segment, _ in converted]
+        batch = segments[0].nrows()
+        ones = tf.ones([batch, 1], tf.int32)
+        cls, sep = ones * self.start_id, ones * self.end_id
+        if len(segments) == 1:
+            kept = tf.minimum(segments[0].row_lengths(), self.seq_length - 2)
+            a = _keep_first(segments[0], kept)
+            pieces = [cls, a, sep]
+            types = [tf.zeros_like(cls), tf.zeros_like(a), tf.zeros_like(sep)]
+        else:
+            a, b = segments
+            new_a, new_b = truncated_lengths(a.row_lengths(), b.row_lengths(), self.seq_length - 3)
+            a, b = _keep_first(a, new_a), _keep_first(b, new_b)
+            pieces = [cls, a, sep, b, sep]
+            types = [
+                tf.zeros_like(cls),
+                tf.zeros_like(a),
+                tf.zeros_like(sep),
+                tf.ones_like(b),
+                tf.ones_like(sep),
+            ]
+        word_ids = tf.concat(pieces, axis=1)
+        type_ids = tf.concat(types, axis=1)
+        shape = [None, self.seq_length]
+        outputs = {
+            "input_word_ids": word_ids.to_tensor(self.pad_id, shape=shape),
+            "input_mask": tf.ones_like(word_ids).to_tensor(0, shape=shape),
+            "input_type_ids": type_ids.to_tensor(0, shape=shape),
+        }
+        if unbatched:
+            outputs = {name: value[0] for name, value in outputs.items()}
+        return outputs
+
+    def compute_output_spec(self, inputs):
+        first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+        spec = keras.KerasTensor([first.shape[0], self.seq_length], dtype="int32")
+        return {"input_word_ids": spec, "input_mask": spec, "input_type_ids": spec}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "seq_length": self.seq_length,
+                "start_id": self.start_id,
+                "end_id": self.end_id,
+                "pad_id": self.pad_id,
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertPreprocessor(keras.layers.Layer):
+    """Raw text → BERT encoder inputs: a BertTokenizer followed by a BertPacker, as one Keras layer.
+
+    Args:
+        tokenizer: a `keras_bert.text.BertTokenizer`.
+        seq_length: int, the packed length.
+
+    Call: `preprocessor(text)` with tf.string [batch] (or a scalar: one example), or a pair
+    `(text_a, text_b)` as a tuple/list or a dict with keys "text_a" (or "text") and "text_b" → dict of
+    int32 [batch, seq_length] `input_word_ids`, `input_mask`, `input_type_ids`. Uses only TF and
+    tf-text ops, so it works in `ds.map(preprocessor)` and inside an exported serving graph.
+    """
+
+    def __init__(self, tokenizer, seq_length, **kwargs):
+        kwargs.setdefault("dtype", "int32")
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        if isinstance(tokenizer, dict):
+            tokenizer = keras.saving.deserialize_keras_object(tokenizer)
+        self.tokenizer = tokenizer
+        self.seq_length = int(seq_length)
+        self.packer = BertPacker.from_tokenizer(tokenizer, self.seq_length)
+
+    @staticmethod
+    def _segments(inputs):
+        if isinstance(inputs, dict):
+            first = inputs.get("text_a", inputs.get("text"))
+            if first is None or set(inputs) - {"text_a", "text", "text_b"}:
+                raise ValueError(
+                    f"BertPreprocessor: dict input has keys {sorted(inputs)}; expected 'text_a' (or 'text') "
+                    "and optionally 'text_b'."
+                )
+            return [first] if "text_b" not in inputs else [first, inputs["text_b"]]
+        if isinstance(inputs, (list, tuple)):
+            if len(inputs) not in (1, 2):
+                raise ValueError(f"BertPreprocessor: expected 1 or 2 text segments, got {len(inputs)}.")
+            return list(inputs)
+        return [inputs]
+
+    def call(self, inputs):
+        segments = self._segments(inputs)
+        unbatched = tf.convert_to_tensor(segments[0]).shape.rank == 0
+        ids = [self.tokenizer(tf.reshape(segment, [-1])) for segment in segments]
+        outputs = self.packer(ids)
+        if unbatched:
+            outputs = {name: value[0] for name, value in outputs.items()}
+        return outputs
+
+    def compute_output_spec(self, inputs):
+        first = self._segments(inputs)[0]
+        spec = keras.KerasTensor([first.shape[0], self.seq_length], dtype="int32")
+        return {"input_word_ids": spec, "input_mask": spec, "input_type_ids": spec}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {"tokenizer": keras.saving.serialize_keras_object(self.tokenizer), "seq_length": self.seq_length}
+        )
+        return config

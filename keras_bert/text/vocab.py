@@ -1,0 +1,204 @@
+"""WordPiece vocabularies: load a `vocab.txt` and learn a new one from text files.
+
+A vocab file has one token per line; the line number (from 0) is the token id, as in Google's
+`tokenization.load_vocab` (which strips each line). Sub-word continuations start with `##`.
+"""
+
+import collections
+import glob
+import os
+
+import tensorflow as tf
+
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+# Learned vocabs put these at ids 0..4; Google's released vocabs have [PAD]=0, [UNK]=100, [CLS]=101, ...
+RESERVED_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+
+
+def check_vocab(tokens, source="vocabulary"):
+    """Checks a token list for a tokenizer: non-empty, no blank or duplicate entries, all reserved tokens.
+
+    Args:
+        tokens: list of str, the vocabulary in id order.
+        source: what to name in error messages (a file path or "vocabulary").
+
+    Returns:
+        `tokens` as a list of str.
+
+    Raises:
+        ValueError: naming `source` and the line (1-based) or the token that is wrong.
+    """
+    tokens = list(tokens)
+    if not tokens:
+        raise ValueError(f"{source}: the vocabulary is empty; expected one WordPiece token per line.")
+    first_line = {}
+    for index, token in enumerate(tokens):
+        if not isinstance(token, str):
+            raise ValueError(f"{source}: entry {index} is {token!r}; expected a str token.")
+        if not token:
+            raise ValueError(f"{source}: line {index + 1} is blank; expected one token per line.")
+        if token in first_line:
+            raise ValueError(
+                f"{source}: token {token!r} appears on lines {first_line[token] + 1} and {index + 1}; "
+                "expected each token once."
+            )
+        first_line[token] = index
+    missing = [token for token in RESERVED_TOKENS if token not in first_line]
+    if missing:
+        raise ValueError(
+            f"{source}: the vocabulary lacks the special tokens {missing}; a BERT vocab needs "
+            f"{list(RESERVED_TOKENS)}."
+        )
+    return tokens
+
+
+def load_vocab(path):
+    """Reads a BERT `vocab.txt` (one token per line, stripped like Google's `load_vocab`).
+
+    Args:
+        path: local path or any path `tf.io.gfile` reads (gs://...).
+
+    Returns:
+        list of str: the tokens, where the list index is the token id.
+
+    Raises:
+        FileNotFoundError: if `path` does not exist.
+        ValueError: if the file is empty, has blank or duplicate lines, or lacks [PAD]/[UNK]/[CLS]/[SEP]/[MASK].
+    """
+    path = os.fspath(path)
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"vocab file {path!r} does not exist; expected a BERT vocab.txt.")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ValueError(f"{path}: line {line} is not valid UTF-8 ({error.reason}).") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    return check_vocab([line.strip() for line in lines], source=path)
+
+
+def save_vocab(tokens, path):
+    """Writes `tokens` (list of str, id order) to `path`, one per line."""
+    with tf.io.gfile.GFile(os.fspath(path), "w") as f:
+        f.write("".join(token + "\n" for token in tokens))
+
+
+def _expand_inputs(files_or_lines):
+    """Yields text lines from a glob/path string, a list of globs/paths, or an iterable of lines."""
+    if isinstance(files_or_lines, (str, os.PathLike)):
+        files_or_lines = [os.fspath(files_or_lines)]
+    items = list(files_or_lines)
+    if (
+        items
+        and all(isinstance(item, (str, os.PathLike)) for item in items)
+        and all(glob.has_magic(os.fspath(item)) or tf.io.gfile.exists(os.fspath(item)) for item in items)
+    ):
+        for pattern in items:
+            paths = sorted(tf.io.gfile.glob(os.fspath(pattern)))
+            if not paths:
+                raise FileNotFoundError(f"input pattern {os.fspath(pattern)!r} matches no files.")
+            for path in paths:
+                with tf.io.gfile.GFile(path, "rb") as f:
+                    yield from f
+    else:
+        yield from items
+
+
+def count_words(files_or_lines, lower_case=True, max_lines=None, batch_size=1024):
+    """Counts the words of BertTokenizer's basic (pre-WordPiece) tokenization over a corpus.
+
+    Args:
+        files_or_lines: a path or glob, a list of paths/globs, or an iterable of str/bytes lines.
+        lower_case: the tokenizer setting the vocab is for.
+        max_lines: read at most this many lines (None: all).
+        batch_size: lines per tokenizer call.
+
+    Returns:
+        collections.Counter mapping word (str) → count.
+    """
+    from keras_bert.text.tokenizer import BasicWordSplitter
+
+    splitter = BasicWordSplitter(lower_case=lower_case)
+    counts = collections.Counter()
+    batch = []
+
+    def flush():
+        words = splitter.split(tf.constant(batch, tf.string))
+        counts.update(w.decode("utf-8") for w in words.flat_values.numpy())
+        batch.clear()
+
+    for index, line in enumerate(_expand_inputs(files_or_lines)):
+        if max_lines is not None and index >= max_lines:
+            break
+        batch.append(line if isinstance(line, bytes) else str(line).encode("utf-8"))
+        if len(batch) == batch_size:
+            flush()
+    if batch:
+        flush()
+    return counts
+
+
+def learn_wordpiece_vocab(
+    files_or_lines,
+    vocab_size,
+    lower_case=True,
+    max_lines=None,
+    reserved_tokens=RESERVED_TOKENS,
+    num_iterations=4,
+    max_token_length=50,
+    max_unique_chars=1000,
+    word_counts=None,
+):
+    """Learns a WordPiece vocab whose words are split exactly as `BertTokenizer(lower_case=...)` splits them.
+
+    Words come from this package's BERT basic tokenization (clean, CJK split, lower + accent strip when
+    `lower_case`, punctuation split); tensorflow-text's WordPiece learner then picks the pieces.
+
+    Args:
+        files_or_lines: a path or glob, a list of paths/globs, or an iterable of str/bytes lines.
+        vocab_size: target size (the learner searches for a threshold giving about this many tokens).
+        lower_case: whether the vocab is for an uncased tokenizer.
+        max_lines: read at most this many lines (None: all).
+        reserved_tokens: tokens put first, in order (default [PAD] [UNK] [CLS] [SEP] [MASK] at ids 0..4).
+        num_iterations, max_token_length, max_unique_chars: passed to the learner.
+        word_counts: optional precomputed `count_words` result (then `files_or_lines` is not read).
+
+    Returns:
+        list of str: the vocab in id order, ready for `save_vocab`.
+    """
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    if vocab_size <= len(reserved_tokens):
+        raise ValueError(
+            f"vocab_size={vocab_size}; expected more than the {len(reserved_tokens)} reserved tokens."
+        )
+    if word_counts is None:
+        word_counts = count_words(files_or_lines, lower_case=lower_case, max_lines=max_lines)
+    if not word_counts:
+        raise ValueError("the corpus has no words; expected non-empty text lines.")
+    vocab = learner.learn(
+        sorted(word_counts.items(), key=lambda item: (-item[1], item[0])),
+        vocab_size=vocab_size,
+        reserved_tokens=list(reserved_tokens),
+        upper_thresh=10_000_000,
+        lower_thresh=1,
+        num_iterations=num_iterations,
+        max_input_tokens=-1,
+        max_token_length=max_token_length,
+        max_unique_chars=max_unique_chars,
+        slack_ratio=0.05,
+        include_joiner_token=True,
+        joiner="##",
+    )
+    seen = set()
+    unique = []
+    for token in vocab:
+        # The learner may emit a reserved token again or a bare "##"; keep each token once.
+        if token and token not in seen:
+            seen.add(token)
+            unique.append(token)
+    return check_vocab(unique)
