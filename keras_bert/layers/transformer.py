@@ -83,7 +83,7 @@ class TransformerBlock(keras.layers.Layer):
         query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
         scores = ops.einsum("bqhd,bkhd->bhqk", query, key)
-        probs = ops.softmax(ops.cast(scores, "float32") + bias, axis=-1)
+        probs = ops.softmax(ops.cast(scores, "float32") + ops.cast(bias, "float32"), axis=-1)
         probs = self.attention_probs_dropout(ops.cast(probs, self.compute_dtype), training=training)
         context = ops.reshape(ops.einsum("bhqk,bkhd->bqhd", probs, value), (batch, seq, self.hidden_size))
 

@@ -67,7 +67,7 @@ class BertEncoder(keras.Model):
         # === Functional model ===
         inputs = encoder_inputs()
         x = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
-        bias = _AttentionBias(name="attention_bias")(inputs["input_mask"])
+        bias = _AttentionBias(dtype="float32", name="attention_bias")(inputs["input_mask"])
         layer_outputs = []
         for block in blocks:
             x = block(x, bias)
@@ -81,6 +81,10 @@ class BertEncoder(keras.Model):
         self.embeddings = embeddings
         self.transformer_layers = blocks
         self.pooler = pooler
+
+    def call(self, inputs, training=None):
+        # Feature dicts often carry labels too (e.g. masked_lm_ids); the encoder takes its three inputs.
+        return super().call({name: inputs[name] for name in INPUT_NAMES}, training=training)
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable}

@@ -108,8 +108,10 @@ class BertPretrainer(keras.Model):
 
     @property
     def metrics(self):
-        return [self._loss_tracker, self.masked_lm_accuracy, self.masked_lm_loss_tracker,
-                self.next_sentence_accuracy, self.next_sentence_loss_tracker]
+        trackers = [self.masked_lm_accuracy, self.masked_lm_loss_tracker, self.next_sentence_accuracy,
+                    self.next_sentence_loss_tracker]
+        # The total-loss tracker exists once the model is compiled.
+        return ([self._loss_tracker] if self._loss_tracker is not None else []) + trackers
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "name": self.name,

@@ -1,0 +1,24 @@
+"""Shared test setup: quiet TensorFlow, deterministic seeds, tiny configs."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import pytest  # noqa: E402
+
+from keras_bert.config import BertConfig  # noqa: E402
+
+
+@pytest.fixture
+def tiny_config():
+    """A 2-layer, 32-wide BERT over a 60-token vocab: builds and runs in well under a second."""
+    return BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                      intermediate_size=64, max_position_embeddings=64)
+
+
+@pytest.fixture(autouse=True)
+def _seed_and_policy():
+    keras.utils.set_random_seed(1234)
+    yield
+    keras.mixed_precision.set_global_policy("float32")
