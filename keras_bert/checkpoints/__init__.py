@@ -15,7 +15,7 @@ from keras_bert.checkpoints.files import find_vocab_file
 from keras_bert.checkpoints.google import checkpoint_prefix, read_google_checkpoint, save_google_checkpoint
 from keras_bert.checkpoints.huggingface import is_huggingface_directory, read_huggingface, save_huggingface
 from keras_bert.checkpoints.mapping import CheckpointError, assign_encoder, assign_heads
-from keras_bert.checkpoints.ours import keras_file, read_keras, save_pretrained
+from keras_bert.checkpoints.ours import keras_file, load_keras, read_keras, save_pretrained
 
 logger = logging.getLogger("keras_bert")
 
@@ -67,12 +67,19 @@ def _report_ignored(weights, used):
                     ", ".join(ignored[:6]) + (", ..." if len(ignored) > 6 else ""))
 
 
+def _report_missing_heads(path, missing):
+    if missing:
+        logger.warning("%s: no %s head in the checkpoint; initialised randomly", path, " or ".join(missing))
+
+
 def load_encoder(path, dtype=None):
     """A `BertEncoder` with the weights at `path` (any supported format; heads in the checkpoint are
     ignored). `dtype` is the Keras dtype policy to build with (e.g. "mixed_bfloat16"); default float32.
     Raises CheckpointError naming the variable on a missing or misshapen encoder variable."""
     from keras_bert.models.encoder import BertEncoder
 
+    if dtype is None and detect_format(path) == "keras":
+        return load_keras(os.fspath(path))[0]
     config, weights = _read(path)
     encoder = BertEncoder(config, dtype=dtype)
     _report_ignored(weights, assign_encoder(encoder, weights))
@@ -86,13 +93,18 @@ def load_pretrainer(path, dtype=None):
     from keras_bert.models.encoder import BertEncoder
     from keras_bert.models.pretrainer import BertPretrainer
 
+    if dtype is None and detect_format(path) == "keras":
+        # Our own save is returned as loaded, without a second build.
+        encoder, pretrainer = load_keras(os.fspath(path))
+        if pretrainer is None:
+            pretrainer = BertPretrainer(encoder)
+            _report_missing_heads(path, ["masked_lm", "next_sentence"])
+        return pretrainer
     config, weights = _read(path)
     encoder = BertEncoder(config, dtype=dtype)
     used = assign_encoder(encoder, weights)
     pretrainer = BertPretrainer(encoder)
     head_names, missing = assign_heads(pretrainer, weights)
-    if missing:
-        logger.warning("%s: no %s head in the checkpoint; initialised randomly", weights.path,
-                       " or ".join(missing))
+    _report_missing_heads(weights.path, missing)
     _report_ignored(weights, used | head_names)
     return pretrainer

@@ -95,8 +95,10 @@ def read_huggingface(directory: str) -> tuple[BertConfig, CheckpointWeights]:
                               f"position embeddings are supported")
     config = BertConfig.from_json_file(config_file)
     path = weights_file(directory)
-    arrays, file_names, ignored = {}, {}, []
-    for key, value in _load_state_dict(path).items():
+    state = _load_state_dict(path)
+    prefix = "bert." if any(key.startswith("bert.") for key in state) else ""
+    arrays, ignored = {}, []
+    for key, value in state.items():
         mapped = google_name(key)
         if mapped is None:
             if key.removeprefix("bert.") not in _NOT_WEIGHTS:
@@ -106,8 +108,12 @@ def read_huggingface(directory: str) -> tuple[BertConfig, CheckpointWeights]:
         if name in arrays and name == "cls/predictions/output_bias":
             continue  # cls.predictions.bias and decoder.bias are one tied tensor
         arrays[name] = value.T if transpose else value
-        file_names[name] = key
-    return config, CheckpointWeights(path=path, arrays=arrays, file_names=file_names, ignored=ignored)
+
+    def rename(name):
+        key = huggingface_key(name)[0]
+        return key if key.startswith("cls.") else prefix + key
+
+    return config, CheckpointWeights(path=path, arrays=arrays, rename=rename, ignored=ignored)
 
 
 def save_huggingface(model, path: str, vocab_file: str | None = None) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 
 import keras
 import numpy as np
@@ -22,18 +23,19 @@ class CheckpointError(ValueError):
 
 @dataclasses.dataclass
 class CheckpointWeights:
-    """Arrays keyed by Google TF1 name, with the name each one has in the file (for error messages).
+    """Arrays keyed by Google TF1 name, and how the file names them (for error messages).
 
     Heads are optional: `has(name)` tells whether the checkpoint carries a variable.
     """
 
     path: str
     arrays: dict[str, np.ndarray]
-    file_names: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Google name -> the name the file uses (for a format that renames); identity by default.
+    rename: Callable[[str], str] | None = None
     ignored: list[str] = dataclasses.field(default_factory=list)
 
     def file_name(self, name: str) -> str:
-        return self.file_names.get(name, name)
+        return self.rename(name) if self.rename else name
 
     def has(self, name: str) -> bool:
         return name in self.arrays

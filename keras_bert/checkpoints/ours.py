@@ -24,12 +24,17 @@ def keras_file(path: str) -> str | None:
     return candidate if os.path.isdir(path) and os.path.isfile(candidate) else None
 
 
+def load_keras(path: str):
+    """(encoder, pretrainer or None) of the `.keras` model at `path` (an encoder, pretrainer or task
+    model)."""
+    return split_model(keras.saving.load_model(keras_file(path), compile=False))
+
+
 def read_keras(path: str) -> tuple[BertConfig, CheckpointWeights]:
-    """Loads a `.keras` model (encoder, pretrainer or task model) and returns its encoder's config and the
-    encoder (+ pre-training heads) weights under Google's names."""
-    model_file = keras_file(path)
-    encoder, pretrainer = split_model(keras.saving.load_model(model_file, compile=False))
-    return encoder.config, CheckpointWeights(path=model_file, arrays=collect_weights(encoder, pretrainer))
+    """The encoder config and the encoder (+ pre-training heads) weights under Google's names of the
+    `.keras` model at `path`, for loading into a model built with another dtype policy."""
+    encoder, pretrainer = load_keras(path)
+    return encoder.config, CheckpointWeights(path=keras_file(path), arrays=collect_weights(encoder, pretrainer))
 
 
 def save_pretrained(model, directory: str, vocab_file: str | None = None) -> str:
