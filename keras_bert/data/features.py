@@ -1,0 +1,278 @@
+"""Examples of the fine-tuning readers -> model inputs, with THE `BertTokenizer` / `BertPacker` of the text
+package (no second tokenizer):
+
+  - sentence (pair) classification and multiple choice: strings go into tf.data and a `BertPreprocessor`
+    runs inside `ds.map`, as it will in the exported serving graph;
+  - SQuAD and NER work on word lists (windows, first-piece labels), so `WordPieceLookup` runs the same
+    tokenizer eagerly on batches of words and hands Python lists to the readers' featurizers.
+
+Every model input is a dict of int32 `input_word_ids`, `input_mask`, `input_type_ids`.
+
+    preprocessor = BertPreprocessor(tokenizer, seq_length=128)
+    train = classification_dataset(examples, preprocessor, label_list, batch_size=32, shuffle=True)
+    model.fit(train, ...)
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.data import conll, squad
+
+# ---------------------------------------------------------------------------------------------------------------
+# Sentence (pair) classification
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def classification_labels(examples, label_list=None, is_regression=False):
+    """Label array of `examples`: int32 class ids (index in `label_list`) or float32 values (regression);
+    None when no example has a label. Raises ValueError naming the example on an unknown or missing label."""
+    labels = [example.label for example in examples]
+    if all(label is None for label in labels):
+        return None
+    values = []
+    for example in examples:
+        if example.label is None:
+            raise ValueError(f"example {example.guid} has no label while others have one")
+        if is_regression:
+            values.append(float(example.label))
+        elif example.label not in label_list:
+            raise ValueError(f"example {example.guid}: unknown label {example.label!r}; expected one of "
+                             f"{list(label_list)}")
+        else:
+            values.append(label_list.index(example.label))
+    return np.asarray(values, np.float32 if is_regression else np.int32)
+
+
+def classification_dataset(examples, preprocessor, label_list=None, is_regression=False, batch_size=32,
+                           shuffle=False, seed=0, with_labels=True):
+    """A tf.data.Dataset of batches for `BertClassifier`.
+
+    Args:
+      examples: `ClassificationExample`s (all single sentences, or all pairs).
+      preprocessor: a `BertPreprocessor` (tokenizer + packer), applied per batch inside `ds.map`.
+      label_list: class names in id order (classification); ignored for regression.
+      batch_size: examples per batch (the last batch may be smaller).
+      shuffle: shuffle all examples (reshuffled each epoch) with `seed`.
+      with_labels: yield `(inputs, labels)` (labels int32 [b] or float32 [b, 1]); False: inputs only.
+
+    Returns:
+      dataset of dicts of int32 [b, seq_length] (and labels), in example order unless shuffled.
+    """
+    if not examples:
+        raise ValueError("no examples to build a dataset from")
+    pairs = [example.text_b is not None for example in examples]
+    if any(pairs) and not all(pairs):
+        missing = next(example.guid for example in examples if example.text_b is None)
+        raise ValueError(f"example {missing} has no text_b while other examples are pairs")
+    texts = {"text_a": [example.text_a for example in examples]}
+    if pairs[0]:
+        texts["text_b"] = [example.text_b for example in examples]
+    labels = classification_labels(examples, label_list, is_regression) if with_labels else None
+    if with_labels and labels is None:
+        raise ValueError("with_labels=True but the examples have no labels")
+    if labels is not None and is_regression:
+        labels = labels[:, None]
+    data = (texts, labels) if labels is not None else (texts,)
+    dataset = tf.data.Dataset.from_tensor_slices(data)
+    if shuffle:
+        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(batch_size)
+
+    def featurize(texts, *labels):
+        inputs = preprocessor(texts)
+        return (inputs, *labels) if labels else inputs
+
+    return dataset.map(featurize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Multiple choice (SWAG)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def multiple_choice_dataset(examples, preprocessor, batch_size=16, shuffle=False, seed=0, with_labels=True):
+    """A tf.data.Dataset of batches for `BertMultipleChoice`.
+
+    Args:
+      examples: `SwagExample`s; each gives `num_choices` pairs (context, start + ending).
+      preprocessor: a `BertPreprocessor`.
+      with_labels: yield `(inputs, label)` with int32 [b] labels (examples must have labels).
+
+    Returns:
+      dataset of dicts of int32 [b, num_choices, seq_length] (and labels).
+    """
+    if not examples:
+        raise ValueError("no examples to build a dataset from")
+    num_choices = len(examples[0].endings)
+    choice_pairs = [example.choice_pairs() for example in examples]
+    texts = {"text_a": [[a for a, _ in pairs] for pairs in choice_pairs],
+             "text_b": [[b for _, b in pairs] for pairs in choice_pairs]}
+    data = (texts,)
+    if with_labels:
+        unlabeled = [example.swag_id for example in examples if example.label is None]
+        if unlabeled:
+            raise ValueError(f"{len(unlabeled)} examples have no label, e.g. {unlabeled[0]}")
+        data = (texts, np.asarray([example.label for example in examples], np.int32))
+    dataset = tf.data.Dataset.from_tensor_slices(data)
+    if shuffle:
+        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(batch_size)
+    seq_length = preprocessor.seq_length
+
+    def featurize(texts, *labels):
+        flat = preprocessor({name: tf.reshape(value, [-1]) for name, value in texts.items()})
+        inputs = {name: tf.reshape(value, [-1, num_choices, seq_length]) for name, value in flat.items()}
+        return (inputs, *labels) if labels else inputs
+
+    return dataset.map(featurize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Word lists through the tokenizer (SQuAD, NER)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class WordPieceLookup:
+    """Runs a `BertTokenizer` eagerly on batches of strings and caches the result per string.
+
+    The SQuAD and NER featurizers need WordPieces of single words as Python lists; this gives them the
+    exact pieces the tokenizer layer produces, one batched TF call per `batch_size` distinct strings.
+
+    Args:
+      tokenizer: a `keras_bert.text.BertTokenizer`.
+      batch_size: strings per tokenizer call.
+    """
+
+    def __init__(self, tokenizer, batch_size=8192):
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self._vocab = tokenizer.vocab
+        self._ids = {}
+
+    def ids(self, strings):
+        """list of str -> list of lists of int WordPiece ids (one list per string)."""
+        missing = [s for s in dict.fromkeys(strings) if s not in self._ids]
+        for begin in range(0, len(missing), self.batch_size):
+            chunk = missing[begin : begin + self.batch_size]
+            self._ids.update(zip(chunk, self.tokenizer(tf.constant(chunk)).to_list(), strict=True))
+        return [self._ids[s] for s in strings]
+
+    def pieces(self, strings):
+        """list of str -> list of lists of WordPiece strings (the callable `make_squad_features` takes)."""
+        return [[self._vocab[i] for i in ids] for ids in self.ids(strings)]
+
+    __call__ = pieces
+
+    def token_ids(self, tokens):
+        """WordPiece strings (e.g. a packed SQuAD window) -> list of int ids."""
+        return [self.tokenizer.token_to_id(token) for token in tokens]
+
+
+def _empty_inputs(count, seq_length):
+    return {name: np.zeros((count, seq_length), np.int32)
+            for name in ("input_word_ids", "input_mask", "input_type_ids")}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# SQuAD
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def squad_features(examples, lookup, max_seq_length, doc_stride, max_query_length, is_training):
+    """All windows of `examples` (`SquadFeature`s, see `keras_bert.data.squad.make_squad_features`).
+
+    The words of every context and question go through the tokenizer in a few large batches first.
+    """
+    strings = []
+    for example in examples:
+        strings.extend(example.doc_tokens)
+        strings.append(example.question_text)
+        if example.answer_text:
+            strings.append(example.answer_text)
+    lookup.ids(strings)
+    features = []
+    for index, example in enumerate(examples):
+        features.extend(squad.make_squad_features(
+            example, index, lookup, max_seq_length=max_seq_length, doc_stride=doc_stride,
+            max_query_length=max_query_length, is_training=is_training,
+            cls_token=lookup.tokenizer.id_to_token(lookup.tokenizer.cls_id),
+            sep_token=lookup.tokenizer.id_to_token(lookup.tokenizer.sep_id)))
+    return features
+
+
+def squad_arrays(features, lookup, max_seq_length):
+    """`SquadFeature`s -> (inputs, targets): inputs a dict of int32 [n, max_seq_length]; targets a dict
+    `start_logits`, `end_logits` of int32 [n] positions (0 = [CLS] for windows without the answer), keyed
+    like the outputs of `BertSpanLabeler`."""
+    inputs = _empty_inputs(len(features), max_seq_length)
+    for row, feature in enumerate(features):
+        length = len(feature.tokens)
+        if length > max_seq_length:
+            raise ValueError(f"feature {row} has {length} tokens > max_seq_length={max_seq_length}")
+        inputs["input_word_ids"][row, :length] = lookup.token_ids(feature.tokens)
+        inputs["input_mask"][row, :length] = 1
+        inputs["input_type_ids"][row, :length] = feature.segment_ids
+    targets = {"start_logits": np.asarray([f.start_position for f in features], np.int32),
+               "end_logits": np.asarray([f.end_position for f in features], np.int32)}
+    return inputs, targets
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# NER (CoNLL)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def ner_arrays(sentences, lookup, tag_list, max_seq_length):
+    """CoNLL sentences -> model arrays with each word's tag on its first WordPiece.
+
+    Args:
+      sentences: `ConllSentence`s.
+      lookup: a `WordPieceLookup`.
+      tag_list: tags in class-id order.
+      max_seq_length: packed length; pieces past `max_seq_length - 2` are cut (their words are
+        predicted "O"; see `conll.word_predictions`).
+
+    Returns:
+      (inputs, labels, weights, pieces_per_word): inputs a dict of int32 [n, max_seq_length]; labels
+      int32 [n, max_seq_length] (tag id on first pieces, 0 elsewhere); weights float32 [n, max_seq_length]
+      (1.0 exactly on the labeled pieces); pieces_per_word a list (per sentence) of piece counts per word.
+    """
+    tag_ids = {tag: index for index, tag in enumerate(tag_list)}
+    lookup.ids([token for sentence in sentences for token in sentence.tokens])
+    tokenizer = lookup.tokenizer
+    inputs = _empty_inputs(len(sentences), max_seq_length)
+    labels = np.zeros((len(sentences), max_seq_length), np.int32)
+    weights = np.zeros((len(sentences), max_seq_length), np.float32)
+    pieces_per_word = []
+    budget = max_seq_length - 2
+    for row, sentence in enumerate(sentences):
+        unknown = [tag for tag in sentence.tags if tag not in tag_ids]
+        if unknown:
+            raise ValueError(f"{sentence.guid} (line {sentence.line}): unknown tag {unknown[0]!r}; expected one "
+                             f"of {list(tag_list)}")
+        word_ids = lookup.ids(list(sentence.tokens))
+        counts = [len(ids) for ids in word_ids]
+        pieces_per_word.append(counts)
+        piece_ids = [i for ids in word_ids for i in ids][:budget]
+        piece_labels = conll.first_subtoken_labels(counts, [tag_ids[t] for t in sentence.tags])[:budget]
+        length = len(piece_ids) + 2
+        inputs["input_word_ids"][row, :length] = [tokenizer.cls_id, *piece_ids, tokenizer.sep_id]
+        inputs["input_mask"][row, :length] = 1
+        for position, label in enumerate(piece_labels, start=1):
+            if label >= 0:
+                labels[row, position] = label
+                weights[row, position] = 1.0
+    return inputs, labels, weights, pieces_per_word
+
+
+def ner_word_tags(logits, pieces_per_word, tag_list, default="O"):
+    """Token-classifier logits [n, seq, num_tags] -> per sentence, one predicted tag per word (the
+    prediction at its first piece; words cut off by the sequence length get `default`)."""
+    predicted = np.argmax(np.asarray(logits), axis=-1)
+    sentences = []
+    for row, counts in enumerate(pieces_per_word):
+        piece_tags = [tag_list[i] for i in predicted[row, 1 : 1 + sum(counts)]]
+        # Positions past the packed pieces were cut: word_predictions gives those words `default`.
+        kept = min(sum(counts), predicted.shape[1] - 2)
+        sentences.append(conll.word_predictions(counts, piece_tags[:kept], default))
+    return sentences
