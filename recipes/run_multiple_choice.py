@@ -1,0 +1,85 @@
+"""Fine-tunes BERT for multiple choice on SWAG CSV files (the paper's setup: each ending is scored as the
+pair (sent1, sent2 + ending) from its pooled output; softmax over the 4 choices).
+
+    python -m recipes.run_multiple_choice --train_file=swagaf/data/train.csv --eval_file=swagaf/data/val.csv \\
+        --init_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt --output_dir=runs/swag
+
+Writes to --output_dir: eval_results.json (accuracy, eval_loss), eval_predictions.csv / predictions.csv
+(`swag_id,label,prob0..prob3` per question; label is the predicted ending), model.keras.
+"""
+
+import csv
+import os
+
+import keras
+import numpy as np
+from absl import app, flags
+
+from recipes import common
+
+FLAGS = flags.FLAGS
+common.define_finetuning_flags(output_dir="runs/swag", learning_rate=2e-5, train_batch_size=16, max_seq_length=128)
+flags.DEFINE_string("train_file", None, "SWAG train.csv.")
+flags.DEFINE_string("eval_file", None, "SWAG val.csv (with labels).")
+flags.DEFINE_string("predict_file", None, "SWAG test.csv (labels not needed).")
+
+
+def _write_predictions(path, examples, logits):
+    probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(["swag_id", "label", *(f"prob{i}" for i in range(probabilities.shape[1]))])
+        for example, row in zip(examples, probabilities, strict=True):
+            writer.writerow([example.swag_id, int(np.argmax(row)), *(f"{p:.6f}" for p in row)])
+    return path
+
+
+def main(argv):
+    del argv
+    from keras_bert.data import features
+    from keras_bert.data.swag import NUM_CHOICES, read_swag_examples
+    from keras_bert.metrics.glue import accuracy
+    from keras_bert.models.multiple_choice import BertMultipleChoice
+    from keras_bert.text import BertPreprocessor
+
+    for flag, needed in (("train_file", FLAGS.do_train), ("eval_file", FLAGS.do_eval),
+                         ("predict_file", FLAGS.do_predict)):
+        if needed and not FLAGS[flag].value:
+            raise ValueError(f"--do_{flag.split('_')[0]} needs --{flag}")
+    strategy = common.setup()
+    tokenizer = common.finetuning_tokenizer()
+    preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
+    train = read_swag_examples(FLAGS.train_file) if FLAGS.do_train else None
+
+    def dataset(examples, batch_size, shuffle=False, with_labels=True):
+        return features.multiple_choice_dataset(examples, preprocessor, batch_size, shuffle=shuffle,
+                                                seed=FLAGS.seed, with_labels=with_labels)
+
+    with strategy.scope():
+        model = common.build_task_model(tokenizer, BertMultipleChoice,
+                                        lambda encoder: BertMultipleChoice(encoder, NUM_CHOICES))
+        common.compile_task(model, strategy, keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                            ["accuracy"], len(train) if train else None)
+    if train:
+        common.fit_task(model, dataset(train, FLAGS.train_batch_size, shuffle=True), len(train))
+        common.save_task_model(model, strategy)
+
+    if FLAGS.do_eval:
+        examples = read_swag_examples(FLAGS.eval_file)
+        if any(example.label is None for example in examples):
+            raise ValueError(f"--eval_file={FLAGS.eval_file} has no label column")
+        labels = np.asarray([example.label for example in examples])
+        logits = model.predict(dataset(examples, FLAGS.eval_batch_size, with_labels=False), verbose=0)
+        _write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), examples, logits)
+        common.write_eval_results({"accuracy": accuracy(np.argmax(logits, axis=-1), labels),
+                                   "eval_loss": float(model.loss(labels, logits)),
+                                   "num_examples": len(examples)}, strategy)
+    if FLAGS.do_predict:
+        examples = read_swag_examples(FLAGS.predict_file)
+        logits = model.predict(dataset(examples, FLAGS.eval_batch_size, with_labels=False), verbose=0)
+        print("Predictions: " + _write_predictions(os.path.join(FLAGS.output_dir, "predictions.csv"), examples,
+                                                   logits))
+
+
+if __name__ == "__main__":
+    app.run(main)
