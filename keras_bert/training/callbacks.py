@@ -1,0 +1,133 @@
+"""Crash-safe checkpoints, stopping at a global step, and TensorBoard scalars for `model.fit`.
+
+`TrainingCheckpoint` saves model weights, optimizer slots and the step counter (which drives the learning
+rate schedule) with `tf.train.CheckpointManager`: a checkpoint's files are complete before the `checkpoint`
+index file is atomically replaced to point at it, so a process killed mid-save resumes from the previous
+one. Resume = build the model and optimizer, `restore()`, then `fit(initial_epoch=...)`.
+"""
+
+import os
+import shutil
+
+import keras
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
+
+from keras_bert.training import distribute
+
+# What tensorboard's scalar summary writes, built here so TensorBoard itself need not be installed.
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")).SerializeToString()
+
+
+class TrainingCheckpoint:
+    """Saves/restores `model` + its optimizer (incl. `iterations`) under `directory`.
+
+    Args:
+        model: a compiled Keras model (its `optimizer` is checkpointed; it is built here if needed).
+        directory: where checkpoints go (`ckpt-<step>.*` + the `checkpoint` index file).
+        max_to_keep: how many recent checkpoints to keep.
+        strategy: the distribution strategy; in multi-worker runs only the chief writes to `directory`,
+            the other workers write to a scratch directory that is removed (all must call `save`).
+    """
+
+    def __init__(self, model, directory, max_to_keep=3, strategy=None):
+        self.model = model
+        self.optimizer = model.optimizer
+        strategy = strategy or tf.distribute.get_strategy()
+        if not self.optimizer.built:
+            with strategy.scope():
+                self.optimizer.build(model.trainable_variables)
+        self.is_chief = distribute.is_chief(strategy)
+        _, task_id = distribute.task_info(strategy)
+        self.directory = directory if self.is_chief else os.path.join(directory, f".worker_{task_id}_scratch")
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=self.optimizer)
+        self.manager = tf.train.CheckpointManager(self.checkpoint, self.directory, max_to_keep=max_to_keep,
+                                                  step_counter=self.optimizer.iterations)
+        # Non-chief workers restore what the chief wrote.
+        self._restore_manager = self.manager if self.is_chief else tf.train.CheckpointManager(
+            self.checkpoint, directory, max_to_keep=max_to_keep)
+
+    @property
+    def step(self):
+        return int(self.optimizer.iterations.numpy())
+
+    def restore(self):
+        """Restores the latest complete checkpoint, if any. Returns the step it was saved at (0 if none)."""
+        path = self._restore_manager.latest_checkpoint
+        if path:
+            self.checkpoint.restore(path).assert_existing_objects_matched()
+        return self.step
+
+    def save(self):
+        """Saves at the current step (no-op if a checkpoint of this step exists). Returns the path."""
+        step = self.step
+        latest = self.manager.latest_checkpoint
+        if latest and latest.endswith(f"-{step}"):
+            return latest
+        path = self.manager.save(checkpoint_number=step)
+        if not self.is_chief:
+            shutil.rmtree(self.directory, ignore_errors=True)
+        return path
+
+
+class CheckpointCallback(keras.callbacks.Callback):
+    """Saves a `TrainingCheckpoint` every `save_steps` optimizer steps and at the end of training."""
+
+    def __init__(self, training_checkpoint, save_steps):
+        super().__init__()
+        self.training_checkpoint = training_checkpoint
+        self.save_steps = save_steps
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.training_checkpoint.step % self.save_steps == 0:
+            self.training_checkpoint.save()
+
+    def on_train_end(self, logs=None):
+        self.training_checkpoint.save()
+
+
+class StopAtStep(keras.callbacks.Callback):
+    """Stops `fit` once the optimizer has taken `num_steps` steps in total (across restarts)."""
+
+    def __init__(self, num_steps):
+        super().__init__()
+        self.num_steps = num_steps
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) >= self.num_steps:
+            self.model.stop_training = True
+
+
+class ScalarSummaries(keras.callbacks.Callback):
+    """Writes the training logs (loss, metrics) and the learning rate to TensorBoard every `every_steps`
+    steps, indexed by the global step, so curves continue across restarts. Only the chief writes."""
+
+    def __init__(self, log_dir, every_steps=100, enabled=True):
+        super().__init__()
+        self.every_steps = every_steps
+        self.writer = tf.summary.create_file_writer(log_dir) if enabled else None
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if self.writer is None or step % self.every_steps:
+            return
+        optimizer = self.model.optimizer
+        with self.writer.as_default(step=step):
+            for name, value in (logs or {}).items():
+                _scalar(f"train/{name}", value, step)
+            _scalar("train/learning_rate", keras.ops.convert_to_numpy(optimizer.learning_rate), step)
+        self.writer.flush()
+
+    def write(self, prefix, results, step):
+        """Writes a dict of scalars (e.g. evaluation results) at `step`."""
+        if self.writer is None:
+            return
+        with self.writer.as_default(step=step):
+            for name, value in results.items():
+                _scalar(f"{prefix}/{name}", value, step)
+        self.writer.flush()
+
+
+def _scalar(tag, value, step):
+    tf.summary.write(tag, tf.constant(float(value), tf.float32), step=step, metadata=_SCALAR_METADATA)

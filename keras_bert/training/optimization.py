@@ -1,0 +1,106 @@
+"""BERT's optimizer: linear warmup then linear decay to 0, AdamW or LAMB, global-norm clipping.
+
+`create_optimizer(...)` returns a Keras optimizer ready for `model.compile`. Weight decay is not applied to
+LayerNorm parameters and biases (as the original `AdamWeightDecayOptimizer`); gradients are clipped by
+their global norm AFTER the cross-replica sum, so an N-replica step equals the single-device step.
+"""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+# Variable-name patterns the original excludes from weight decay (Keras names LayerNorm's gamma/beta).
+NO_DECAY_PATTERNS = ("LayerNorm", "layer_norm", "gamma", "beta", "bias")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """lr(step) = peak * step / warmup for step < warmup, then peak * (total - step) / (total - warmup),
+    reaching 0 at `num_train_steps` (and staying there).
+
+    Args:
+        learning_rate: peak learning rate (float).
+        num_train_steps: total optimizer steps (int > 0).
+        num_warmup_steps: steps of linear warmup from 0 (int >= 0).
+    """
+
+    def __init__(self, learning_rate, num_train_steps, num_warmup_steps=0):
+        if num_train_steps <= 0:
+            raise ValueError(f"num_train_steps must be > 0, got {num_train_steps}")
+        if not 0 <= num_warmup_steps <= num_train_steps:
+            raise ValueError(
+                f"num_warmup_steps must be in [0, num_train_steps={num_train_steps}], got {num_warmup_steps}")
+        self.learning_rate = float(learning_rate)
+        self.num_train_steps = int(num_train_steps)
+        self.num_warmup_steps = int(num_warmup_steps)
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        warmup = ops.cast(self.num_warmup_steps, "float32")
+        total = ops.cast(self.num_train_steps, "float32")
+        warmup_lr = self.learning_rate * step / ops.maximum(warmup, 1.0)
+        decay_lr = self.learning_rate * (total - step) / ops.maximum(total - warmup, 1.0)
+        return ops.where(step < warmup, warmup_lr, ops.maximum(decay_lr, 0.0))
+
+    def get_config(self):
+        return {"learning_rate": self.learning_rate, "num_train_steps": self.num_train_steps,
+                "num_warmup_steps": self.num_warmup_steps}
+
+
+class _ClipAfterAllReduce:
+    """Clips by global norm the gradient summed over replicas (Keras clips each replica's own part)."""
+
+    def __init__(self, *args, clip_global_norm=1.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.clip_global_norm = clip_global_norm
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        trainable_variables = [v.value if isinstance(v, keras.Variable) else v for v in trainable_variables]
+        grads_and_vars = self._all_reduce_sum_gradients(list(zip(grads, trainable_variables, strict=True)))
+        if self.clip_global_norm:
+            grads, _ = tf.clip_by_global_norm([g for g, _ in grads_and_vars], self.clip_global_norm)
+            grads_and_vars = list(zip(grads, trainable_variables, strict=True))
+        tf.__internal__.distribute.interim.maybe_merge_call(
+            self._distributed_tf_update_step, self._distribution_strategy, grads_and_vars, learning_rate)
+
+    def get_config(self):
+        config = super().get_config()
+        config["clip_global_norm"] = self.clip_global_norm
+        return config
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` with `clip_global_norm` applied to the all-reduced gradient."""
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class Lamb(_ClipAfterAllReduce, keras.optimizers.Lamb):
+    """`keras.optimizers.Lamb` with decoupled weight decay and `clip_global_norm` on the all-reduced
+    gradient."""
+
+
+def create_optimizer(learning_rate, num_train_steps, num_warmup_steps=0, optimizer="adamw", weight_decay=0.01,
+                     clip_global_norm=1.0, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                     no_decay_patterns=NO_DECAY_PATTERNS):
+    """Builds BERT's optimizer.
+
+    Args:
+        learning_rate: peak learning rate of the warmup/linear-decay schedule.
+        num_train_steps, num_warmup_steps: schedule length and warmup (optimizer steps).
+        optimizer: "adamw" (the original's) or "lamb" (You et al. 2019, for large batches).
+        weight_decay: decoupled weight-decay rate; variables whose name matches `no_decay_patterns`
+            (LayerNorm gamma/beta, biases) are not decayed.
+        clip_global_norm: clip the summed gradient to this global norm (None/0: no clipping).
+
+    Returns: a `keras_bert.training.AdamW` or `Lamb` instance.
+    """
+    schedule = WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps)
+    classes = {"adamw": AdamW, "lamb": Lamb}
+    if optimizer not in classes:
+        raise ValueError(f"optimizer must be one of {sorted(classes)}, got {optimizer!r}")
+    result = classes[optimizer](learning_rate=schedule, weight_decay=weight_decay, beta_1=beta_1, beta_2=beta_2,
+                                epsilon=epsilon, clip_global_norm=clip_global_norm)
+    if weight_decay:
+        result.exclude_from_weight_decay(var_names=list(no_decay_patterns))
+    return result

@@ -1,0 +1,244 @@
+"""Plumbing shared by every recipe: flags, strategy, dtype policy, seeds, model building, optimizer,
+results files. A recipe calls `define_flags(...)` at import, then in `main`: `strategy = setup()`, ...
+
+Nothing here is specific to a task; task recipes add their own flags next to these.
+"""
+
+import json
+import logging
+import os
+
+import keras
+import tensorflow as tf
+from absl import flags
+
+from keras_bert.config import PRESETS, BertConfig
+from keras_bert.training import distribute, optimization
+
+FLAGS = flags.FLAGS
+logger = logging.getLogger("keras_bert")
+
+
+def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32, max_seq_length=128,
+                 num_warmup_steps=0, optimizer="adamw", weight_decay=0.01, preset="tiny"):
+    """Defines the flags every recipe shares; the arguments are this recipe's defaults."""
+    # Model and vocabulary.
+    flags.DEFINE_string("bert_config_file", None, "bert_config.json of the architecture (Google or HF format).")
+    flags.DEFINE_enum("preset", preset, sorted(PRESETS), "Architecture when neither --bert_config_file nor "
+                      "--init_checkpoint is given; vocab_size comes from the vocab file.")
+    flags.DEFINE_string("init_checkpoint", None, "Initial weights: Google TF1 checkpoint, Hugging Face "
+                        "directory, or a keras_bert save (.keras or directory).")
+    flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt; default: the one beside --init_checkpoint, "
+                        "else a vocab learned on the default corpus.")
+    flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased models).")
+    flags.DEFINE_integer("max_seq_length", max_seq_length, "Packed sequence length (tokens).")
+    # Optimization.
+    flags.DEFINE_integer("train_batch_size", train_batch_size, "Global batch size (all replicas together).")
+    flags.DEFINE_float("learning_rate", learning_rate, "Peak learning rate.")
+    flags.DEFINE_integer("num_warmup_steps", num_warmup_steps, "Linear warmup steps.")
+    flags.DEFINE_enum("optimizer", optimizer, ["adamw", "lamb"], "Optimizer.")
+    flags.DEFINE_float("weight_decay", weight_decay, "Decoupled weight decay (not on LayerNorm and biases).")
+    flags.DEFINE_float("clip_global_norm", 1.0, "Clip the (all-replica) gradient to this global norm; 0: off.")
+    # Execution.
+    flags.DEFINE_string("model_dir", model_dir, "Output directory: checkpoints, logs, results, final model.")
+    flags.DEFINE_enum("distribution_strategy", "one_device", list(distribute.STRATEGIES),
+                      "tf.distribute strategy; multi_worker_mirrored reads TF_CONFIG.")
+    flags.DEFINE_string("tpu", None, "TPU name/address for --distribution_strategy=tpu.")
+    flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
+                      "Keras dtype policy (LayerNorm, softmax and losses stay float32).")
+    flags.DEFINE_bool("jit_compile", True, "XLA-compile the train step.")
+    flags.DEFINE_integer("seed", 42, "Seed for weights init, dropout and data order.")
+    flags.DEFINE_integer("steps_per_execution", 1, "Train steps per call into the compiled function.")
+
+
+def setup():
+    """Seeds, dtype policy, output directory and the strategy from the shared flags. Returns the strategy."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    keras.utils.set_random_seed(FLAGS.seed)
+    keras.mixed_precision.set_global_policy(FLAGS.dtype)
+    os.makedirs(FLAGS.model_dir, exist_ok=True)
+    return distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+
+
+def jit_compile(strategy):
+    """--jit_compile, except for multi_worker_mirrored on CPU, where XLA cannot compile the collectives."""
+    if FLAGS.jit_compile and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        if not tf.config.list_logical_devices("GPU"):
+            logger.warning("--jit_compile is off for multi_worker_mirrored on CPU (no XLA CPU collectives)")
+            return False
+    return FLAGS.jit_compile
+
+
+def vocab_file():
+    """--vocab_file, else vocab.txt beside --init_checkpoint, else the default corpus's learned vocab."""
+    if FLAGS.vocab_file:
+        if not os.path.isfile(FLAGS.vocab_file):
+            raise FileNotFoundError(f"--vocab_file={FLAGS.vocab_file}: no such file")
+        return FLAGS.vocab_file
+    if FLAGS.init_checkpoint:
+        from keras_bert.checkpoints import find_vocab_file
+
+        found = find_vocab_file(FLAGS.init_checkpoint)
+        if found:
+            return found
+        raise ValueError(f"--init_checkpoint={FLAGS.init_checkpoint} has no vocab.txt beside it; pass --vocab_file")
+    from keras_bert.data.default_corpus import default_vocab_file
+
+    return default_vocab_file(lower_case=FLAGS.do_lower_case)
+
+
+def bert_config(vocab_size):
+    """The architecture from --bert_config_file or --preset, checked against the vocab's size."""
+    if FLAGS.bert_config_file:
+        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+        if config.vocab_size != vocab_size:
+            raise ValueError(f"--bert_config_file={FLAGS.bert_config_file} has vocab_size={config.vocab_size} but "
+                             f"the vocab file has {vocab_size} tokens")
+        return config
+    return BertConfig.from_preset(FLAGS.preset, vocab_size=vocab_size)
+
+
+def build_encoder(vocab_size):
+    """A BertEncoder: loaded from --init_checkpoint if given, else fresh from the config flags."""
+    from keras_bert.models.encoder import BertEncoder
+
+    if FLAGS.init_checkpoint:
+        from keras_bert.checkpoints import load_encoder
+
+        return load_encoder(FLAGS.init_checkpoint, dtype=FLAGS.dtype)
+    return BertEncoder(bert_config(vocab_size), dtype=FLAGS.dtype)
+
+
+def build_optimizer(num_train_steps, num_warmup_steps=None):
+    """The optimizer of the flags, with warmup (`num_warmup_steps`, default --num_warmup_steps) + linear
+    decay over `num_train_steps`."""
+    num_warmup_steps = FLAGS.num_warmup_steps if num_warmup_steps is None else num_warmup_steps
+    if num_warmup_steps > num_train_steps:
+        raise ValueError(f"--num_warmup_steps={num_warmup_steps} exceeds the {num_train_steps} train steps")
+    return optimization.create_optimizer(FLAGS.learning_rate, num_train_steps, num_warmup_steps,
+                                         optimizer=FLAGS.optimizer, weight_decay=FLAGS.weight_decay,
+                                         clip_global_norm=FLAGS.clip_global_norm or None)
+
+
+def write_json(path, values, strategy=None):
+    """Writes `values` as JSON (atomically; only the chief in multi-worker runs)."""
+    if strategy is not None and not distribute.is_chief(strategy):
+        return
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump({k: _plain(v) for k, v in values.items()}, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value
+
+
+# ===============================================================================================================
+# Fine-tuning recipes (run_classifier, run_squad, run_ner, run_multiple_choice, extract_features)
+# ===============================================================================================================
+
+
+def define_finetuning_flags(output_dir, learning_rate=5e-5, train_batch_size=32, max_seq_length=128):
+    """The shared flags (as `define_flags`) plus those of the paper's fine-tuning scripts: --output_dir
+    (alias of --model_dir), --eval_batch_size, --num_train_epochs, --warmup_proportion, --do_train/eval/predict."""
+    define_flags(model_dir=output_dir, learning_rate=learning_rate, train_batch_size=train_batch_size,
+                 max_seq_length=max_seq_length)
+    flags.DEFINE_alias("output_dir", "model_dir")
+    flags.DEFINE_integer("eval_batch_size", 32, "Batch size of evaluation and prediction.")
+    flags.DEFINE_float("num_train_epochs", 3.0, "Passes over the training data (fractions allowed).")
+    flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the train steps with linear warmup (used when "
+                       "--num_warmup_steps is 0).")
+    flags.DEFINE_bool("do_train", True, "Fine-tune on the training data.")
+    flags.DEFINE_bool("do_eval", True, "Score the evaluation data; writes eval_results.json.")
+    flags.DEFINE_bool("do_predict", False, "Predict the test data; writes the predictions file.")
+
+
+def finetuning_tokenizer():
+    """The BertTokenizer of --vocab_file (default: beside --init_checkpoint) and --do_lower_case."""
+    from keras_bert.text import BertTokenizer
+
+    return BertTokenizer(vocab_file(), lower_case=FLAGS.do_lower_case)
+
+
+def build_task_model(tokenizer, model_class, make_model):
+    """The task model: a fine-tuned `model_class` .keras file given as --init_checkpoint as it is, else
+    `make_model(encoder)` on the encoder of --init_checkpoint (any format) or a fresh one. Call it inside
+    `strategy.scope()`. Checks the vocab and --max_seq_length against the encoder's config."""
+    from keras_bert.checkpoints.ours import keras_file
+
+    model = None
+    path = FLAGS.init_checkpoint and keras_file(FLAGS.init_checkpoint)
+    if path:
+        loaded = keras.saving.load_model(path, compile=False)
+        model = loaded if isinstance(loaded, model_class) else None
+    if model is None:
+        model = make_model(build_encoder(tokenizer.vocab_size))
+    config = model.encoder.config
+    if config.vocab_size != tokenizer.vocab_size:
+        raise ValueError(f"the model has vocab_size={config.vocab_size} but the vocab file {tokenizer.vocab_file} "
+                         f"has {tokenizer.vocab_size} tokens (pass the checkpoint's --vocab_file)")
+    if FLAGS.max_seq_length > config.max_position_embeddings:
+        raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the model's max_position_embeddings="
+                         f"{config.max_position_embeddings}")
+    return model
+
+
+def finetuning_steps(num_train_examples):
+    """(steps_per_epoch, num_train_steps, num_warmup_steps) from the batch size, epochs and warmup flags."""
+    steps_per_epoch = max(1, -(-num_train_examples // FLAGS.train_batch_size))
+    num_train_steps = max(1, int(round(steps_per_epoch * FLAGS.num_train_epochs)))
+    num_warmup_steps = FLAGS.num_warmup_steps or int(num_train_steps * FLAGS.warmup_proportion)
+    return steps_per_epoch, num_train_steps, num_warmup_steps
+
+
+def compile_task(model, strategy, loss, metrics=None, num_train_examples=None, loss_weights=None):
+    """Compiles with the flags' optimizer scheduled over `num_train_examples` (None: not for training)."""
+    optimizer = "sgd"  # evaluate/predict only: never stepped
+    if num_train_examples:
+        _, num_train_steps, num_warmup_steps = finetuning_steps(num_train_examples)
+        optimizer = build_optimizer(num_train_steps, num_warmup_steps)
+    model.compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights, metrics=metrics,
+                  jit_compile=jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution)
+
+
+def fit_task(model, train_data, num_train_examples):
+    """model.fit for --num_train_epochs over `train_data` (a finite tf.data of batches; repeated here)."""
+    from keras_bert.training import StopAtStep
+
+    steps_per_epoch, num_train_steps, _ = finetuning_steps(num_train_examples)
+    logger.info("fine-tuning: %d examples, %d steps (%d per epoch)", num_train_examples, num_train_steps,
+                steps_per_epoch)
+    return model.fit(train_data.repeat(), epochs=-(-num_train_steps // steps_per_epoch),
+                     steps_per_epoch=steps_per_epoch, callbacks=[StopAtStep(num_train_steps)], verbose=2)
+
+
+def save_task_model(model, strategy, labels=None):
+    """Writes the fine-tuned model to <output_dir>/model.keras (and its label list to labels.json) on the
+    chief; returns the path."""
+    path = os.path.join(FLAGS.model_dir, "model.keras")
+    if distribute.is_chief(strategy):
+        model.save(path)
+        if labels is not None:
+            write_json(os.path.join(FLAGS.model_dir, "labels.json"), {"labels": list(labels)})
+    return path
+
+
+def saved_labels():
+    """The label list saved beside a fine-tuned .keras --init_checkpoint (labels.json), or None."""
+    from keras_bert.checkpoints.ours import keras_file
+
+    model_file = FLAGS.init_checkpoint and keras_file(FLAGS.init_checkpoint)
+    path = model_file and os.path.join(os.path.dirname(model_file), "labels.json")
+    if not path or not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["labels"]
+
+
+def write_eval_results(results, strategy):
+    """Writes <output_dir>/eval_results.json and prints the values."""
+    write_json(os.path.join(FLAGS.model_dir, "eval_results.json"), results, strategy)
+    print("Eval results: " + ", ".join(f"{k} = {_plain(v):.4f}" if isinstance(_plain(v), float) else f"{k} = {v}"
+                                       for k, v in sorted(results.items())))

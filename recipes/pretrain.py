@@ -1,0 +1,150 @@
+"""Pre-trains BERT (masked LM + next-sentence prediction) with model.fit under a tf.distribute strategy.
+
+    python -m recipes.pretrain --input_files='data/pretrain-*.tfrecord' --vocab_file=vocab.txt \\
+        --preset=mini --train_batch_size=256 --num_train_steps=100000 --model_dir=runs/mini
+
+Input: TFRecords from recipes/create_pretraining_data.py, raw text files (one sentence per line, blank line
+between documents; masked afresh each epoch), a prepared TFDS text dataset (--tfds_name), or with none of
+these the default corpus (docstrings of the installed packages; 1 document in 50 held out for evaluation).
+
+Killed at any point, the same command resumes from the last checkpoint in --model_dir/checkpoints.
+Outputs in --model_dir: checkpoints/, logs/ (TensorBoard), eval_results.json, pretrained/ (model.keras +
+bert_config.json + vocab.txt, loadable by `from_pretrained`).
+"""
+
+import math
+import os
+
+import tensorflow as tf
+from absl import app, flags
+
+from keras_bert.data import pretraining
+from recipes import common
+
+FLAGS = flags.FLAGS
+common.define_flags(model_dir="runs/pretrain", learning_rate=1e-4, train_batch_size=32, max_seq_length=128,
+                    num_warmup_steps=100)
+flags.DEFINE_string("input_files", None, "Comma-separated files/globs: pre-training TFRecords or text files.")
+flags.DEFINE_string("eval_input_files", None, "Evaluation files (same kinds); default: the training input "
+                    "(or the held-out documents of the default corpus / --tfds_eval_split).")
+flags.DEFINE_string("tfds_name", None, "A prepared TFDS text dataset, e.g. wikipedia/20230601.en.")
+flags.DEFINE_string("tfds_data_dir", None, "TFDS data_dir holding --tfds_name.")
+flags.DEFINE_string("tfds_text_key", "text", "The feature of --tfds_name holding a document's text.")
+flags.DEFINE_string("tfds_split", "train", "TFDS split to train on.")
+flags.DEFINE_string("tfds_eval_split", None, "TFDS split to evaluate on (default: --tfds_split).")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence.")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Text input: fraction of tokens masked.")
+flags.DEFINE_float("short_seq_prob", 0.1, "Text input: probability of a shorter target length.")
+flags.DEFINE_bool("do_whole_word_mask", False, "Text input: mask whole words.")
+flags.DEFINE_integer("num_train_steps", 1000, "Total optimizer steps.")
+flags.DEFINE_integer("save_checkpoints_steps", 200, "Checkpoint (and progress-bar epoch) every this many steps.")
+flags.DEFINE_integer("eval_batch_size", 32, "Global evaluation batch size.")
+flags.DEFINE_integer("eval_steps", 20, "Evaluation batches (0: one full pass over the eval input).")
+flags.DEFINE_integer("log_steps", 50, "TensorBoard scalars every this many steps.")
+
+
+def _is_tfrecord(path):
+    try:
+        for _ in tf.data.TFRecordDataset(path).take(1):
+            pass
+        return True
+    except tf.errors.DataLossError:
+        return False
+
+
+def _every_nth(documents_fn, n, held_out):
+    """Documents whose index % n == 0 (held_out) or all the others."""
+    return lambda: (d for i, d in enumerate(documents_fn()) if (i % n == 0) == held_out)
+
+
+def input_fn(tokenizer, is_training, batch_size, seed):
+    """Returns dataset_fn(input_context) for `strategy.distribute_datasets_from_function`."""
+    patterns = FLAGS.input_files if is_training else (FLAGS.eval_input_files or FLAGS.input_files)
+    files = pretraining.expand_patterns(patterns, "input_files" if is_training else "eval_input_files") \
+        if patterns else None
+    if files and all(_is_tfrecord(f) for f in files[:3]):
+        def dataset_fn(context):
+            return pretraining.tfrecord_dataset(
+                files, context.get_per_replica_batch_size(batch_size), FLAGS.max_seq_length,
+                FLAGS.max_predictions_per_seq, is_training=is_training, seed=seed, input_context=context)
+        return dataset_fn
+    if files:
+        documents_fn = lambda: pretraining.read_documents(files)  # noqa: E731
+    elif FLAGS.tfds_name:
+        split = FLAGS.tfds_split if is_training else (FLAGS.tfds_eval_split or FLAGS.tfds_split)
+        documents_fn = lambda: pretraining.tfds_documents(  # noqa: E731
+            FLAGS.tfds_name, FLAGS.tfds_data_dir, FLAGS.tfds_text_key, split)
+    else:
+        from keras_bert.data.default_corpus import default_corpus_path
+
+        corpus = [default_corpus_path()]
+        documents_fn = _every_nth(lambda: pretraining.read_documents(corpus), 50, held_out=not is_training)
+
+    def dataset_fn(context):
+        return pretraining.text_dataset(
+            documents_fn, tokenizer, context.get_per_replica_batch_size(batch_size), FLAGS.max_seq_length,
+            FLAGS.max_predictions_per_seq, FLAGS.masked_lm_prob, FLAGS.short_seq_prob, FLAGS.do_whole_word_mask,
+            seed=seed, is_training=is_training, input_context=context)
+    return dataset_fn
+
+
+def main(argv):
+    del argv
+    from keras_bert.checkpoints import save_pretrained
+    from keras_bert.models.pretrainer import BertPretrainer
+    from keras_bert.text import BertTokenizer
+    from keras_bert.training import (
+        CheckpointCallback,
+        ScalarSummaries,
+        StopAtStep,
+        TrainingCheckpoint,
+        is_chief,
+    )
+
+    strategy = common.setup()
+    vocab_file = common.vocab_file()
+    tokenizer = BertTokenizer(vocab_file, lower_case=FLAGS.do_lower_case)
+    with strategy.scope():
+        if FLAGS.init_checkpoint:
+            from keras_bert.checkpoints import load_pretrainer
+
+            model = load_pretrainer(FLAGS.init_checkpoint, dtype=FLAGS.dtype)
+        else:
+            model = BertPretrainer(common.build_encoder(tokenizer.vocab_size))
+        if model.encoder.config.vocab_size != tokenizer.vocab_size:
+            raise ValueError(f"the model has vocab_size={model.encoder.config.vocab_size} but --vocab_file="
+                             f"{vocab_file} has {tokenizer.vocab_size} tokens")
+        model.compile(optimizer=common.build_optimizer(FLAGS.num_train_steps),
+                      jit_compile=common.jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution)
+        checkpoint = TrainingCheckpoint(model, os.path.join(FLAGS.model_dir, "checkpoints"), strategy=strategy)
+    step = checkpoint.restore()
+    if step:
+        print(f"Resuming from step {step} ({checkpoint.manager.latest_checkpoint or 'chief checkpoint'})")
+
+    chief = is_chief(strategy)
+    summaries = ScalarSummaries(os.path.join(FLAGS.model_dir, "logs"), FLAGS.log_steps, enabled=chief)
+    if step < FLAGS.num_train_steps:
+        # A new data seed after a restart, so a resumed run does not replay the examples already seen.
+        train_data = strategy.distribute_datasets_from_function(
+            input_fn(tokenizer, True, FLAGS.train_batch_size, FLAGS.seed + step))
+        steps_per_epoch = min(FLAGS.save_checkpoints_steps, FLAGS.num_train_steps)
+        model.fit(train_data, epochs=math.ceil(FLAGS.num_train_steps / steps_per_epoch),
+                  initial_epoch=step // steps_per_epoch, steps_per_epoch=steps_per_epoch,
+                  callbacks=[StopAtStep(FLAGS.num_train_steps),
+                             CheckpointCallback(checkpoint, FLAGS.save_checkpoints_steps), summaries],
+                  verbose=2 if FLAGS.distribution_strategy == "multi_worker_mirrored" else "auto")
+
+    eval_data = strategy.distribute_datasets_from_function(
+        input_fn(tokenizer, False, FLAGS.eval_batch_size, FLAGS.seed))
+    results = model.evaluate(eval_data, steps=FLAGS.eval_steps or None, return_dict=True, verbose=0)
+    results["global_step"] = checkpoint.step
+    summaries.write("eval", results, checkpoint.step)
+    common.write_json(os.path.join(FLAGS.model_dir, "eval_results.json"), results, strategy)
+    print("Eval results: " + ", ".join(f"{k} = {v:.4f}" for k, v in sorted(results.items())))
+    if chief:
+        final = save_pretrained(model, os.path.join(FLAGS.model_dir, "pretrained"), vocab_file)
+        print(f"Pre-trained model: {final}/model.keras (load with keras_bert.BertEncoder.from_pretrained)")
+
+
+if __name__ == "__main__":
+    app.run(main)
