@@ -42,7 +42,8 @@ flags.DEFINE_bool("is_regression", False, "Custom task: labels are numbers (one 
 
 
 class Task:
-    """What the run needs: splits of examples and how to score and write them."""
+    """What the run needs: the examples (all read up front, so bad input fails before training) and how to
+    score and write them. `evals`/`predicts` are lists of (split name, examples)."""
 
     def __init__(self, name, label_list, is_regression, train=None, evals=(), predicts=(), glue_name=None):
         self.name, self.label_list, self.is_regression = name, label_list, is_regression
@@ -88,13 +89,15 @@ def _glue_task():
         raise ValueError("--task_name=AX has no training data: fine-tune --task_name=MNLI and pass --ax_data_dir")
     if not FLAGS.data_dir:
         raise ValueError(f"--task_name={FLAGS.task_name} needs --data_dir (the GLUE {task.display_name} directory)")
-    read = lambda split, name=task.name, d=FLAGS.data_dir: glue.read_glue_examples(name, d, split)  # noqa: E731
-    evals = [(s, read) for s in task.split_files if s.startswith("dev")] if FLAGS.do_eval else []
-    predicts = [(s, read) for s in task.split_files if s.startswith("test")] if FLAGS.do_predict else []
+    def read(split):
+        return split, glue.read_glue_examples(task.name, FLAGS.data_dir, split)
+
+    evals = [read(s) for s in task.split_files if s.startswith("dev")] if FLAGS.do_eval else []
+    predicts = [read(s) for s in task.split_files if s.startswith("test")] if FLAGS.do_predict else []
     if FLAGS.do_predict and task.name == "mnli" and FLAGS.ax_data_dir:
-        predicts.append(("ax", lambda split: glue.read_glue_examples("ax", FLAGS.ax_data_dir, "test")))
+        predicts.append(("ax", glue.read_glue_examples("ax", FLAGS.ax_data_dir, "test")))
     return Task(task.name, task.label_list and list(task.label_list), task.is_regression,
-                train=(lambda: read("train")) if FLAGS.do_train else None, evals=evals, predicts=predicts,
+                train=read("train")[1] if FLAGS.do_train else None, evals=evals, predicts=predicts,
                 glue_name=task.name)
 
 
@@ -112,10 +115,10 @@ def _tfds_task():
         return glue.load_tfds_examples(FLAGS.tfds_name, tfds_split, FLAGS.tfds_data_dir)[2]
 
     def named(tfds_split):
-        return glue.parse_tfds_name(FLAGS.tfds_name, tfds_split)[1], lambda _: load(tfds_split)
+        return glue.parse_tfds_name(FLAGS.tfds_name, tfds_split)[1], load(tfds_split)
 
     return Task(task.name, task.label_list and list(task.label_list), task.is_regression,
-                train=(lambda: load("train")) if FLAGS.do_train else None,
+                train=load("train") if FLAGS.do_train else None,
                 evals=[named(s) for s in dev] if FLAGS.do_eval else [],
                 predicts=[named(s) for s in test] if FLAGS.do_predict else [], glue_name=task.name)
 
@@ -138,7 +141,7 @@ def _custom_task(train_file, eval_file, predict_file):
         train_examples = read_classification_file(train_file, is_regression=True)
 
     def read(path):
-        return lambda _: read_classification_file(path, label_list=label_list, is_regression=FLAGS.is_regression)
+        return read_classification_file(path, label_list=label_list, is_regression=FLAGS.is_regression)
 
     if FLAGS.do_train and not train_file:
         raise ValueError("--do_train needs --train_file")
@@ -147,7 +150,7 @@ def _custom_task(train_file, eval_file, predict_file):
     if FLAGS.do_predict and not predict_file:
         raise ValueError("--do_predict needs --predict_file")
     return Task("custom", label_list, FLAGS.is_regression,
-                train=(lambda: train_examples) if FLAGS.do_train else None,
+                train=train_examples if FLAGS.do_train else None,
                 evals=[("eval", read(eval_file))] if FLAGS.do_eval else [],
                 predicts=[("predict", read(predict_file))] if FLAGS.do_predict else [])
 
@@ -183,7 +186,7 @@ def main(argv):
     task = load_task()
     tokenizer = common.finetuning_tokenizer()
     preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
-    train_examples = task.train() if task.train else None
+    train_examples = task.train
 
     def dataset(examples, batch_size, shuffle=False, with_labels=True):
         return features.classification_dataset(examples, preprocessor, task.label_list, task.is_regression,
@@ -205,8 +208,7 @@ def main(argv):
         common.save_task_model(model, strategy, task.label_list)
 
     results = {}
-    for split, read in task.evals:
-        examples = read(split)
+    for split, examples in task.evals:
         outputs, predictions = _predict(model, dataset(examples, FLAGS.eval_batch_size, with_labels=False),
                                         task.is_regression)
         labels = features.classification_labels(examples, task.label_list, task.is_regression)
@@ -219,8 +221,7 @@ def main(argv):
             task.write_predictions(split, examples, predictions)
     if results:
         common.write_eval_results(results, strategy)
-    for split, read in task.predicts:
-        examples = read(split)
+    for split, examples in task.predicts:
         _, predictions = _predict(model, dataset(examples, FLAGS.eval_batch_size, with_labels=False),
                                   task.is_regression)
         print(f"Predictions: {task.write_predictions(split, examples, predictions)}")

@@ -1,0 +1,53 @@
+"""Helpers of the recipe tests: a tiny vocab + bert_config.json on disk, and running a recipe as a user does."""
+
+import os
+import re
+import string
+import subprocess
+import sys
+
+import pytest
+
+from keras_bert.config import BertConfig
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def write_vocab(path, texts):
+    """A vocab.txt with the reserved tokens, ASCII punctuation, every lower-case letter and digit (alone and
+    as "##" continuation, so no word is [UNK]) and the words of `texts`."""
+    words = sorted({w for text in texts for w in re.findall(r"[a-z0-9]+", text.lower())})
+    chars = string.ascii_lowercase + string.digits
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *string.punctuation, *chars,
+              *(f"##{c}" for c in chars)]
+    tokens += [w for w in words if w not in tokens]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(tokens) + "\n")
+    return str(path), len(tokens)
+
+
+@pytest.fixture
+def tiny_model(tmp_path):
+    """make(texts) -> flags for a random 2-layer, 32-wide BERT over a vocab of the words of `texts`."""
+
+    def make(texts, max_seq_length=64):
+        vocab, size = write_vocab(tmp_path / "vocab.txt", texts)
+        config = BertConfig(vocab_size=size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                            intermediate_size=64, max_position_embeddings=128)
+        config_path = str(tmp_path / "bert_config.json")
+        config.to_json_file(config_path, fmt="google")
+        return [f"--vocab_file={vocab}", f"--bert_config_file={config_path}", f"--max_seq_length={max_seq_length}",
+                "--nojit_compile", "--seed=1"]
+
+    return make
+
+
+def run_recipe(name, *flags, check=True, timeout=300):
+    """Runs `python -m recipes.<name> <flags>` in the repository; returns the CompletedProcess."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    result = subprocess.run([sys.executable, "-m", f"recipes.{name}", *flags], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"recipes.{name} failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
+                             f"{result.stderr[-6000:]}")
+    return result
