@@ -1,0 +1,9 @@
+"""Export for TF Serving: raw-text SavedModels, the TF Hub layout, and the C-API servability check.
+
+`servability` imports neither keras nor TensorFlow's Python package, so that `export/check_servable.py`
+can load it in a fresh process; it is not imported here for the same reason.
+"""
+
+from keras_bert.export.saved_model import ExportError, build_archive, export_saved_model, serving_outputs
+
+__all__ = ["ExportError", "build_archive", "export_saved_model", "serving_outputs"]

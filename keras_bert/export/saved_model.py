@@ -1,0 +1,355 @@
+"""SavedModels for TF Serving that take raw text, built with `keras.export.ExportArchive`.
+
+`export_saved_model(model, export_dir, preprocessor)` writes `<export_dir>/<version>/` (saved_model.pb,
+variables/, assets/, assets.extra/tf_serving_warmup_requests) with these signatures:
+
+  serving_default  = the raw-text endpoint (registered first, so ExportArchive aliases it):
+                     `serve_text`: text tf.string [batch], or `serve_text_pair`: text, text_b [batch]
+                     (for BertMultipleChoice text_b is [batch, num_choices]: one ending per choice);
+  serve_token_ids:   input_word_ids, input_mask, input_type_ids int32 [batch, seq] ([batch, choices, seq] for
+                     multiple choice; the pretrainer also takes masked_lm_positions int32 [batch, k]);
+  serve_examples:    examples tf.string [batch] of serialized tf.Example with the raw-text features
+                     (`text`, `text_b`) or, without a preprocessor, the int64 token-id features.
+
+The raw-text endpoints run the given `BertPreprocessor` (the tokenizer and packer layers used in training)
+inside the graph. Outputs are flat dicts of dense tensors, named per model kind (see `serving_outputs`).
+"""
+
+import os
+import shutil
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.models.classifier import BertClassifier
+from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.multiple_choice import BertMultipleChoice
+from keras_bert.models.pretrainer import BertPretrainer
+from keras_bert.models.span_labeler import BertSpanLabeler
+from keras_bert.models.token_classifier import BertTokenClassifier
+
+SIGNATURES = ("text", "text_pair", "token_ids")
+WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
+# Texts sent by the warmup requests; the empty string also exercises the no-token path at load time.
+WARMUP_TEXTS = ("TF Serving warms the model up with this request.", "")
+
+
+class ExportError(ValueError):
+    """The model, preprocessor or export directory does not allow the export; the message says why."""
+
+
+def model_kind(model):
+    """The task of `model`: "encoder", "classifier", "span_labeler", "token_classifier",
+    "multiple_choice" or "pretrainer"."""
+    for cls, kind in ((BertEncoder, "encoder"), (BertClassifier, "classifier"),
+                      (BertSpanLabeler, "span_labeler"), (BertTokenClassifier, "token_classifier"),
+                      (BertMultipleChoice, "multiple_choice"), (BertPretrainer, "pretrainer")):
+        if isinstance(model, cls):
+            return kind
+    raise ExportError(f"cannot export a {type(model).__name__}: expected a BertEncoder or a keras_bert task "
+                      "model (BertClassifier, BertSpanLabeler, BertTokenClassifier, BertMultipleChoice, "
+                      "BertPretrainer)")
+
+
+def _encoder_of(model):
+    return model if isinstance(model, BertEncoder) else model.encoder
+
+
+def _classes(logits):
+    """logits [..., C] -> probabilities (softmax) and label_id (int32 argmax) next to the logits."""
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
+            "label_id": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+
+def serving_outputs(model, inputs):
+    """Runs `model` (inference mode) on encoder-input tensors and names its outputs for serving.
+
+    Returns a flat dict of dense tensors:
+        encoder: pooled_output [b, h], sequence_output [b, s, h];
+        classifier (num_classes > 1), token classifier, multiple choice: logits, probabilities, label_id
+            ([b, C] / [b, s, C] / [b, choices], label_id without the last axis); regression (1 class):
+            logits [b, 1];
+        span labeler: start_logits, end_logits [b, s];
+        pretrainer: masked_lm_logits [b, k, vocab], masked_lm_ids int32 [b, k] (argmax),
+            next_sentence_logits [b, 2]. Without `masked_lm_positions` in `inputs`, k = s: every position.
+    """
+    kind = model_kind(model)
+    if kind == "pretrainer":
+        inputs = dict(inputs)
+        if "masked_lm_positions" not in inputs:
+            word_ids = inputs["input_word_ids"]
+            positions = tf.range(tf.shape(word_ids)[1], dtype=tf.int32)
+            inputs["masked_lm_positions"] = tf.tile(positions[None], [tf.shape(word_ids)[0], 1])
+        out = model(inputs, training=False)
+        return {"masked_lm_logits": out["masked_lm_logits"],
+                "masked_lm_ids": tf.argmax(out["masked_lm_logits"], axis=-1, output_type=tf.int32),
+                "next_sentence_logits": out["next_sentence_logits"]}
+    out = model(inputs, training=False)
+    if kind == "encoder":
+        return {"pooled_output": out["pooled_output"], "sequence_output": out["sequence_output"]}
+    if kind == "span_labeler":
+        return {"start_logits": out["start_logits"], "end_logits": out["end_logits"]}
+    if kind == "classifier" and model.num_classes == 1:
+        return {"logits": out}
+    return _classes(out)
+
+
+def token_id_spec(model):
+    """{name: tf.TensorSpec} of the `serve_token_ids` signature of `model`."""
+    kind = model_kind(model)
+    shape = [None, model.num_choices, None] if kind == "multiple_choice" else [None, None]
+    spec = {name: tf.TensorSpec(shape, tf.int32, name=name) for name in INPUT_NAMES}
+    if kind == "pretrainer":
+        spec["masked_lm_positions"] = tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")
+    return spec
+
+
+def text_spec(model, signature):
+    """{name: tf.TensorSpec} of the raw-text signature ("text" or "text_pair") of `model`."""
+    spec = {"text": tf.TensorSpec([None], tf.string, name="text")}
+    if signature == "text_pair":
+        shape = [None, model.num_choices] if model_kind(model) == "multiple_choice" else [None]
+        spec["text_b"] = tf.TensorSpec(shape, tf.string, name="text_b")
+    return spec
+
+
+def default_signature(model, preprocessor):
+    """The serving_default input form when none is asked for."""
+    if preprocessor is None:
+        return "token_ids"
+    return "text_pair" if model_kind(model) in ("span_labeler", "multiple_choice") else "text"
+
+
+def preprocess_text(model, preprocessor, texts):
+    """Raw text -> encoder inputs with `preprocessor`, shaped for `model` (multiple choice: `text` [b] is
+    each choice's first segment, `text_b` [b, choices] the endings; inputs become [b, choices, seq])."""
+    if model_kind(model) != "multiple_choice":
+        segments = (texts["text"], texts["text_b"]) if "text_b" in texts else texts["text"]
+        return preprocessor(segments)
+    endings = texts["text_b"]
+    num_choices = model.num_choices
+    contexts = tf.repeat(texts["text"], num_choices)
+    packed = preprocessor((contexts, tf.reshape(endings, [-1])))
+    return {name: tf.reshape(value, [-1, num_choices, preprocessor.seq_length])
+            for name, value in packed.items()}
+
+
+def _example_features(model, signature, seq_length):
+    """tf.io parsing spec of `serve_examples`: the raw-text features, or the int64 token-id features."""
+    if signature == "token_ids":
+        spec = token_id_spec(model)
+        shape = [model.num_choices, seq_length] if model_kind(model) == "multiple_choice" else [seq_length]
+        features = {name: tf.io.FixedLenFeature(shape, tf.int64) for name in INPUT_NAMES}
+        if "masked_lm_positions" in spec:
+            features["masked_lm_positions"] = tf.io.VarLenFeature(tf.int64)
+        return features
+    features = {"text": tf.io.FixedLenFeature([], tf.string)}
+    if signature == "text_pair":
+        shape = [model.num_choices] if model_kind(model) == "multiple_choice" else []
+        features["text_b"] = tf.io.FixedLenFeature(shape, tf.string)
+    return features
+
+
+def check_compatible(model, preprocessor):
+    """Raises ExportError if `preprocessor` cannot feed `model`: vocab size or sequence length."""
+    config = _encoder_of(model).config
+    tokenizer = preprocessor.tokenizer
+    if tokenizer.vocab_size != config.vocab_size:
+        source = tokenizer.vocab_file or "the tokenizer's vocabulary"
+        raise ExportError(f"vocab size mismatch: {source} has {tokenizer.vocab_size} tokens but the model's "
+                          f"config.vocab_size is {config.vocab_size}; export with the vocab the model was "
+                          "trained with")
+    if preprocessor.seq_length > config.max_position_embeddings:
+        raise ExportError(f"preprocessor seq_length {preprocessor.seq_length} exceeds the model's "
+                          f"max_position_embeddings {config.max_position_embeddings}")
+
+
+def build_archive(model, preprocessor=None, signature=None, example_seq_length=None):
+    """An ExportArchive of `model` (and `preprocessor`) with the endpoints of the module docstring.
+
+    Args:
+        model: a BertEncoder or task model (built).
+        preprocessor: a `keras_bert.text.BertPreprocessor`, or None for a token-id-only export.
+        signature: "text", "text_pair" or "token_ids": what serving_default takes (default per model kind).
+        example_seq_length: length of the token-id features of `serve_examples` without a preprocessor.
+
+    Returns (archive, signature).
+    """
+    signature = signature or default_signature(model, preprocessor)
+    kind = model_kind(model)
+    if signature not in SIGNATURES:
+        raise ExportError(f"signature={signature!r}; expected one of {SIGNATURES}")
+    if signature != "token_ids" and preprocessor is None:
+        raise ExportError(f"signature={signature!r} takes raw text and needs a preprocessor (BertPreprocessor); "
+                          "pass one, or use signature='token_ids'")
+    if signature == "text" and kind in ("span_labeler", "multiple_choice"):
+        raise ExportError(f"a {type(model).__name__} needs two text inputs: use signature='text_pair'")
+    if preprocessor is not None:
+        check_compatible(model, preprocessor)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    if preprocessor is not None:
+        if not preprocessor.built:
+            preprocessor(tf.constant([""]))  # Keras layers build on their first call; export needs it built
+        # Tracked explicitly so every tokenizer resource (vocab tables, tf-text model buffers) is saved.
+        archive.track(preprocessor)
+
+    def serve_token_ids(inputs):
+        return serving_outputs(model, inputs)
+
+    def serve_text(texts):
+        return serving_outputs(model, preprocess_text(model, preprocessor, texts))
+
+    # Each endpoint is traced once here; serve_examples calls the traced functions rather than retracing
+    # their bodies (the tokenizer graph is large: tracing it dominates export time).
+    endpoints = {}
+    if signature != "token_ids":
+        endpoints[f"serve_{signature}"] = _traced(serve_text, text_spec(model, signature))
+    endpoints["serve_token_ids"] = _traced(serve_token_ids, token_id_spec(model))
+    seq_length = preprocessor.seq_length if preprocessor is not None else example_seq_length
+    if seq_length:
+        features = _example_features(model, signature, seq_length)
+        serve_parsed = endpoints[f"serve_{signature}"] if signature != "token_ids" else None
+
+        def serve_examples(inputs):
+            parsed = tf.io.parse_example(inputs["examples"], features)
+            if serve_parsed is not None:
+                return serve_parsed(parsed)
+            parsed = {name: tf.cast(tf.sparse.to_dense(value) if isinstance(value, tf.SparseTensor) else value,
+                                    tf.int32) for name, value in parsed.items()}
+            return endpoints["serve_token_ids"](parsed)
+
+        endpoints["serve_examples"] = _traced(
+            serve_examples, {"examples": tf.TensorSpec([None], tf.string, name="examples")})
+    # The first endpoint registered becomes serving_default (ExportArchive.write_out).
+    for name, fn in endpoints.items():
+        archive.add_endpoint(name, fn)
+    return archive, signature
+
+
+def _traced(fn, spec):
+    """`fn` as a tf.function over one dict argument of `spec`, traced once."""
+    function = tf.function(fn, input_signature=[spec], autograph=False)
+    function.get_concrete_function()
+    return function
+
+
+def next_version(export_dir):
+    """1 + the largest integer-named subdirectory of `export_dir` (1 if none), as TF Serving numbers them."""
+    versions = [int(name) for name in os.listdir(export_dir) if name.isdigit()] if os.path.isdir(export_dir) else []
+    return max(versions, default=0) + 1
+
+
+def warmup_inputs(model, signature, preprocessor=None):
+    """Numpy inputs of the warmup request for the `signature` endpoint (a batch of 2)."""
+    if signature == "token_ids":
+        spec = token_id_spec(model)
+        length = preprocessor.seq_length if preprocessor is not None else 8
+        shape = [2, model.num_choices, length] if model_kind(model) == "multiple_choice" else [2, length]
+        inputs = {"input_word_ids": np.zeros(shape, np.int32), "input_mask": np.ones(shape, np.int32),
+                  "input_type_ids": np.zeros(shape, np.int32)}
+        if "masked_lm_positions" in spec:
+            inputs["masked_lm_positions"] = np.zeros([2, 1], np.int32)
+        return inputs
+    inputs = {"text": np.array([t.encode() for t in WARMUP_TEXTS], dtype=object)}
+    if signature == "text_pair":
+        text_b = inputs["text"][::-1]
+        if model_kind(model) == "multiple_choice":
+            text_b = np.stack([text_b] * model.num_choices, axis=1)
+        inputs["text_b"] = text_b
+    return inputs
+
+
+def _field(number, payload):
+    """One length-delimited protobuf field (wire type 2): tag, varint length, bytes."""
+    def varint(value):
+        out = bytearray()
+        while True:
+            byte, value = value & 0x7F, value >> 7
+            out.append(byte | (0x80 if value else 0))
+            if not value:
+                return bytes(out)
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def prediction_log(inputs, signature_name="serving_default", model_name=""):
+    """Serialized `tensorflow.serving.PredictionLog` holding a PredictRequest of `inputs` (numpy).
+
+    Encoded by hand so export needs no `tensorflow-serving-api`: PredictionLog.predict_log = 6,
+    PredictLog.request = 1, PredictRequest.model_spec = 1 / inputs = 2 (map entries key = 1, value = 2),
+    ModelSpec.name = 1 / signature_name = 3; TensorProto bytes come from `tf.make_tensor_proto`. The
+    tests parse the result with tensorflow_serving.apis.
+    """
+    model_spec = _field(1, model_name.encode()) + _field(3, signature_name.encode())
+    request = _field(1, model_spec)
+    for key in sorted(inputs):
+        value = inputs[key]
+        tensor = tf.make_tensor_proto(value, dtype=tf.string if value.dtype == object else None)
+        request += _field(2, _field(1, key.encode()) + _field(2, tensor.SerializeToString()))
+    return _field(6, _field(1, request))
+
+
+def write_warmup(version_dir, requests):
+    """Writes `requests` (list of (signature_name, numpy inputs)) to assets.extra/tf_serving_warmup_requests."""
+    path = os.path.join(version_dir, WARMUP_FILE)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tf.io.TFRecordWriter(path) as writer:
+        for signature_name, inputs in requests:
+            writer.write(prediction_log(inputs, signature_name))
+    return path
+
+
+def _publish(export_dir, version, write):
+    """Runs `write(tmp_dir)` in a hidden temporary directory of `export_dir`, then renames it to
+    `<export_dir>/<version>`: a server polling `export_dir` (it ignores non-numeric names) sees the
+    version whole or not at all."""
+    if version is None:
+        version = next_version(export_dir)
+    version = int(version)
+    if version < 0:
+        raise ExportError(f"version={version}; expected a non-negative integer (TF Serving version number)")
+    version_dir = os.path.join(export_dir, str(version))
+    if os.path.exists(version_dir):
+        raise ExportError(f"{version_dir} already exists; TF Serving versions are immutable: pass a new "
+                          f"version (next free: {next_version(export_dir)}) or remove it")
+    os.makedirs(export_dir, exist_ok=True)
+    tmp_dir = tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=export_dir)
+    try:
+        write(tmp_dir)
+        os.rename(tmp_dir, version_dir)
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    return version_dir
+
+
+def export_saved_model(model, export_dir, preprocessor=None, version=None, signature=None, warmup=True,
+                       example_seq_length=None):
+    """Exports `model` for TF Serving as `<export_dir>/<version>`, written atomically.
+
+    Args:
+        model: a built BertEncoder, BertClassifier, BertSpanLabeler, BertTokenClassifier,
+            BertMultipleChoice or BertPretrainer.
+        export_dir: the model base path TF Serving watches.
+        preprocessor: a `keras_bert.text.BertPreprocessor` (the training tokenizer + packer) for the
+            raw-text signatures; its vocab size must equal the model's.
+        version: int version; default: one more than the largest existing one (1 for a new directory).
+            An existing version directory is an error.
+        signature: "text", "text_pair" or "token_ids", what serving_default takes (default: "text", or
+            "text_pair" for span labeler / multiple choice; "token_ids" without preprocessor).
+        warmup: write assets.extra/tf_serving_warmup_requests (one request to serving_default).
+        example_seq_length: without a preprocessor, the token-id length of `serve_examples` features
+            (that signature is omitted if not given).
+
+    Returns the version directory (str).
+    """
+    archive, signature = build_archive(model, preprocessor, signature, example_seq_length)
+
+    def write(tmp_dir):
+        archive.write_out(tmp_dir, verbose=False)
+        if warmup:
+            write_warmup(tmp_dir, [("serving_default", warmup_inputs(model, signature, preprocessor))])
+
+    return _publish(export_dir, version, write)
