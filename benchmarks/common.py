@@ -1,0 +1,180 @@
+"""What every benchmark shares: thread settings, the machine's description, load average, peak RSS, the
+result protocol between a benchmark subprocess and `run_all`, and synthetic BERT batches.
+
+Each measured configuration runs in its own subprocess (`python -m benchmarks.<module> --flags`): dtype
+policies are process-global, XLA caches would leak between configs, and the peak resident memory
+(VmHWM) of a process is only that configuration's if the process ran nothing else. The subprocess prints
+one line `BENCH_RESULT {json}`; `run_subprocess` returns that dict.
+"""
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+RESULT_PREFIX = "BENCH_RESULT "
+NUM_THREADS = int(os.environ.get("BENCH_THREADS", "2"))
+VOCAB_SIZE = 30522  # BERT's uncased WordPiece vocab: the MLM head's matmul is sized by it
+SEQ_LENGTH = 128
+MAX_PREDICTIONS = 20  # the original's max_predictions_per_seq at seq 128
+
+# name -> (layers, hidden, heads, intermediate)
+SIZES = {
+    "mini": (4, 256, 4, 1024),
+    "base4": (4, 768, 12, 3072),  # base width, 4 layers to keep the run short
+    "base": (12, 768, 12, 3072),
+}
+
+
+def quiet_tensorflow():
+    """Fewer log lines from TF/XLA; call before importing tensorflow."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def configure_tensorflow(threads=NUM_THREADS):
+    """TF intra/inter-op pools sized to the cores we benchmark on; returns the tensorflow module."""
+    quiet_tensorflow()
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
+    return tf
+
+
+def configure_torch(threads=NUM_THREADS):
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+    return torch
+
+
+def load_average():
+    """1-minute load average: above the core count means others shared the CPUs during the run."""
+    return round(os.getloadavg()[0], 2)
+
+
+def peak_rss_mb():
+    """Peak resident set size of this process (VmHWM), MiB: counts TF's and torch's native allocations."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def cpu_flags():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def machine_description():
+    """A dict describing the machine and the library versions the figures were measured with."""
+    import importlib.metadata as md
+
+    flags = cpu_flags()
+    simd = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "avx512_vnni") if f in flags]
+    with open("/proc/meminfo") as f:
+        mem_kb = int(f.readline().split()[1])
+    versions = {}
+    for package in ("tensorflow", "keras", "keras-hub", "torch", "transformers", "tokenizers"):
+        try:
+            versions[package] = md.version(package)
+        except md.PackageNotFoundError:
+            versions[package] = "absent"
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "threads_used": NUM_THREADS,
+        "simd": " ".join(simd),
+        "memory_gib": round(mem_kb / 2**20, 1),
+        "python": platform.python_version(),
+        "versions": versions,
+    }
+
+
+def emit(result):
+    """Prints the result line `run_subprocess` parses (load average and peak RSS added)."""
+    result = dict(result, load_after=load_average(), peak_rss_mb=peak_rss_mb())
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
+
+
+def run_subprocess(module, args=(), timeout=600):
+    """Runs `python -m benchmarks.<module> *args` and returns its result dict (with load before/after),
+    or {"error": ...} with the tail of its output when it failed."""
+    command = [sys.executable, "-m", f"benchmarks.{module}", *args]
+    load_before = load_average()
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        output = proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as e:
+        output = f"timed out after {timeout}s\n{e.stdout or ''}{e.stderr or ''}"
+        proc = None
+    wall = round(time.perf_counter() - start, 1)
+    for line in reversed(output.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            result = json.loads(line[len(RESULT_PREFIX):])
+            return dict(result, load_before=load_before, wall_s=wall)
+    tail = "\n".join(output.splitlines()[-15:])
+    return {"error": f"{' '.join(command[2:])} failed (rc={proc.returncode if proc else 'timeout'}):\n{tail}",
+            "load_before": load_before, "wall_s": wall}
+
+
+def pretraining_batch(batch_size, seq_length=SEQ_LENGTH, max_predictions=MAX_PREDICTIONS, vocab_size=VOCAB_SIZE,
+                      seed=0):
+    """A synthetic pre-training batch as numpy int32/float32 arrays under the original feature names.
+
+    Full-length sequences (as create_pretraining_data mostly makes), two segments, `max_predictions`
+    distinct sorted masked positions per row (never [CLS]), random NSP labels.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    word_ids = rng.integers(1000, vocab_size, size=(batch_size, seq_length), dtype=np.int32)
+    type_ids = np.zeros((batch_size, seq_length), np.int32)
+    type_ids[:, seq_length // 2:] = 1
+    positions = np.sort(np.stack([rng.choice(np.arange(1, seq_length), max_predictions, replace=False)
+                                  for _ in range(batch_size)]), axis=1).astype(np.int32)
+    return {
+        "input_word_ids": word_ids,
+        "input_mask": np.ones((batch_size, seq_length), np.int32),
+        "input_type_ids": type_ids,
+        "masked_lm_positions": positions,
+        "masked_lm_ids": np.take_along_axis(word_ids, positions, axis=1),
+        "masked_lm_weights": np.ones((batch_size, max_predictions), np.float32),
+        "next_sentence_labels": rng.integers(0, 2, size=(batch_size, 1), dtype=np.int32),
+    }
+
+
+def epoch_timer():
+    """A Keras callback whose `.times` holds each epoch's wall time (`fit` syncs the logs at epoch end)."""
+    import keras
+
+    class EpochTimer(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.times, self.logs = [], []
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self._start = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.times.append(time.perf_counter() - self._start)
+            self.logs.append({k: float(v) for k, v in (logs or {}).items()})
+
+    return EpochTimer()

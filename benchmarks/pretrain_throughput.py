@@ -1,0 +1,210 @@
+"""Pre-training throughput (tokens/s) for MLM + NSP at seq 128, and model-FLOP utilization.
+
+One configuration per process (see benchmarks/common.py):
+
+  python -m benchmarks.pretrain_throughput --impl=ours --size=mini --dtype=float32
+  python -m benchmarks.pretrain_throughput --impl=kerashub --size=mini      # BertMaskedLM: MLM only, no NSP
+  python -m benchmarks.pretrain_throughput --impl=transformers --size=mini  # BertForPreTraining, torch CPU
+  python -m benchmarks.pretrain_throughput --impl=peak --dtype=bfloat16     # the matmul peak, GFLOP/s
+  python -m benchmarks.pretrain_throughput --impl=loss_curve --dtype=mixed_bfloat16
+
+"ours" is the real `BertPretrainer.fit` (XLA train step, the library's AdamW with clipping) on a repeated
+in-memory batch: epoch 1 (compiles) is warm-up, epoch 2 is timed. tokens/s counts every position of every
+sequence (batch * seq per step). Model FLOPs per token (`train_flops_per_token`) are the same for all three
+implementations, whatever each actually computes (transformers runs its MLM head on all 128 positions).
+"""
+
+import argparse
+import time
+
+from benchmarks import common
+
+
+def non_embedding_params(layers, hidden, intermediate):
+    """Matmul weights of the transformer stack (biases and LayerNorms are not matmul FLOPs)."""
+    return layers * (4 * hidden * hidden + 2 * hidden * intermediate)
+
+
+def train_flops_per_token(size, seq_length=common.SEQ_LENGTH, predictions=common.MAX_PREDICTIONS,
+                          vocab_size=common.VOCAB_SIZE):
+    """Training (forward + backward = 3 x forward) FLOPs per token:
+
+        6 * N                                     N = non-embedding matmul params = L * (4h^2 + 2hi)
+      + 12 * L * seq * h                          QK^T and probs.V: 2 * 2 * seq * h per token forward
+      + (predictions / seq) * 6 * (h^2 + h * V)   MLM transform + tied output matmul, masked positions only
+    The pooler and NSP head (per sequence, not per token) and embedding lookups are left out.
+    """
+    layers, hidden, _, intermediate = common.SIZES[size]
+    dense = 6 * non_embedding_params(layers, hidden, intermediate)
+    attention = 12 * layers * seq_length * hidden
+    mlm = predictions / seq_length * 6 * (hidden * hidden + hidden * vocab_size)
+    return dense + attention + mlm
+
+
+def measure_peak(dtype, n=2048, repeats=8):
+    """Best GFLOP/s of an n x n x n matmul in `dtype`, over XLA and TF's own kernels."""
+    tf = common.configure_tensorflow()
+    a = tf.random.normal((n, n), dtype="float32")
+    b = tf.random.normal((n, n), dtype="float32")
+    a, b = tf.cast(a, dtype), tf.cast(b, dtype)
+    results = {}
+    for name, fn in (("xla", tf.function(tf.matmul, jit_compile=True)), ("tf", tf.function(tf.matmul))):
+        fn(a, b).numpy()
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn(a, b).numpy()
+            best = min(best, time.perf_counter() - start)
+        results[name] = 2 * n**3 / best / 1e9
+    return {"gflops": round(max(results.values()), 1),
+            "by_kernel": {k: round(v, 1) for k, v in results.items()}}
+
+
+def _layers(size):
+    layers, hidden, heads, intermediate = common.SIZES[size]
+    return dict(layers=layers, hidden=hidden, heads=heads, intermediate=intermediate)
+
+
+def build_ours(size, dtype, learning_rate=1e-4):
+    import keras
+
+    from keras_bert.config import BertConfig
+    from keras_bert.models.encoder import BertEncoder
+    from keras_bert.models.pretrainer import BertPretrainer
+    from keras_bert.training.optimization import create_optimizer
+
+    keras.mixed_precision.set_global_policy(dtype)
+    keras.utils.set_random_seed(0)
+    s = _layers(size)
+    config = BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=s["hidden"], num_hidden_layers=s["layers"],
+                        num_attention_heads=s["heads"], intermediate_size=s["intermediate"])
+    model = BertPretrainer(BertEncoder(config, dtype=dtype))
+    model.compile(optimizer=create_optimizer(learning_rate, num_train_steps=10_000, num_warmup_steps=0),
+                  jit_compile=True)
+    return model
+
+
+def run_ours(size, dtype, batch_size, steps):
+    tf = common.configure_tensorflow()
+    model = build_ours(size, dtype)
+    batch = common.pretraining_batch(batch_size)
+    dataset = tf.data.Dataset.from_tensors(batch).repeat().prefetch(tf.data.AUTOTUNE)
+    timer = common.epoch_timer()
+    model.fit(dataset, steps_per_epoch=steps, epochs=2, callbacks=[timer], verbose=0)
+    return timer.times[-1] / steps, timer.logs[-1]["loss"]
+
+
+def run_kerashub(size, dtype, batch_size, steps):
+    tf = common.configure_tensorflow()
+    import keras
+    import keras_hub
+
+    keras.mixed_precision.set_global_policy(dtype)
+    keras.utils.set_random_seed(0)
+    s = _layers(size)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=common.VOCAB_SIZE, num_layers=s["layers"], num_heads=s["heads"], hidden_dim=s["hidden"],
+        intermediate_dim=s["intermediate"], max_sequence_length=512, dtype=dtype)
+    model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
+    model.compile(optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy()], jit_compile=True)
+    b = common.pretraining_batch(batch_size)
+    x = {"token_ids": b["input_word_ids"], "segment_ids": b["input_type_ids"],
+         "padding_mask": b["input_mask"].astype(bool), "mask_positions": b["masked_lm_positions"]}
+    dataset = tf.data.Dataset.from_tensors((x, b["masked_lm_ids"], b["masked_lm_weights"])).repeat()
+    timer = common.epoch_timer()
+    model.fit(dataset.prefetch(tf.data.AUTOTUNE), steps_per_epoch=steps, epochs=2, callbacks=[timer], verbose=0)
+    return timer.times[-1] / steps, timer.logs[-1]["loss"]
+
+
+def run_transformers(size, dtype, batch_size, steps):
+    torch = common.configure_torch()
+    import transformers
+
+    torch.manual_seed(0)
+    s = _layers(size)
+    config = transformers.BertConfig(
+        vocab_size=common.VOCAB_SIZE, hidden_size=s["hidden"], num_hidden_layers=s["layers"],
+        num_attention_heads=s["heads"], intermediate_size=s["intermediate"], hidden_act="gelu")
+    model = transformers.BertForPreTraining(config)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, eps=1e-6)
+    b = {k: torch.from_numpy(v) for k, v in common.pretraining_batch(batch_size).items()}
+    labels = torch.full_like(b["input_word_ids"], -100, dtype=torch.long)
+    labels.scatter_(1, b["masked_lm_positions"].long(), b["masked_lm_ids"].long())
+    inputs = dict(input_ids=b["input_word_ids"].long(), attention_mask=b["input_mask"].long(),
+                  token_type_ids=b["input_type_ids"].long(), labels=labels,
+                  next_sentence_label=b["next_sentence_labels"][:, 0].long())
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "mixed_bfloat16")
+
+    def step():
+        with autocast:
+            loss = model(**inputs).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return float(loss)
+
+    for _ in range(steps):
+        step()
+    start = time.perf_counter()
+    for _ in range(steps):
+        loss = step()
+    return (time.perf_counter() - start) / steps, loss
+
+
+def run_loss_curve(dtype, steps, batch_size=16, learning_rate=1e-3):
+    """Per-step total loss of `ours` (mini) over `steps` distinct synthetic batches, seeded the same in
+    every dtype, so float32 and mixed_bfloat16 curves can be compared point by point."""
+    tf = common.configure_tensorflow()
+    import keras
+
+    model = build_ours("mini", dtype, learning_rate=learning_rate)
+    batches = [common.pretraining_batch(batch_size, seed=i) for i in range(steps)]
+    # A learnable signal: the masked token is a function of its position (random ids carry none).
+    for b in batches:
+        b["masked_lm_ids"] = (b["masked_lm_positions"] % 50 + 1000).astype("int32")
+    dataset = tf.data.Dataset.from_tensor_slices(
+        {k: tf.stack([b[k] for b in batches]) for k in batches[0]})
+    losses = []
+
+    class Record(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            losses.append(float(logs["loss"]))
+
+    model.fit(dataset, epochs=1, callbacks=[Record()], verbose=0)
+    return losses
+
+
+RUNNERS = {"ours": run_ours, "kerashub": run_kerashub, "transformers": run_transformers}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--impl", choices=sorted(RUNNERS) + ["peak", "loss_curve"], default="ours")
+    parser.add_argument("--size", choices=sorted(common.SIZES), default="mini")
+    parser.add_argument("--dtype", default="float32",
+                        help="float32 | mixed_bfloat16 for models; float32 | bfloat16 for --impl=peak")
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=4, help="warm-up steps, then as many timed steps")
+    args = parser.parse_args()
+
+    if args.impl == "peak":
+        common.emit(dict(kind="peak", dtype=args.dtype, **measure_peak(args.dtype)))
+        return
+    if args.impl == "loss_curve":
+        common.emit(dict(kind="loss_curve", dtype=args.dtype, losses=run_loss_curve(args.dtype, args.steps)))
+        return
+    seconds, loss = RUNNERS[args.impl](args.size, args.dtype, args.batch_size, args.steps)
+    tokens_per_s = args.batch_size * common.SEQ_LENGTH / seconds
+    flops = train_flops_per_token(args.size)
+    common.emit(dict(kind="pretrain", impl=args.impl, size=args.size, dtype=args.dtype,
+                     step_s=round(seconds, 4), tokens_per_s=round(tokens_per_s, 1),
+                     model_gflops=round(tokens_per_s * flops / 1e9, 2),
+                     flops_per_token=flops, final_loss=round(loss, 4)))
+
+
+if __name__ == "__main__":
+    main()

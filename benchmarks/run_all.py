@@ -1,0 +1,293 @@
+"""`make bench`: every benchmark, one table, ratios against the peers measured in the same run.
+
+    python -m benchmarks.run_all [--quick] [--only=pretrain,serving,...] [--output=benchmarks/results.md]
+
+Each configuration runs in its own subprocess (benchmarks/common.py says why), one after another, so the
+figures share the machine state of this run. The 1-minute load average before and after each run is in the
+table: on a 2-core machine a load well above 2 means other processes took CPU time and the figures are low.
+Writes the table, the machine description and the loss curves to `--output` (Markdown) and prints the table.
+"""
+
+import argparse
+import datetime
+import os
+import re
+import subprocess
+import sys
+
+from benchmarks import common
+from benchmarks.pretrain_throughput import train_flops_per_token
+
+SECTIONS = ("peak", "pretrain", "loss_curve", "serving", "finetune", "tokenize", "create_pretraining_data")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Peer benchmarks owned by the text and pre-training code: run as scripts, their printed tables kept.
+FOREIGN = {"tokenize": "benchmarks/tokenize.py", "create_pretraining_data": "benchmarks/create_pretraining_data.py"}
+NAMES = {"ours": "keras_bert", "kerashub": "KerasHub", "transformers": "transformers"}
+
+
+class Table:
+    """Rows of the one results table; `add` returns the row so ratios can be filled in later."""
+
+    HEADER = ("benchmark", "config", "implementation", "result", "vs peers", "MFU", "load before/after")
+
+    def __init__(self):
+        self.rows = []
+
+    def add(self, benchmark, config, impl, result, ratios="", mfu="", run=None):
+        load = f"{run['load_before']:.1f} / {run['load_after']:.1f}" if run and "load_after" in run else ""
+        self.rows.append([benchmark, config, impl, result, ratios, mfu, load])
+
+    def markdown(self):
+        lines = ["| " + " | ".join(self.HEADER) + " |", "|" + "---|" * len(self.HEADER)]
+        lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in self.rows]
+        return "\n".join(lines)
+
+    def text(self):
+        widths = [max(len(str(r[i])) for r in [self.HEADER] + self.rows) for i in range(len(self.HEADER))]
+        return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True))
+                         for row in [self.HEADER] + self.rows)
+
+
+def ratio(a, b, suffix=""):
+    return f"{a / b:.2f}x {suffix}".strip() if a and b else ""
+
+
+def _run(module, args, errors, timeout=900):
+    print(f"... {module} {' '.join(args)}", flush=True)
+    result = common.run_subprocess(module, args, timeout=timeout)
+    if "error" in result:
+        errors.append(result["error"])
+        print(result["error"], flush=True)
+        return None
+    return result
+
+
+def bench_peak(table, errors, quick):
+    peaks = {}
+    for dtype in ("float32", "bfloat16"):
+        run = _run("pretrain_throughput", ["--impl=peak", f"--dtype={dtype}"], errors)
+        if run:
+            peaks[dtype] = run["gflops"]
+            kernels = ", ".join(f"{k} {v}" for k, v in run["by_kernel"].items())
+            table.add("matmul peak", f"2048^3 {dtype}", "TF (best of XLA, TF kernels)",
+                      f"{run['gflops']} GFLOP/s ({kernels})",
+                      ratio(peaks.get("bfloat16"), peaks.get("float32"), "fp32") if dtype == "bfloat16" else "",
+                      run=run)
+    return peaks
+
+
+def bench_pretrain(table, errors, quick, peaks):
+    sizes = ("mini",) if quick else ("mini", "base4")
+    for size in sizes:
+        steps = {"mini": 4, "base4": 2, "base": 1}[size] if not quick else 1
+        runs = {}
+        for impl, dtype in (("ours", "float32"), ("ours", "mixed_bfloat16"), ("kerashub", "float32"),
+                            ("transformers", "float32")):
+            run = _run("pretrain_throughput", [f"--impl={impl}", f"--size={size}", f"--dtype={dtype}",
+                                               f"--steps={steps}"], errors)
+            runs[impl, dtype] = run
+        ours = runs["ours", "float32"]
+        layers, hidden, heads, _ = common.SIZES[size]
+        config = f"{size} L{layers} H{hidden} A{heads}, b32 s128"
+        for (impl, dtype), run in runs.items():
+            if run is None:
+                continue
+            tps = run["tokens_per_s"]
+            if impl == "ours" and dtype == "float32":
+                ratios = "; ".join(r for r in (
+                    ratio(tps, (runs["kerashub", "float32"] or {}).get("tokens_per_s"), "KerasHub"),
+                    ratio(tps, (runs["transformers", "float32"] or {}).get("tokens_per_s"), "transformers"))
+                    if r)
+            elif impl == "ours":
+                ratios = ratio(tps, (ours or {}).get("tokens_per_s"), "ours fp32")
+            else:
+                ratios = ratio(tps, (ours or {}).get("tokens_per_s"), "ours fp32")
+            peak = peaks.get("bfloat16" if "bfloat16" in dtype else "float32")
+            mfu = f"{100 * run['model_gflops'] / peak:.0f}%" if peak else ""
+            name = NAMES[impl] + (" (MLM only, no NSP)" if impl == "kerashub" else "")
+            table.add("pre-train MLM+NSP", f"{config} {dtype}", name,
+                      f"{tps:,.0f} tokens/s ({run['step_s']:.2f} s/step)", ratios, mfu, run)
+
+
+def bench_loss_curve(table, errors, quick):
+    curves = {}
+    steps = 8 if quick else 30
+    for dtype in ("float32", "mixed_bfloat16"):
+        run = _run("pretrain_throughput", ["--impl=loss_curve", f"--dtype={dtype}", f"--steps={steps}"], errors)
+        if run:
+            curves[dtype] = (run, run["losses"])
+    if len(curves) == 2:
+        fp32, bf16 = curves["float32"][1], curves["mixed_bfloat16"][1]
+        gap = max(abs(a - b) / abs(a) for a, b in zip(fp32, bf16, strict=True))
+        table.add("bf16 loss curve", f"mini, {steps} steps, b16", "keras_bert mixed_bfloat16 vs float32",
+                  f"loss {fp32[0]:.3f}->{fp32[-1]:.3f} (fp32), {bf16[0]:.3f}->{bf16[-1]:.3f} (bf16)",
+                  f"max rel. gap {100 * gap:.1f}%", run=curves["mixed_bfloat16"][0])
+    return {dtype: losses for dtype, (_, losses) in curves.items()}
+
+
+def bench_serving(table, errors, quick):
+    size = "mini" if quick else "base"
+    ours = _run("serving", ["--impl=ours", f"--size={size}"], errors)
+    peer = _run("serving", ["--impl=transformers", f"--size={size}"], errors)
+    layers, hidden, _, _ = common.SIZES[size]
+    for batch in (1, 8):
+        config = f"{size} L{layers} H{hidden}, s128, batch {batch}"
+        if ours:
+            text, ids, bare = ours[f"text_b{batch}_ms"], ours[f"token_ids_b{batch}_ms"], ours[f"keras_b{batch}_ms"]
+            hf_text = (peer or {}).get(f"text_b{batch}_ms")
+            table.add("serving latency", config, "keras_bert SavedModel, raw text", f"{text:.1f} ms",
+                      "; ".join(r for r in (ratio(text, bare, "bare encoder (time)"),
+                                            ratio(hf_text, text, "faster than transformers")) if r), run=ours)
+            table.add("serving latency", config, "keras_bert SavedModel, token ids", f"{ids:.1f} ms",
+                      ratio(ids, bare, "bare encoder (time)"), run=ours)
+            table.add("serving latency", config, "keras_bert encoder forward (tf.function)", f"{bare:.1f} ms",
+                      run=ours)
+            table.add("serving latency", config, "keras_bert BertPreprocessor alone",
+                      f"{ours[f'tokenize_b{batch}_ms']:.1f} ms", run=ours)
+        if peer:
+            table.add("serving latency", config, "transformers BertModel + BertTokenizerFast",
+                      f"{peer[f'text_b{batch}_ms']:.1f} ms", "", run=peer)
+            table.add("serving latency", config, "transformers BertModel forward",
+                      f"{peer[f'token_ids_b{batch}_ms']:.1f} ms", run=peer)
+
+
+def bench_finetune(table, errors, quick):
+    sizes = ("mini",) if quick else ("mini", "base4")
+    for size in sizes:
+        steps = 1 if quick else {"mini": 3, "base4": 2}[size]
+        runs = {impl: _run("finetune", [f"--impl={impl}", f"--size={size}", f"--steps={steps}"], errors)
+                for impl in ("ours", "kerashub", "transformers")}
+        layers, hidden, _, _ = common.SIZES[size]
+        for impl, run in runs.items():
+            if run is None:
+                continue
+            ours = runs["ours"]
+            if impl == "ours":
+                ratios = "; ".join(r for r in (
+                    ratio((runs[p] or {}).get("step_s"), run["step_s"], f"faster than {NAMES[p]}")
+                    for p in ("kerashub", "transformers")) if r)
+            else:
+                ratios = ratio(run["peak_rss_mb"], (ours or {}).get("peak_rss_mb"), "ours' memory")
+            table.add("fine-tune classifier", f"{size} L{layers} H{hidden}, b32 s128 fp32", NAMES[impl],
+                      f"{run['step_s']:.3f} s/step, peak RSS {run['peak_rss_mb']:,.0f} MiB", ratios, run=run)
+
+
+def bench_foreign(name, table, errors, quick):
+    """Runs a peer's benchmark script and keeps its printed output (and load) for the results file."""
+    script = FOREIGN[name]
+    if not os.path.exists(os.path.join(ROOT, script)):
+        table.add(name, "", "", f"not run: {script} does not exist yet")
+        return None
+    print(f"... {script}", flush=True)
+    before = common.load_average()
+    proc = subprocess.run([sys.executable, script], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    after = common.load_average()
+    # Keep the script's own report, not TF's log lines.
+    noise = re.compile(r"^(I0000|E0000|W0000|WARNING|INFO|\s*$)")
+    lines = [line for line in proc.stdout.splitlines() if not noise.match(line)]
+    run = {"load_before": before, "load_after": after}
+    if proc.returncode:
+        errors.append(f"{script} failed (rc={proc.returncode}):\n" + "\n".join(proc.stderr.splitlines()[-10:]))
+        table.add(name, "", script, "failed (see errors)", run=run)
+        return None
+    for line in lines:
+        # Rows like "<name>  <seconds>  <MB/s>  <ratio>x": one table row each.
+        match = re.match(r"^(.*?\S)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+x)\s*$", line)
+        if match:
+            table.add(name, "", match.group(1), f"{float(match.group(3)):.2f} MB/s", match.group(4), run=run)
+    return "\n".join(lines)
+
+
+def write_results(path, table, machine, curves, foreign, errors, quick, started, peaks):
+    loads = [float(cell.split(" / ")[i]) for row in table.rows if row[-1] for cell in [row[-1]] for i in (0, 1)]
+    worst = max(loads, default=0.0)
+    quiet = worst <= machine["cores"] + 0.5
+    versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items())
+    out = [
+        "# keras_bert benchmarks",
+        "",
+        f"Measured {started:%Y-%m-%d %H:%M} UTC with `make bench` (`python -m benchmarks.run_all"
+        f"{' --quick' if quick else ''}`).",
+        "",
+        f"Machine: {machine['cpu']}, {machine['cores']} cores (benchmarks use {machine['threads_used']} threads), "
+        f"{machine['memory_gib']} GiB RAM, SIMD: {machine['simd'] or 'none listed'}; Python {machine['python']}, "
+        f"{versions}.",
+        "",
+        f"Machine state: {'quiet' if quiet else 'SHARED'} — the highest 1-minute load average seen around a run "
+        f"was {worst:.1f} on {machine['cores']} cores"
+        + ("." if quiet else "; other processes took CPU time, so absolute figures are low and ratios noisy."),
+        "",
+        table.markdown(),
+        "",
+        "Notes:",
+        "- tokens/s counts all batch x 128 positions per step; pre-training steps are the real `model.fit` "
+        "(XLA train step, AdamW, warm-up epoch then a timed epoch) on a repeated in-memory batch.",
+        "- MFU = model FLOPs/s over the matmul peak measured in the same run (fp32 peak for fp32 runs, bf16 "
+        "peak for mixed_bfloat16). Training FLOPs per token = 6 x N (N = L(4h^2 + 2hi) non-embedding matmul "
+        "weights) + 12 L s h (QK^T and attention x V, forward + backward) + (20/128) x 6 (h^2 + hV) (MLM "
+        "transform and tied output matmul on the 20 masked positions only); the same count for every "
+        "implementation (transformers computes its MLM head on all 128 positions, which MFU does not credit).",
+    ]
+    for size in ("mini", "base4"):
+        out.append(f"  {size}: {train_flops_per_token(size) / 1e6:.1f} MFLOP per token.")
+    out += [
+        "- KerasHub `BertMaskedLM` has no next-sentence head: its figure is MLM only (slightly less work).",
+        "- Serving: the raw-text SavedModel is the `keras_bert.export.export_saved_model` output loaded with "
+        "`tf.saved_model.load`; 'token ids' is the same SavedModel's `serve_token_ids` on the packed ids.",
+        "- Fine-tuning peak RSS is the VmHWM of the process that ran only that configuration (framework "
+        "baseline included).",
+    ]
+    if peaks:
+        out.append(f"- Matmul peaks this run: {peaks}.")
+    if curves:
+        out += ["", "## mixed_bfloat16 vs float32 loss curve (mini, same seed and batches)", "",
+                "| step | " + " | ".join(curves) + " |", "|---|" + "---|" * len(curves)]
+        for step, values in enumerate(zip(*curves.values(), strict=True)):
+            out.append(f"| {step + 1} | " + " | ".join(f"{v:.4f}" for v in values) + " |")
+    for name, text in foreign.items():
+        if text:
+            out += ["", f"## {name} (output of {FOREIGN[name]})", "", "```", text, "```"]
+    if errors:
+        out += ["", "## Errors", ""] + [f"```\n{e}\n```" for e in errors]
+    out += ["", "Reproduce: `make bench` (installs the `bench` extra: keras-hub), or "
+            "`.venv/bin/python -m benchmarks.run_all`; one configuration: e.g. "
+            "`python -m benchmarks.pretrain_throughput --impl=ours --size=mini --dtype=float32`."]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="mini configs, one step: a smoke test")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {SECTIONS}")
+    parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results.md"))
+    args = parser.parse_args()
+    sections = args.only.split(",")
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"--only: unknown sections {sorted(unknown)}; expected some of {SECTIONS}")
+    started = datetime.datetime.now(datetime.timezone.utc)
+    machine = common.machine_description()
+    table, errors, curves, foreign, peaks = Table(), [], {}, {}, {}
+    if "peak" in sections or "pretrain" in sections:
+        peaks = bench_peak(table, errors, args.quick)
+    if "pretrain" in sections:
+        bench_pretrain(table, errors, args.quick, peaks)
+    if "loss_curve" in sections:
+        curves = bench_loss_curve(table, errors, args.quick)
+    if "serving" in sections:
+        bench_serving(table, errors, args.quick)
+    if "finetune" in sections:
+        bench_finetune(table, errors, args.quick)
+    for name in ("tokenize", "create_pretraining_data"):
+        if name in sections:
+            foreign[name] = bench_foreign(name, table, errors, args.quick)
+    write_results(args.output, table, machine, curves, foreign, errors, args.quick, started, peaks)
+    print()
+    print(table.text())
+    print(f"\nwrote {args.output}; {len(errors)} error(s)")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

