@@ -349,35 +349,37 @@ def _tensor_proto_to_numpy(proto):
     shape = [d.size for d in proto.tensor_shape.dim]
     if proto.dtype == _TF_STRING:
         return np.array(list(proto.string_val), dtype=object).reshape(shape)
+    if proto.dtype in _NUMPY_OF_TF and proto.tensor_content:
+        return np.frombuffer(proto.tensor_content, dtype=_NUMPY_OF_TF[proto.dtype]).reshape(shape)
     if proto.dtype == _TF_INT32:
         return np.array(proto.int_val, dtype=np.int32).reshape(shape)
     raise ServabilityError(f"warmup tensor of TF dtype code {proto.dtype} is not supported by this check")
 
 
-def check(export_dir, inputs=None, expected=None, signature="serving_default", atol=1e-4,
-          serving_version=DEFAULT_SERVING_VERSION, api=None):
-    """Loads `export_dir` as TF Serving does and runs `signature` on `inputs`.
+def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSION, api=None):
+    """Loads `export_dir` as TF Serving does, runs its warmup requests, then each of `runs`.
 
     Args:
         export_dir: a version directory (`.../<version>` holding saved_model.pb).
-        inputs: {input key: numpy array} (bytes/object arrays for strings), or None to only load.
-        expected: {output key: numpy array} to compare with (max abs difference <= atol), or None.
+        runs: list of (signature, inputs, expected): inputs {key: numpy array} (bytes/object arrays for
+            strings); expected {output key: numpy array} or None; every output present in `expected`
+            must match within `atol` (max abs difference) and in shape.
         serving_version: the TF Serving release whose tf-text ops the graph must stay within.
         api: a `TensorFlowCApi` to reuse across exports.
 
-    Returns a dict: `ops` (op_report), `max_abs_diff` ({output key: float}), `outputs`, `signatures`,
-    `warmup_requests` (how many ran, or None if they could not be parsed). Raises `ServabilityError` on
-    load/run failure, an op Serving lacks, or a mismatch.
+    Returns a dict: `ops` (op_report), `signatures`, `warmup_requests` (how many ran; None if they could
+    not be parsed without tensorflow-serving-api), `runs`: per run {signature, max_abs_diff, outputs}.
+    Raises `ServabilityError` on a load/run failure, an op Serving lacks, or a mismatch.
     """
     api = api or TensorFlowCApi()
-    report = {"export_dir": os.fspath(export_dir)}
+    report = {"export_dir": os.fspath(export_dir), "runs": []}
     report["ops"] = op_report(saved_model_ops(export_dir), api.core_ops, api.tf_text_ops, serving_version)
     if report["ops"]["missing"]:
         raise ServabilityError(f"{export_dir}: TF Serving {serving_version} lacks ops "
                                f"{json.dumps(report['ops']['missing'], indent=1)}")
     model = api.load_saved_model(export_dir)
     try:
-        report["signatures"] = sorted(model.signatures)
+        report["signatures"] = sorted(k for k in model.signatures if k != "__saved_model_init_op")
         if "serving_default" not in model.signatures:
             raise ServabilityError(f"{export_dir} has no serving_default signature, which TF Serving "
                                    f"requires; it has {report['signatures']}")
@@ -385,78 +387,90 @@ def check(export_dir, inputs=None, expected=None, signature="serving_default", a
         report["warmup_requests"] = None if warmups is None else len(warmups)
         for sig, request in warmups or ():
             model.run(sig, request)
-        report["max_abs_diff"], report["outputs"] = {}, {}
-        if inputs is not None:
+        for signature, inputs, expected in runs:
             outputs = model.run(signature, inputs)
-            report["outputs"] = outputs
-            for key, want in (expected or {}).items():
-                if key not in outputs:
-                    raise ServabilityError(f"{export_dir}: signature {signature!r} has no output {key!r}; "
-                                           f"it has {sorted(outputs)}")
-                got = outputs[key]
-                if got.shape != np.shape(want):
-                    raise ServabilityError(f"{export_dir}: output {key!r} has shape {got.shape}, "
-                                           f"expected {np.shape(want)}")
-                diff = float(np.max(np.abs(got.astype(np.float64) - want))) if got.size else 0.0
-                report["max_abs_diff"][key] = diff
-                if not diff <= atol:
-                    raise ServabilityError(f"{export_dir}: output {key!r} differs from the expected values "
-                                           f"by {diff:.3g} > atol {atol}")
+            diffs = {key: _compare(export_dir, signature, key, outputs, want, atol)
+                     for key, want in (expected or {}).items()}
+            report["runs"].append({"signature": signature, "max_abs_diff": diffs, "outputs": outputs})
     finally:
         model.close()
     return report
 
 
+def _compare(export_dir, signature, key, outputs, want, atol):
+    where = f"{export_dir} signature {signature!r}"
+    if key not in outputs:
+        raise ServabilityError(f"{where} has no output {key!r}; it has {sorted(outputs)}")
+    got = outputs[key]
+    if got.shape != np.shape(want):
+        raise ServabilityError(f"{where}: output {key!r} has shape {got.shape}, expected {np.shape(want)}")
+    diff = float(np.max(np.abs(got.astype(np.float64) - want))) if got.size else 0.0
+    if not diff <= atol:
+        raise ServabilityError(f"{where}: output {key!r} differs from the expected values by {diff:.3g} "
+                               f"> atol {atol}")
+    return diff
+
+
 def _split_npz(path):
-    """{'inputs': {...}, 'expected': {...}} from an .npz written by `save_check_arrays`."""
-    if path is None:
-        return None, None
+    """(inputs, expected) from an .npz written by `save_check_arrays`."""
+    groups = {"input": {}, "expected": {}}
     with np.load(path, allow_pickle=False) as data:
-        inputs = {k[len("input/"):]: data[k] for k in data.files if k.startswith("input/")}
-        expected = {k[len("expected/"):]: data[k] for k in data.files if k.startswith("expected/")}
-    return inputs or None, expected or None
+        for name in data.files:
+            group, key = name.split("/", 1)
+            if key.endswith(":lengths"):
+                continue
+            if key.endswith(":bytes"):
+                key = key[: -len(":bytes")]
+                lengths = data[f"{group}/{key}:lengths"]
+                raw, ends = data[name].tobytes(), np.cumsum(lengths.reshape(-1))
+                values = [raw[end - n:end] for n, end in zip(lengths.reshape(-1), ends, strict=True)]
+                groups[group][key] = np.array(values + [None], dtype=object)[:-1].reshape(lengths.shape)
+            else:
+                groups[group][key] = data[name]
+    return groups["input"], groups["expected"] or None
 
 
 def save_check_arrays(path, inputs, expected):
-    """Writes the inputs and expected outputs of a check to `path` (.npz; strings as fixed-width bytes)."""
+    """Writes the inputs and expected outputs of a check to `path` (.npz). String arrays (bytes/object)
+    are stored as their concatenated bytes plus lengths: numpy's fixed-width bytes would drop trailing
+    NULs, which serialized protos can end with."""
     arrays = {}
-    for prefix, group in (("input/", inputs), ("expected/", expected or {})):
-        for key, value in group.items():
+    for group, values in (("input", inputs), ("expected", expected or {})):
+        for key, value in values.items():
             value = np.asarray(value)
-            if value.dtype.kind in "OU":
-                value = value.astype(bytes) if value.size else np.zeros(value.shape, dtype="S1")
-            arrays[prefix + key] = value
+            if value.dtype.kind in "OSU":
+                flat = [v if isinstance(v, bytes) else str(v).encode() for v in value.reshape(-1)]
+                arrays[f"{group}/{key}:bytes"] = np.frombuffer(b"".join(flat), np.uint8)
+                arrays[f"{group}/{key}:lengths"] = np.array([len(v) for v in flat], np.int64).reshape(value.shape)
+            else:
+                arrays[f"{group}/{key}"] = value
     np.savez(path, **arrays)
 
 
 def run_checks(jobs, atol=1e-4, serving_version=DEFAULT_SERVING_VERSION):
-    """Checks several exports in this process: `jobs` is a list of dicts with `export_dir`, optional
-    `arrays` (.npz from `save_check_arrays`) and `signature`. Returns a JSON-able list of summaries; a job
-    that fails carries `error` instead of raising."""
+    """Checks several exports in this process. `jobs`: list of dicts with `export_dir` and optional `runs`,
+    a list of {"signature": name, "arrays": .npz path from `save_check_arrays`}. Returns a JSON-able list
+    of summaries (outputs as lists); a failing job carries `error` instead of raising."""
     api = TensorFlowCApi()
     summaries = []
     for job in jobs:
-        inputs, expected = _split_npz(job.get("arrays"))
+        runs = [(run.get("signature", "serving_default"), *_split_npz(run["arrays"]))
+                for run in job.get("runs", ())]
         try:
-            report = check(job["export_dir"], inputs, expected, job.get("signature", "serving_default"),
-                           atol=atol, serving_version=serving_version, api=api)
-            summaries.append({
-                "export_dir": report["export_dir"], "signatures": report["signatures"],
-                "ops": report["ops"], "max_abs_diff": report["max_abs_diff"],
-                "warmup_requests": report["warmup_requests"],
-                "outputs": {k: v.tolist() for k, v in report["outputs"].items() if v.dtype != object},
-            })
+            report = check(job["export_dir"], runs, atol=atol, serving_version=serving_version, api=api)
         except ServabilityError as e:
             summaries.append({"export_dir": os.fspath(job["export_dir"]), "error": str(e)})
+            continue
+        for run in report["runs"]:
+            run["outputs"] = {k: v.tolist() for k, v in run["outputs"].items() if v.dtype != object}
+        summaries.append(report)
     return summaries
 
 
 def check_servable_subprocess(jobs, atol=1e-4, serving_version=DEFAULT_SERVING_VERSION, timeout=600):
     """Runs `run_checks(jobs)` in a fresh Python process (no keras, no TF Python), as TF Serving's C++
     loader sees the exports. Returns the list of summaries."""
-    spec = json.dumps({"jobs": [{**j, "export_dir": os.fspath(j["export_dir"]),
-                                 "arrays": j.get("arrays") and os.fspath(j["arrays"])} for j in jobs],
-                       "atol": atol, "serving_version": serving_version})
+    spec = json.dumps({"jobs": jobs, "atol": atol, "serving_version": serving_version}, default=os.fspath)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--json"], input=spec, text=True,
                           capture_output=True, timeout=timeout, env=env)
