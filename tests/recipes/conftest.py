@@ -42,7 +42,7 @@ def tiny_model(tmp_path):
     return make
 
 
-def run_recipe(name, *flags, check=True, timeout=300):
+def run_recipe(name, *flags, check=True, timeout=900):
     """Runs `python -m recipes.<name> <flags>` in the repository; returns the CompletedProcess."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     result = subprocess.run([sys.executable, "-m", f"recipes.{name}", *flags], cwd=REPO, env=env,
