@@ -1,0 +1,52 @@
+"""Vocab loading errors, the WordPiece learner and the build_vocab recipe."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from keras_bert.text import BertTokenizer
+from keras_bert.text.vocab import learn_wordpiece_vocab, load_vocab
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def test_load_vocab_strips_and_checks(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("[PAD]\n[UNK] \n[CLS]\n[SEP]\n[MASK]\nhello\n", encoding="utf-8")
+    assert load_vocab(path) == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello"]
+    path.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\nhello\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="lines 6 and 7"):
+        load_vocab(path)
+    path.write_bytes(b"[PAD]\n[UNK]\n\xff\n")
+    with pytest.raises(ValueError, match="line 3 is not valid UTF-8"):
+        load_vocab(path)
+
+
+def test_learned_vocab_tokenizes_its_corpus(tmp_path):
+    lines = ["The cat sat on the mat.", "Cats and dogs, the dogs sat.", "Ünïcödé words: Straße, café!"] * 20
+    vocab = learn_wordpiece_vocab(lines, vocab_size=80, lower_case=True)
+    assert vocab[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] and len(set(vocab)) == len(vocab)
+    assert "the" in vocab and "cafe" in vocab and "é" not in vocab  # accents stripped before learning
+    tokenizer = BertTokenizer(vocabulary=vocab, lower_case=True)
+    ids = tokenizer(tf.constant(lines[:3])).flat_values.numpy()
+    assert tokenizer.unk_id not in ids
+    with pytest.raises(ValueError, match="vocab_size=5"):
+        learn_wordpiece_vocab(lines, vocab_size=5)
+    with pytest.raises(ValueError, match="no words"):
+        learn_wordpiece_vocab(["", "  "], vocab_size=50)
+
+
+def test_build_vocab_recipe(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("Hello World, HELLO tokenizer!\nA cased vocab keeps Case.\n" * 30, encoding="utf-8")
+    output = tmp_path / "vocab.txt"
+    subprocess.run(
+        [sys.executable, os.path.join(ROOT, "recipes", "build_vocab.py"), f"--input_files={tmp_path}/*.txt",
+         f"--output_file={output}", "--vocab_size=200", "--nodo_lower_case"],
+        check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT},
+    )  # fmt: skip
+    vocab = load_vocab(output)
+    assert 60 < len(vocab) <= 200 and "Hello" in vocab and "HELLO" in vocab and "hello" not in vocab
