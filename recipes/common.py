@@ -57,6 +57,7 @@ def setup():
     keras.utils.set_random_seed(FLAGS.seed)
     keras.mixed_precision.set_global_policy(FLAGS.dtype)
     os.makedirs(FLAGS.model_dir, exist_ok=True)
+    distribute.fix_keras_multi_worker()
     return distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
 
 
