@@ -27,11 +27,13 @@ class _Preprocessing(tf.Module):
         super().__init__()
         # Attribute tracking saves the preprocessor's layers and any resources they own.
         self.preprocessor = preprocessor
-        self.tokenize = tf.function(preprocessor.tokenizer, input_signature=[tf.TensorSpec([None], tf.string)])
+        self.tokenize = tf.function(lambda text: preprocessor.tokenizer(text),
+                                    input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         self.bert_pack_inputs = tf.function(lambda segments: preprocessor.packer(list(segments)))
         for count in (1, 2):
             self.bert_pack_inputs.get_concrete_function([_RAGGED_IDS] * count)
-        self.__call__ = tf.function(preprocessor, input_signature=[tf.TensorSpec([None], tf.string)])
+        self.__call__ = tf.function(lambda text: preprocessor(text),
+                                    input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 
 
 def export_tfhub(encoder, preprocessor, export_dir, version=None):

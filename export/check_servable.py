@@ -1,0 +1,72 @@
+"""Loads a SavedModel the way TF Serving does and runs it: exit status 0 only if it would serve.
+
+    python export/check_servable.py --export_dir=/models/bert_classifier/1 \
+        [--text="a sentence" --text="another"] [--text_b=...] [--signature=serving_default] \
+        [--expected=expected.npz] [--serving_version=2.20]
+
+Runs in this fresh process without keras or keras_bert (nor TensorFlow's Python package): the installed
+wheel's C API (`libtensorflow_cc.so.2`) with the tensorflow-text kernels registered by TF_LoadLibrary, the
+session-based TF_LoadSessionFromSavedModel loader, the warmup requests, then serving_default on --text (or
+on the inputs of --expected, an .npz from `servability.save_check_arrays`, compared to its outputs). Prints
+the signatures, every non-core op with the first TF Serving release that has it, and the outputs as JSON.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+
+import numpy as np
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_multi_string("export_dir", None, "Version directory (holds saved_model.pb); repeat for several.")
+flags.DEFINE_multi_string("text", [], "Raw text fed as the `text` input of --signature.")
+flags.DEFINE_multi_string("text_b", [], "Second segments, fed as `text_b` (one per --text).")
+flags.DEFINE_string("signature", "serving_default", "Signature to run.")
+flags.DEFINE_string("expected", None, ".npz of inputs and expected outputs (servability.save_check_arrays).")
+flags.DEFINE_float("atol", 1e-4, "Largest allowed |output - expected|.")
+flags.DEFINE_string("serving_version", "2.20", "TF Serving release the graph's tf-text ops must exist in.")
+flags.mark_flag_as_required("export_dir")
+
+
+def _load_servability():
+    # Loaded by file path: importing the keras_bert package would import keras and TensorFlow's Python side.
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "keras_bert", "export",
+                        "servability.py")
+    spec = importlib.util.spec_from_file_location("servability", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv):
+    del argv
+    servability = _load_servability()
+    runs = []
+    if FLAGS.expected:
+        runs.append((FLAGS.signature, *servability._split_npz(FLAGS.expected)))
+    elif FLAGS.text:
+        inputs = {"text": np.array([t.encode() for t in FLAGS.text], dtype=object)}
+        if FLAGS.text_b:
+            inputs["text_b"] = np.array([t.encode() for t in FLAGS.text_b], dtype=object)
+        runs.append((FLAGS.signature, inputs, None))
+    api = servability.TensorFlowCApi()
+    failed = False
+    for export_dir in FLAGS.export_dir:
+        try:
+            report = servability.check(export_dir, runs, FLAGS.atol, FLAGS.serving_version, api=api)
+        except servability.ServabilityError as e:
+            print(f"NOT SERVABLE: {e}", file=sys.stderr)
+            failed = True
+            continue
+        for run in report["runs"]:
+            run["outputs"] = {k: v.tolist() for k, v in run["outputs"].items() if v.dtype != object}
+        print(json.dumps(report, indent=1))
+        print(f"OK: {export_dir} loads and runs in the TF Serving C++ loader; needs TF Serving >= "
+              f"{report['ops']['min_serving_version']}", file=sys.stderr)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    app.run(main)

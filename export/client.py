@@ -1,0 +1,86 @@
+"""Sends text to a running TF Serving model server and prints the predictions.
+
+    python export/client.py --model=bert_classifier --text="a great movie" --text="a dull movie"
+    python export/client.py --model=bert_squad --text="who?" --text_b="context..." --protocol=grpc
+
+REST (port 8501) needs nothing beyond the standard library; gRPC (port 8500) needs `tensorflow-serving-api`.
+"""
+
+import json
+import urllib.request
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("host", "localhost", "Model server host.")
+flags.DEFINE_integer("port", None, "Port; default 8501 for REST, 8500 for gRPC.")
+flags.DEFINE_string("model", None, "Model name (as in the model config / MODEL_NAME).")
+flags.DEFINE_integer("version", None, "Model version; default: the server's latest.")
+flags.DEFINE_string("signature", "serving_default", "Signature name.")
+flags.DEFINE_multi_string("text", [], "Texts to send (the `text` input).")
+flags.DEFINE_multi_string("text_b", [], "Second segments (the `text_b` input), one per --text.")
+flags.DEFINE_enum("protocol", "rest", ["rest", "grpc"], "REST :predict or gRPC PredictionService/Predict.")
+flags.DEFINE_enum("rest_format", "instances", ["instances", "inputs"], "Row (instances) or columnar (inputs).")
+flags.DEFINE_float("timeout", 30.0, "Seconds to wait for the server.")
+flags.mark_flags_as_required(["model"])
+
+
+def request_inputs(texts, texts_b):
+    """{input name: list of str} for the raw-text signatures."""
+    if texts_b and len(texts_b) != len(texts):
+        raise app.UsageError(f"{len(texts_b)} --text_b for {len(texts)} --text; expected one per --text")
+    inputs = {"text": list(texts)}
+    if texts_b:
+        inputs["text_b"] = list(texts_b)
+    return inputs
+
+
+def rest_body(inputs, signature, rest_format):
+    """The JSON body of a REST :predict request, row or columnar."""
+    if rest_format == "inputs":
+        return {"signature_name": signature, "inputs": inputs}
+    rows = [dict(zip(inputs, values, strict=True)) for values in zip(*inputs.values(), strict=True)]
+    return {"signature_name": signature, "instances": rows}
+
+
+def predict_rest(url, body, timeout):
+    request = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.load(response)
+
+
+def predict_grpc(target, model, version, signature, inputs, timeout):
+    import grpc
+    import tensorflow as tf
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = model
+    request.model_spec.signature_name = signature
+    if version is not None:
+        request.model_spec.version.value = version
+    for name, values in inputs.items():
+        request.inputs[name].CopyFrom(tf.make_tensor_proto(values, dtype=tf.string))
+    with grpc.insecure_channel(target) as channel:
+        response = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(request, timeout)
+    return {name: tf.make_ndarray(proto).tolist() for name, proto in response.outputs.items()}
+
+
+def main(argv):
+    del argv
+    if not FLAGS.text:
+        raise app.UsageError("pass at least one --text")
+    inputs = request_inputs(FLAGS.text, FLAGS.text_b)
+    if FLAGS.protocol == "grpc":
+        target = f"{FLAGS.host}:{FLAGS.port or 8500}"
+        result = predict_grpc(target, FLAGS.model, FLAGS.version, FLAGS.signature, inputs, FLAGS.timeout)
+    else:
+        version = f"/versions/{FLAGS.version}" if FLAGS.version is not None else ""
+        url = f"http://{FLAGS.host}:{FLAGS.port or 8501}/v1/models/{FLAGS.model}{version}:predict"
+        result = predict_rest(url, rest_body(inputs, FLAGS.signature, FLAGS.rest_format), FLAGS.timeout)
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,72 @@
+"""The export scripts: export_saved_model.py (TF Hub layout from a checkpoint), check_servable.py, client.py."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from export import client
+from keras_bert import BertConfig, BertEncoder
+from keras_bert.checkpoints.ours import save_pretrained
+from keras_bert.text import BertPreprocessor, BertTokenizer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "good", "##s", "day", "!"]
+
+
+def _script(name, *args):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "export", name), *args], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_tfhub_export_from_checkpoint_and_check_servable_cli(tmp_path):
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("\n".join(WORDS) + "\n")
+    encoder = BertEncoder(BertConfig(vocab_size=len(WORDS), hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=32))
+    save_pretrained(encoder, str(tmp_path / "ckpt"), vocab_file=str(vocab_file))
+    out = _script("export_saved_model.py", f"--model_path={tmp_path / 'ckpt'}", f"--export_dir={tmp_path / 'hub'}",
+                  "--format=tfhub", "--max_seq_length=8", "--check")
+    preprocess_dir, encoder_dir = out.split()[:2]
+    assert preprocess_dir == str(tmp_path / "hub" / "preprocess" / "1")
+    assert encoder_dir == str(tmp_path / "hub" / "encoder" / "1")
+
+    preprocessor = BertPreprocessor(BertTokenizer(str(vocab_file)), 8)
+    texts = ["Hello worlds!", "good day " * 10, ""]
+    want = preprocessor(tf.constant(texts))
+    # The C++ loader runs the preprocessing SavedModel on the same strings.
+    report = json.loads(_script("check_servable.py", f"--export_dir={preprocess_dir}",
+                                *[f"--text={t}" for t in texts]))
+    served = report["runs"][0]["outputs"]
+    for name in want:
+        np.testing.assert_array_equal(served[name], want[name].numpy())
+    assert report["ops"]["tf_text"] == {"FastWordpieceTokenizeWithOffsets": "2.12"}
+
+    # The Hub way of using the pair from Python.
+    preprocess = tf.saved_model.load(preprocess_dir)
+    hub_encoder = tf.saved_model.load(encoder_dir)
+    a, b = preprocess.tokenize(tf.constant(texts)), preprocess.tokenize(tf.constant(texts[::-1]))
+    packed = preprocess.bert_pack_inputs([a, b])
+    want_pair = preprocessor((tf.constant(texts), tf.constant(texts[::-1])))
+    for name in want_pair:
+        np.testing.assert_array_equal(packed[name].numpy(), want_pair[name].numpy())
+    outputs = hub_encoder(packed)
+    expected = encoder(want_pair)
+    np.testing.assert_allclose(outputs["pooled_output"], expected["pooled_output"], atol=1e-5)
+    np.testing.assert_allclose(outputs["encoder_outputs_1"], expected["encoder_outputs"][1], atol=1e-5)
+    assert len(hub_encoder.trainable_variables) == len(encoder.trainable_variables)
+
+
+def test_client_request_bodies():
+    inputs = client.request_inputs(["q1", "q2"], ["c1", "c2"])
+    assert client.rest_body(inputs, "serving_default", "instances") == {
+        "signature_name": "serving_default",
+        "instances": [{"text": "q1", "text_b": "c1"}, {"text": "q2", "text_b": "c2"}]}
+    assert client.rest_body(inputs, "serve_text_pair", "inputs") == {
+        "signature_name": "serve_text_pair", "inputs": {"text": ["q1", "q2"], "text_b": ["c1", "c2"]}}
