@@ -27,7 +27,22 @@ flags.DEFINE_string("signature", "serving_default", "Signature to run.")
 flags.DEFINE_string("expected", None, ".npz of inputs and expected outputs (servability.save_check_arrays).")
 flags.DEFINE_float("atol", 1e-4, "Largest allowed |output - expected|.")
 flags.DEFINE_string("serving_version", "2.20", "TF Serving release the graph's tf-text ops must exist in.")
+flags.DEFINE_enum("rest_response", None, ["instances", "inputs"],
+                  "Print only the outputs of the --text run as the body TF Serving's REST :predict returns "
+                  "for a request in this format (row: predictions, columnar: outputs).")
 flags.mark_flag_as_required("export_dir")
+
+
+def rest_response(outputs, request_format):
+    """The JSON body TF Serving's REST API returns for these outputs: row format ("instances" request) ->
+    {"predictions": one entry per example}, columnar ("inputs") -> {"outputs": ...}; a single output is
+    given bare, several as a dict by name."""
+    if request_format == "inputs":
+        return {"outputs": next(iter(outputs.values())) if len(outputs) == 1 else outputs}
+    rows = [dict(zip(outputs, values, strict=True)) for values in zip(*outputs.values(), strict=True)]
+    if len(outputs) == 1:
+        rows = [next(iter(row.values())) for row in rows]
+    return {"predictions": rows}
 
 
 def _load_servability():
@@ -62,7 +77,10 @@ def main(argv):
             continue
         for run in report["runs"]:
             run["outputs"] = {k: v.tolist() for k, v in run["outputs"].items() if v.dtype != object}
-        print(json.dumps(report, indent=1))
+        if FLAGS.rest_response and report["runs"]:
+            print(json.dumps(rest_response(report["runs"][0]["outputs"], FLAGS.rest_response)))
+        else:
+            print(json.dumps(report, indent=1))
         print(f"OK: {export_dir} loads and runs in the TF Serving C++ loader; needs TF Serving >= "
               f"{report['ops']['min_serving_version']}", file=sys.stderr)
     sys.exit(1 if failed else 0)

@@ -189,7 +189,8 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
     if preprocessor is not None:
         check_compatible(model, preprocessor)
     archive = keras.export.ExportArchive()
-    archive.track(model)
+    # The model is not `track`ed: its variables are saved through the endpoints that capture them, and
+    # `track` would add the Keras variable wrappers as second objects, doubling variables/ on disk.
     if preprocessor is not None:
         if not preprocessor.built:
             preprocessor(tf.constant([""]))  # Keras layers build on their first call; export needs it built

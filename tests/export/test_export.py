@@ -127,7 +127,12 @@ def test_every_model_kind_loads_and_runs_in_the_c_api(preprocessor, tmp_path):
     assert "Could not find variable" in reports.pop(os.fspath(classic))["error"]
     reports = {os.path.basename(os.path.dirname(path)): r for path, r in reports.items()}
 
-    for name, _, signature, text_inputs in exports:
+    for name, model, signature, text_inputs in exports:
+        # Each weight is saved once (ExportArchive.track of the model would store every variable twice).
+        data = [f for f in os.listdir(tmp_path / name / "1" / "variables") if f.startswith("variables.data")]
+        size = sum(os.path.getsize(tmp_path / name / "1" / "variables" / f) for f in data)
+        weights = sum(int(np.prod(v.shape)) * 4 for v in model.weights)
+        assert weights <= size < 1.2 * weights + 4096, (name, size, weights)
         report = reports[name]
         assert "error" not in report, report["error"]
         assert report["warmup_requests"] == 1
