@@ -1,0 +1,86 @@
+"""run_classifier end to end on tiny GLUE-format (MRPC) and custom CSV files written here."""
+
+import csv
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert.data import features
+from keras_bert.data.glue import read_glue_examples
+from keras_bert.metrics.glue import compute_metrics
+from keras_bert.text import BertPreprocessor, BertTokenizer
+from tests.recipes.conftest import run_recipe
+
+PAIRS = [
+    ("The company said profits rose sharply in the third quarter.", "Profits rose sharply in the third quarter, the company said."),
+    ("He arrived in Paris on Monday.", "The weather in Paris was cold."),
+    ("Shares fell five percent after the report.", "After the report, shares dropped five percent."),
+    ("The court rejected the appeal.", "The appeal was heard by a new judge."),
+    ("She won the race easily.", "She easily won the race."),
+    ("Officials closed the road for repairs.", "The new road opened last year."),
+]
+
+
+def _write_mrpc(directory):
+    os.makedirs(directory)
+    header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+    for split, rows in (("train", PAIRS * 2), ("dev", PAIRS)):
+        with open(os.path.join(directory, f"{split}.tsv"), "w", encoding="utf-8") as f:
+            f.write(header)
+            for i, (a, b) in enumerate(rows):
+                f.write(f"{1 - i % 2}\t{i}\t{i + 100}\t{a}\t{b}\n")
+    with open(os.path.join(directory, "test.tsv"), "w", encoding="utf-8") as f:
+        f.write("index\t#1 ID\t#2 ID\t#1 String\t#2 String\n")
+        for i, (a, b) in enumerate(PAIRS[:4]):
+            f.write(f"{i + 10}\t{i}\t{i + 100}\t{b}\t{a}\n")
+
+
+def test_mrpc_train_eval_predict(tmp_path, tiny_model):
+    data_dir, out = str(tmp_path / "MRPC"), str(tmp_path / "out")
+    _write_mrpc(data_dir)
+    flags = tiny_model([a + " " + b for a, b in PAIRS], max_seq_length=48)
+    run_recipe("run_classifier", "--task_name=MRPC", f"--data_dir={data_dir}", "--do_predict",
+               f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4", "--eval_batch_size=4", *flags)
+
+    with open(os.path.join(out, "eval_results.json")) as f:
+        results = json.load(f)
+    assert set(results) == {"accuracy", "f1", "eval_loss", "num_examples"} and results["num_examples"] == 6
+    with open(os.path.join(out, "MRPC.tsv")) as f:
+        rows = list(csv.reader(f, delimiter="\t"))
+    assert rows[0] == ["index", "prediction"]
+    assert [r[0] for r in rows[1:]] == ["10", "11", "12", "13"] and {r[1] for r in rows[1:]} <= {"0", "1"}
+
+    # The saved model reproduces the reported metrics and loss (computed here by hand from its logits).
+    model = keras.saving.load_model(os.path.join(out, "model.keras"), compile=False)
+    tokenizer = BertTokenizer(flags[0].split("=", 1)[1])
+    dev = read_glue_examples("mrpc", data_dir, "dev")
+    logits = model.predict(features.classification_dataset(dev, BertPreprocessor(tokenizer, 48), ["0", "1"],
+                                                           batch_size=4, with_labels=False), verbose=0)
+    labels = np.array([int(e.label) for e in dev])
+    expected = compute_metrics("mrpc", np.argmax(logits, -1), labels)
+    assert results["accuracy"] == pytest.approx(expected["accuracy"])
+    assert results["f1"] == pytest.approx(expected["f1"])
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    assert results["eval_loss"] == pytest.approx(-log_probs[np.arange(6), labels].mean(), rel=1e-4)
+
+
+def _write_csv(path, rows, header=("text", "label")):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return str(path)
+
+
+def test_custom_csv_unknown_label_names_file_and_line(tmp_path, tiny_model):
+    train = _write_csv(tmp_path / "train.csv", [("good day", "pos"), ("bad day", "neg")])
+    dev = _write_csv(tmp_path / "dev.csv", [("good", "pos"), ("so so", "meh")])
+    result = run_recipe("run_classifier", f"--train_file={train}", f"--eval_file={dev}",
+                        f"--output_dir={tmp_path / 'out'}", *tiny_model(["good bad day so"]), check=False)
+    assert result.returncode != 0
+    assert f"{dev}:3: unknown label 'meh'" in result.stderr
+    assert not os.path.exists(tmp_path / "out" / "model.keras")  # it failed before training
