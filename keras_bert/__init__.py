@@ -4,6 +4,9 @@ Models take and return dicts with the TF Hub BERT names: `input_word_ids`, `inpu
 -> `sequence_output`, `pooled_output`, `encoder_outputs`.
 """
 
+# Imported for their registrations too: .keras files of fine-tuned models name our optimizer, schedule
+# and text layers, which must be registered before keras.models.load_model reads them.
+from keras_bert import text, training
 from keras_bert.checkpoints import (
     find_vocab_file,
     load_encoder,
@@ -37,4 +40,6 @@ __all__ = [
     "save_google_checkpoint",
     "save_huggingface",
     "save_pretrained",
+    "text",
+    "training",
 ]

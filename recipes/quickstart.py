@@ -1,0 +1,111 @@
+"""The main job end to end on the embedded default corpus, with no network and no user data.
+
+    python -m recipes.quickstart --run_dir=runs/quickstart
+
+Runs the recipes a user would run, each as its own process with its own flags (so every command printed
+here can be copied and rerun):
+  1. build_vocab      a WordPiece vocab learned on the default corpus (docstrings of installed packages);
+  2. pretrain         a tiny BERT, masked LM + next-sentence prediction, streaming the corpus;
+  3. run_classifier   fine-tunes it on the default task (stdlib docstring topics);
+  4. export           the classifier as a raw-text SavedModel, checked with TF Serving's C++ loader.
+Then prints where everything went and what the loss did. Rerunning resumes/reuses finished steps.
+"""
+
+import glob
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("run_dir", "runs/quickstart", "Where every output goes.")
+flags.DEFINE_integer("vocab_size", 8192, "Size of the learned WordPiece vocab.")
+flags.DEFINE_enum("preset", "tiny", ["tiny", "mini", "small"], "Architecture to pre-train.")
+flags.DEFINE_integer("num_train_steps", 600, "Pre-training steps.")
+flags.DEFINE_integer("max_seq_length", 128, "Pre-training sequence length.")
+flags.DEFINE_integer("train_batch_size", 32, "Pre-training global batch size.")
+flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16"], "Pre-training precision.")
+
+
+def _run(step, module_or_script, args):
+    command = [sys.executable] + (["-m", module_or_script] if not module_or_script.endswith(".py")
+                                  else [module_or_script]) + args
+    print(f"\n=== {step}\n$ {shlex.join(command)}", flush=True)
+    start = time.time()
+    subprocess.run(command, check=True)
+    return time.time() - start
+
+
+def _loss_curve(log_dir):
+    """(step, train/loss) pairs from the pre-training TensorBoard logs."""
+    import tensorflow as tf
+
+    points = []
+    for path in sorted(glob.glob(os.path.join(log_dir, "events.out.tfevents.*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == "train/loss":
+                    points.append((event.step, float(tf.make_ndarray(value.tensor))))
+    return sorted(points)
+
+
+def main(argv):
+    del argv
+    run_dir = os.path.abspath(FLAGS.run_dir)
+    os.makedirs(run_dir, exist_ok=True)
+    from keras_bert.data.default_corpus import default_corpus_path
+
+    corpus = default_corpus_path()
+    vocab = os.path.join(run_dir, "vocab.txt")
+    pretrain_dir = os.path.join(run_dir, "pretrain")
+    classifier_dir = os.path.join(run_dir, "classifier")
+    export_dir = os.path.join(run_dir, "export", "classifier")
+    seconds = {}
+
+    if not os.path.exists(vocab):
+        seconds["build_vocab"] = _run("1/4 learn a WordPiece vocab", "recipes.build_vocab", [
+            f"--input_files={corpus}", f"--output_file={vocab}", f"--vocab_size={FLAGS.vocab_size}"])
+    seconds["pretrain"] = _run("2/4 pre-train (MLM + NSP)", "recipes.pretrain", [
+        f"--input_files={corpus}", f"--vocab_file={vocab}", f"--preset={FLAGS.preset}",
+        f"--max_seq_length={FLAGS.max_seq_length}", f"--train_batch_size={FLAGS.train_batch_size}",
+        f"--num_train_steps={FLAGS.num_train_steps}", f"--num_warmup_steps={FLAGS.num_train_steps // 10}",
+        "--learning_rate=1e-3", f"--save_checkpoints_steps={max(FLAGS.num_train_steps // 4, 1)}",
+        "--log_steps=25", f"--dtype={FLAGS.dtype}", f"--model_dir={pretrain_dir}"])
+    seconds["run_classifier"] = _run("3/4 fine-tune a classifier", "recipes.run_classifier", [
+        f"--init_checkpoint={os.path.join(pretrain_dir, 'pretrained')}", f"--output_dir={classifier_dir}",
+        "--max_seq_length=64", "--num_train_epochs=2", "--learning_rate=1e-4",
+        "--do_train", "--do_eval", "--do_predict"])
+    seconds["export"] = _run("4/4 export for TF Serving (+ C++ loader check)", "export/export_saved_model.py", [
+        f"--model_path={os.path.join(classifier_dir, 'model.keras')}", f"--vocab_file={vocab}",
+        f"--export_dir={export_dir}", "--max_seq_length=64"])
+
+    curve = _loss_curve(os.path.join(pretrain_dir, "logs"))
+    with open(os.path.join(pretrain_dir, "eval_results.json"), encoding="utf-8") as f:
+        pretrain_eval = json.load(f)
+    with open(os.path.join(classifier_dir, "eval_results.json"), encoding="utf-8") as f:
+        classifier_eval = json.load(f)
+    versions = sorted(os.listdir(export_dir), key=lambda v: int(v) if v.isdigit() else -1)
+
+    print("\n=== Summary")
+    print(f"corpus            {corpus} ({os.path.getsize(corpus) / 1e6:.1f} MB)")
+    print(f"vocab             {vocab}")
+    print(f"pre-training      {pretrain_dir}  (TensorBoard: tensorboard --logdir {pretrain_dir}/logs)")
+    if curve:
+        marks = [curve[0], curve[len(curve) // 2], curve[-1]]
+        print("  train loss      " + "  ->  ".join(f"{loss:.3f} @ step {step}" for step, loss in marks))
+    print("  held-out eval   " + ", ".join(f"{k} {v:.4f}" for k, v in sorted(pretrain_eval.items())
+                                          if k != "global_step"))
+    print(f"  model           {pretrain_dir}/pretrained (keras_bert.BertEncoder.from_pretrained)")
+    print(f"fine-tuning       {classifier_dir}")
+    print("  eval            " + ", ".join(f"{k} {v:.4f}" for k, v in sorted(classifier_eval.items())
+                                          if isinstance(v, float)))
+    print(f"export            {export_dir}/{versions[-1]}  (TF Serving model base path: {export_dir})")
+    print("seconds           " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()))
+
+
+if __name__ == "__main__":
+    app.run(main)
