@@ -10,6 +10,7 @@ Writes the table, the machine description and the loss curves to `--output` (Mar
 
 import argparse
 import datetime
+import json
 import os
 import re
 import subprocess
@@ -20,8 +21,10 @@ from benchmarks.pretrain_throughput import train_flops_per_token
 
 SECTIONS = ("peak", "pretrain", "loss_curve", "serving", "finetune", "tokenize", "create_pretraining_data")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Peer benchmarks owned by the text and pre-training code: run as scripts, their printed tables kept.
-FOREIGN = {"tokenize": "benchmarks/tokenize.py", "create_pretraining_data": "benchmarks/create_pretraining_data.py"}
+# Peer benchmarks owned by the text and pre-training code (file, how it is run); their printed output is kept.
+FOREIGN = {"tokenize": ("benchmarks/tokenize.py", ["benchmarks/tokenize.py"]),
+           "create_pretraining_data": ("benchmarks/create_pretraining_data.py",
+                                       ["-m", "benchmarks.create_pretraining_data"])}
 NAMES = {"ours": "keras_bert", "kerashub": "KerasHub", "transformers": "transformers"}
 
 
@@ -111,7 +114,7 @@ def bench_pretrain(table, errors, quick, peaks):
 
 def bench_loss_curve(table, errors, quick):
     curves = {}
-    steps = 8 if quick else 30
+    steps = 8 if quick else 20
     for dtype in ("float32", "mixed_bfloat16"):
         run = _run("pretrain_throughput", ["--impl=loss_curve", f"--dtype={dtype}", f"--steps={steps}"], errors)
         if run:
@@ -174,13 +177,13 @@ def bench_finetune(table, errors, quick):
 
 def bench_foreign(name, table, errors, quick):
     """Runs a peer's benchmark script and keeps its printed output (and load) for the results file."""
-    script = FOREIGN[name]
+    script, command = FOREIGN[name]
     if not os.path.exists(os.path.join(ROOT, script)):
         table.add(name, "", "", f"not run: {script} does not exist yet")
         return None
     print(f"... {script}", flush=True)
     before = common.load_average()
-    proc = subprocess.run([sys.executable, script], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, *command], cwd=ROOT, capture_output=True, text=True, timeout=900)
     after = common.load_average()
     # Keep the script's own report, not TF's log lines.
     noise = re.compile(r"^(I0000|E0000|W0000|WARNING|INFO|\s*$)")
@@ -191,11 +194,23 @@ def bench_foreign(name, table, errors, quick):
         table.add(name, "", script, "failed (see errors)", run=run)
         return None
     for line in lines:
+        if line.startswith("{"):
+            _add_json_rates(table, name, json.loads(line), run)
+            continue
         # Rows like "<name>  <seconds>  <MB/s>  <ratio>x": one table row each.
         match = re.match(r"^(.*?\S)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+x)\s*$", line)
         if match:
             table.add(name, "", match.group(1), f"{float(match.group(3)):.2f} MB/s", match.group(4), run=run)
     return "\n".join(lines)
+
+
+def _add_json_rates(table, name, values, run):
+    """Rows for a JSON report with `<impl>_mb_per_s` keys: each rate, and its ratio to the others."""
+    rates = {key[:-len("_mb_per_s")]: value for key, value in values.items() if key.endswith("_mb_per_s")}
+    setting = ", ".join(f"{k} {v}" for k, v in values.items() if k in ("corpus_mb", "dupe_factor"))
+    for impl, rate in rates.items():
+        ratios = "; ".join(ratio(rate, other, peer) for peer, other in rates.items() if peer != impl)
+        table.add(name, setting, impl, f"{rate:.3f} MB/s", ratios, run=run)
 
 
 def write_results(path, table, machine, curves, foreign, errors, quick, started, peaks):
@@ -246,7 +261,7 @@ def write_results(path, table, machine, curves, foreign, errors, quick, started,
             out.append(f"| {step + 1} | " + " | ".join(f"{v:.4f}" for v in values) + " |")
     for name, text in foreign.items():
         if text:
-            out += ["", f"## {name} (output of {FOREIGN[name]})", "", "```", text, "```"]
+            out += ["", f"## {name} (output of {FOREIGN[name][0]})", "", "```", text, "```"]
     if errors:
         out += ["", "## Errors", ""] + [f"```\n{e}\n```" for e in errors]
     out += ["", "Reproduce: `make bench` (installs the `bench` extra: keras-hub), or "
