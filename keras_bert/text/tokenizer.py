@@ -12,8 +12,17 @@ database the original runs on), so character classes, case mapping and decomposi
 construction rather than through ICU/RE2 versions; tf-text's NFKC-based lower-casing is not used. Every
 output character keeps the byte span of the input character it came from, so offsets point into the
 original string even when normalization changes lengths. WordPiece is `tf_text.FastWordpieceTokenizer`.
-Ops used at call time: UnicodeDecodeWithOffsets, UnicodeEncode, gathers, cumsums, SearchSorted,
-FastWordpieceTokenizeWithOffsets (tf-text) and core ragged ops; no Python per string.
+
+Fast path: a string of only printable ASCII, space, \t, \n and \r (see `ASCII_ROW_PATTERN`) needs none
+of that. The original keeps every such character (none is Cc/Cf other than \t \n \r), its only
+whitespace is " \t\n\r", its punctuation is exactly the ASCII non-alphanumerics !-/ :-@ [-` {-~, lower()
+only maps A-Z, and NFD/Mn stripping change nothing. So those rows take byte-level lower-casing plus one
+regex split (RegexSplitWithOffsets) and the same WordPiece, where one character is one byte. Rows with
+anything else (control characters, DEL, non-ASCII, invalid UTF-8) take the code point path; the two
+results are merged back in input order.
+Ops used at call time: RegexFullMatch, StringLower, RegexSplitWithOffsets, UnicodeDecodeWithOffsets,
+UnicodeEncode, gathers, cumsums, SearchSorted, FastWordpieceTokenizeWithOffsets (tf-text) and core ragged
+ops; no Python per string.
 """
 
 import functools
@@ -37,6 +46,13 @@ _OTHER, _DROP, _SPACE, _CJK = 0, 1, 2, 3
 _MAX_MAPPED = 3  # longest lower+NFD+strip result (Hangul LVT syllables)
 _BLOCK = 128  # two-level table: block index from cp >> 7, then entry within the block
 _CAPITAL_SIGMA, _SMALL_SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C3, 0x3C2
+
+# Rows the fast path takes: printable ASCII (0x20-0x7E) and the three control characters the original
+# keeps as whitespace. \x0b, \x0c, \x1c-\x1f are whitespace to str.split but Cc, so the original DROPS them
+# (no word boundary); they, \x00-\x1f and \x7f go to the code point path.
+ASCII_ROW_PATTERN = r"[\x20-\x7e\t\n\r]*"
+_ASCII_PUNCT = r"[!-/:-@\[-`{-~]"  # the original's ASCII punctuation: every printable non-alphanumeric
+_ASCII_DELIMITERS = r"[ \t\n\r]|" + _ASCII_PUNCT
 
 _CJK_RANGES = (
     (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
@@ -143,6 +159,20 @@ def _ragged_from_rows(values, sorted_rows, nrows):
 def _shift_right(x, first):
     """x[i-1] for i > 0 and `first` at i = 0 (1-D)."""
     return tf.concat([tf.fill([1], first), x[:-1]], axis=0)
+
+
+def _by_row_kind(strings, ascii_fn, exact_fn):
+    """Runs `ascii_fn` on the rows of 1-D `strings` that match ASCII_ROW_PATTERN and `exact_fn` on the
+    others (both: 1-D strings → tuple of ragged [rows, (x)]), and returns their outputs in input order."""
+    is_ascii = tf.strings.regex_full_match(strings, ASCII_ROW_PATTERN)
+    ascii_rows = tf.where(is_ascii)[:, 0]
+    other_rows = tf.where(~is_ascii)[:, 0]
+    ascii_out = ascii_fn(tf.gather(strings, ascii_rows))
+    other_out = exact_fn(tf.gather(strings, other_rows))
+    order = tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0))
+    return tuple(
+        tf.gather(tf.concat([a, b], axis=0), order) for a, b in zip(ascii_out, other_out, strict=True)
+    )
 
 
 class BasicWordSplitter:
@@ -373,6 +403,51 @@ class BertTokenizer(keras.layers.Layer):
     def _tokenize_flat(self, strings, outputs):
         """1-D strings → tuple of ragged [batch, (pieces)] named by `outputs`, from "ids" (int32),
         "starts"/"ends" (int64 byte offsets) and "word_ids" (int32)."""
+        return _by_row_kind(
+            strings,
+            lambda rows: self._tokenize_ascii(rows, outputs),
+            lambda rows: self._tokenize_exact(rows, outputs),
+        )
+
+    def _split_ascii(self, strings):
+        """Like `split_words_with_offsets`, for 1-D strings that all match ASCII_ROW_PATTERN."""
+        if self.lower_case:
+            strings = tf.strings.lower(strings)  # byte-wise A-Z → a-z: same length, so offsets hold
+        return tf_text.regex_split_with_offsets(strings, _ASCII_DELIMITERS, _ASCII_PUNCT)
+
+    def _tokenize_ascii(self, strings, outputs):
+        """`_tokenize_flat` for 1-D strings that all match ASCII_ROW_PATTERN (one character = one byte)."""
+        words, word_starts, word_ends = self._split_ascii(strings)
+        too_long = tf.strings.length(words.flat_values) > MAX_CHARS_PER_WORD
+        flat_words = tf.where(too_long, vocab_lib.UNK, words.flat_values)
+        values = {}
+        if "starts" in outputs or "ends" in outputs:
+            ids, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(flat_words)
+            piece_word = _row_ids(ids.row_splits)
+            piece_long = tf.gather(too_long, piece_word)  # an [UNK] for a long word spans the word
+            base = tf.gather(word_starts.flat_values, piece_word)
+            values["starts"] = tf.where(piece_long, base, base + piece_starts.flat_values)
+            word_end = tf.gather(word_ends.flat_values, piece_word)
+            values["ends"] = tf.where(piece_long, word_end, base + piece_ends.flat_values)
+        else:
+            ids = self._wordpiece.tokenize(flat_words)
+        return self._group_pieces(values, ids, words.row_splits, _row_ids(words.row_splits), outputs)
+
+    def _group_pieces(self, values, ids, word_splits, word_rows, outputs):
+        """Regroups WordPiece output from [words, (pieces)] to [strings, (pieces)]: ragged tensors named by
+        `outputs`, with values from `values` (flat, per piece), ids and word ids filled in here."""
+        values["ids"] = ids.flat_values
+        if "word_ids" in outputs:
+            piece_word = _row_ids(ids.row_splits)
+            piece_rows = tf.gather(word_rows, piece_word)
+            values["word_ids"] = tf.cast(piece_word - tf.gather(word_splits, piece_rows), tf.int32)
+        piece_splits = tf.gather(ids.row_splits, word_splits)
+        return tuple(
+            tf.RaggedTensor.from_row_splits(values[name], piece_splits, validate=False) for name in outputs
+        )
+
+    def _tokenize_exact(self, strings, outputs):
+        """`_tokenize_flat` on code points, for any 1-D strings."""
         with_offsets = "starts" in outputs or "ends" in outputs
         chars = self._splitter.split_chars(strings, with_offsets=with_offsets)
         first = chars["word_first_char"]
@@ -386,16 +461,9 @@ class BertTokenizer(keras.layers.Layer):
             ids, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(words)
         else:
             ids = self._wordpiece.tokenize(words)
-        values["ids"] = ids.flat_values
-        # Regroup pieces from [words, (pieces)] to [strings, (pieces)].
         word_splits = _ragged_from_rows(first, chars["word_rows"], chars["batch_size"]).row_splits
-        piece_splits = tf.gather(ids.row_splits, word_splits)
-        if with_offsets or "word_ids" in outputs:
-            piece_word = _row_ids(ids.row_splits)
-        if "word_ids" in outputs:
-            piece_rows = tf.gather(chars["word_rows"], piece_word)
-            values["word_ids"] = tf.cast(piece_word - tf.gather(word_splits, piece_rows), tf.int32)
         if with_offsets:
+            piece_word = _row_ids(ids.row_splits)
             # Byte offsets inside each word → output character → byte span of its source character.
             char_bytes = _exclusive_cumsum(_utf8_length(chars["code_points"]))
             word_base = tf.gather(tf.gather(char_bytes, first), piece_word)
@@ -409,9 +477,7 @@ class BertTokenizer(keras.layers.Layer):
             last_char = tf.where(piece_long, word_first + tf.gather(n_chars, piece_word) - 1, last_char)
             values["starts"] = tf.gather(chars["starts"], first_char)
             values["ends"] = tf.gather(chars["ends"], last_char)
-        return tuple(
-            tf.RaggedTensor.from_row_splits(values[name], piece_splits, validate=False) for name in outputs
-        )
+        return self._group_pieces(values, ids, word_splits, chars["word_rows"], outputs)
 
     def _apply(self, strings, fn):
         """Applies `fn` (1-D strings → tuple of ragged [batch, (x)]) to any-rank string input."""
@@ -463,7 +529,9 @@ class BertTokenizer(keras.layers.Layer):
         stripping when uncased, and punctuation split), before WordPiece, with byte offsets into the
         original string.
         """
-        return self._apply(strings, self._splitter.split_with_offsets)
+        return self._apply(
+            strings, lambda flat: _by_row_kind(flat, self._split_ascii, self._splitter.split_with_offsets)
+        )
 
     def detokenize(self, ids):
         """int ids [batch, (pieces)] (ragged or dense) → tf.string [batch]: tokens joined by spaces, "##"

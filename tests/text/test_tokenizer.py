@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.text import BertTokenizer
+from keras_bert.text import tokenizer as tokenizer_lib
 from keras_bert.text.vocab import load_vocab
 from tests.text.tokenization_reference import OriginalFullTokenizer
 
@@ -163,3 +164,59 @@ def test_tf_data_and_saved_model(tmp_path, uncased_tokenizer):
     loaded = tf.saved_model.load(str(tmp_path / "saved"))
     served = loaded.serve(tf.constant(lines)).numpy()
     assert [[i for i in row if i >= 0] for row in served] == eager
+
+
+_ASCII_EDGE_CASES = [
+    "", " ", "   \t\n\r ", "Hello, World!", "a" * 100, "b" * 101 + " ok " + "C" * 250 + "!",
+    "".join(chr(c) for c in range(0x20, 0x7F)), "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", "x.y:z--w",
+    "[CLS] ##ing [UNK] un##aff", "MiXeD CaSe\tTABS\nnew\rline", "  leading and trailing  ", "don't 3.14 e-mail",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("lower_case", [True, False])
+def test_ascii_fast_path_agrees_with_exact_path(corpus_lines, uncased_vocab_file, lower_case):
+    tokenizer = BertTokenizer(uncased_vocab_file, lower_case=lower_case)
+    reference = OriginalFullTokenizer(tokenizer.vocab, lower_case=lower_case)
+    ascii_lines = [line for line in corpus_lines[::3] if line.isascii() and line.isprintable()][:400]
+    lines = tf.constant(_ASCII_EDGE_CASES + ascii_lines)
+    fast_rows = tf.strings.regex_full_match(lines, tokenizer_lib.ASCII_ROW_PATTERN)
+    assert bool(tf.reduce_all(fast_rows)) and len(ascii_lines) == 400
+    for outputs in [("ids", "starts", "ends"), ("ids", "word_ids")]:
+        fast = tokenizer._tokenize_ascii(lines, outputs)
+        exact = tokenizer._tokenize_exact(lines, outputs)
+        for a, b in zip(fast, exact, strict=True):
+            assert a.dtype == b.dtype and a.to_list() == b.to_list()
+    fast_words = tokenizer._split_ascii(lines)
+    exact_words = tokenizer._splitter.split_with_offsets(lines)
+    for a, b in zip(fast_words, exact_words, strict=True):
+        assert a.to_list() == b.to_list()
+    ids = tokenizer(lines).to_list()
+    assert ids == [reference.tokenize(line) for line in _ASCII_EDGE_CASES + ascii_lines]
+    assert ids[5] == [tokenizer.unk_id] + reference.tokenize("ok") + [tokenizer.unk_id, ids[5][-1]]
+
+
+def test_rows_routed_by_kind_and_merged_in_order(uncased_tokenizer, uncased_vocab_file):
+    # Control characters (dropped by the original, no word boundary) and DEL must take the exact path.
+    lines = [
+        "plain ascii",
+        "a\x01b c\x7fd",
+        "café",
+        "",
+        "x\x0by\x0cz\x1cw",
+        "UPPER, case!",
+        "\x00",
+        "ok\ud7ff",
+    ]
+    rows = tf.strings.regex_full_match(tf.constant(lines), tokenizer_lib.ASCII_ROW_PATTERN).numpy().tolist()
+    assert rows == [True, False, False, True, False, True, False, False]
+    reference = OriginalFullTokenizer(load_vocab(uncased_vocab_file), lower_case=True)
+    tok = uncased_tokenizer
+    assert tok(tf.constant(lines)).to_list() == [reference.tokenize(line) for line in lines]
+    assert tok(tf.constant(lines[1])).numpy().tolist() == reference.tokenize(lines[1])  # scalar
+    for method in (tok.tokenize_with_offsets, tok.tokenize_with_word_ids, tok.split_words_with_offsets):
+        merged = method(tf.constant(lines))
+        one_by_one = [method(tf.constant([line])) for line in lines]
+        for k, tensor in enumerate(merged):
+            assert tensor.to_list() == [row for out in one_by_one for row in out[k].to_list()]
+    for batch in (lines[:1], lines[1:3], []):  # only one kind of row, or none
+        assert tok(tf.constant(batch, tf.string)).to_list() == [reference.tokenize(line) for line in batch]
