@@ -165,14 +165,19 @@ def _by_row_kind(strings, ascii_fn, exact_fn):
     """Runs `ascii_fn` on the rows of 1-D `strings` that match ASCII_ROW_PATTERN and `exact_fn` on the
     others (both: 1-D strings → tuple of ragged [rows, (x)]), and returns their outputs in input order."""
     is_ascii = tf.strings.regex_full_match(strings, ASCII_ROW_PATTERN)
-    ascii_rows = tf.where(is_ascii)[:, 0]
-    other_rows = tf.where(~is_ascii)[:, 0]
-    ascii_out = ascii_fn(tf.gather(strings, ascii_rows))
-    other_out = exact_fn(tf.gather(strings, other_rows))
-    order = tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0))
-    return tuple(
-        tf.gather(tf.concat([a, b], axis=0), order) for a, b in zip(ascii_out, other_out, strict=True)
-    )
+
+    def split_and_merge():
+        ascii_rows = tf.where(is_ascii)[:, 0]
+        other_rows = tf.where(~is_ascii)[:, 0]
+        ascii_out = ascii_fn(tf.gather(strings, ascii_rows))
+        other_out = exact_fn(tf.gather(strings, other_rows))
+        order = tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0))
+        return tuple(
+            tf.gather(tf.concat([a, b], axis=0), order) for a, b in zip(ascii_out, other_out, strict=True)
+        )
+
+    # All-ASCII batches (most English text) skip the split and merge.
+    return tuple(tf.cond(tf.reduce_all(is_ascii), lambda: ascii_fn(strings), split_and_merge))
 
 
 class BasicWordSplitter:
@@ -350,6 +355,19 @@ class BertTokenizer(keras.layers.Layer):
             no_pretokenization=True,
             support_detokenization=False,
         )
+        # The fast path's WordPiece also splits words (tf-text's BERT pre-tokenization, which on the ASCII
+        # rows it gets splits exactly like the original); there a character is a byte, so its byte limit
+        # is the original's 100-character [UNK] rule.
+        self._ascii_wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=self._vocab,
+            suffix_indicator="##",
+            max_bytes_per_word=MAX_CHARS_PER_WORD,
+            token_out_type=tf.int32,
+            unknown_token=vocab_lib.UNK,
+            no_pretokenization=False,
+            support_detokenization=False,
+        )
+        self._is_suffix = tf.constant([token.startswith("##") for token in self._vocab])
         self._vocab_tensor = tf.constant(self._vocab)
 
     # ----------------------------------------------------------------------------------- properties
@@ -417,21 +435,23 @@ class BertTokenizer(keras.layers.Layer):
 
     def _tokenize_ascii(self, strings, outputs):
         """`_tokenize_flat` for 1-D strings that all match ASCII_ROW_PATTERN (one character = one byte)."""
-        words, word_starts, word_ends = self._split_ascii(strings)
-        too_long = tf.strings.length(words.flat_values) > MAX_CHARS_PER_WORD
-        flat_words = tf.where(too_long, vocab_lib.UNK, words.flat_values)
-        values = {}
+        if self.lower_case:
+            strings = tf.strings.lower(strings)  # byte-wise A-Z → a-z: same length, so offsets hold
         if "starts" in outputs or "ends" in outputs:
-            ids, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(flat_words)
-            piece_word = _row_ids(ids.row_splits)
-            piece_long = tf.gather(too_long, piece_word)  # an [UNK] for a long word spans the word
-            base = tf.gather(word_starts.flat_values, piece_word)
-            values["starts"] = tf.where(piece_long, base, base + piece_starts.flat_values)
-            word_end = tf.gather(word_ends.flat_values, piece_word)
-            values["ends"] = tf.where(piece_long, word_end, base + piece_ends.flat_values)
+            ids, starts, ends = self._ascii_wordpiece.tokenize_with_offsets(strings)
+            values = {"starts": starts.flat_values, "ends": ends.flat_values}
         else:
-            ids = self._wordpiece.tokenize(flat_words)
-        return self._group_pieces(values, ids, words.row_splits, _row_ids(words.row_splits), outputs)
+            ids, values = self._ascii_wordpiece.tokenize(strings), {}
+        values["ids"] = ids.flat_values
+        if "word_ids" in outputs:
+            # A piece starts a word unless it is a "##" continuation; number the starts within each row.
+            starts_word = tf.cast(~tf.gather(self._is_suffix, ids.flat_values), tf.int32)
+            count = tf.math.cumsum(starts_word)
+            row_base = tf.gather(_shift_right(count, 0), tf.gather(ids.row_splits, _row_ids(ids.row_splits)))
+            values["word_ids"] = count - row_base - 1
+        return tuple(
+            tf.RaggedTensor.from_row_splits(values[name], ids.row_splits, validate=False) for name in outputs
+        )
 
     def _group_pieces(self, values, ids, word_splits, word_rows, outputs):
         """Regroups WordPiece output from [words, (pieces)] to [strings, (pieces)]: ragged tensors named by

@@ -162,8 +162,10 @@ def test_tf_data_and_saved_model(tmp_path, uncased_tokenizer):
     )
     tf.saved_model.save(module, str(tmp_path / "saved"))
     loaded = tf.saved_model.load(str(tmp_path / "saved"))
-    served = loaded.serve(tf.constant(lines)).numpy()
-    assert [[i for i in row if i >= 0] for row in served] == eager
+    # A mixed batch, an all-ASCII one (fast path only) and a non-ASCII one (exact path only).
+    for batch in (slice(None), slice(0, 1), slice(1, 2)):
+        served = loaded.serve(tf.constant(lines[batch])).numpy()
+        assert [[i for i in row if i >= 0] for row in served] == eager[batch]
 
 
 _ASCII_EDGE_CASES = [
