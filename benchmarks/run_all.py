@@ -22,7 +22,7 @@ from benchmarks.pretrain_throughput import train_flops_per_token
 SECTIONS = ("peak", "pretrain", "loss_curve", "serving", "finetune", "tokenize", "create_pretraining_data")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Peer benchmarks owned by the text and pre-training code (file, how it is run); their printed output is kept.
-FOREIGN = {"tokenize": ("benchmarks/tokenize.py", ["benchmarks/tokenize.py"]),
+FOREIGN = {"tokenize": ("benchmarks/tokenization.py", ["-m", "benchmarks.tokenization"]),
            "create_pretraining_data": ("benchmarks/create_pretraining_data.py",
                                        ["-m", "benchmarks.create_pretraining_data"])}
 NAMES = {"ours": "keras_bert", "kerashub": "KerasHub", "transformers": "transformers"}

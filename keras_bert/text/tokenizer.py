@@ -164,20 +164,16 @@ def _shift_right(x, first):
 def _by_row_kind(strings, ascii_fn, exact_fn):
     """Runs `ascii_fn` on the rows of 1-D `strings` that match ASCII_ROW_PATTERN and `exact_fn` on the
     others (both: 1-D strings → tuple of ragged [rows, (x)]), and returns their outputs in input order."""
+    # Both parts always run (an empty one is cheap): a tf.cond costs each new tf.data iterator tens of ms.
     is_ascii = tf.strings.regex_full_match(strings, ASCII_ROW_PATTERN)
-
-    def split_and_merge():
-        ascii_rows = tf.where(is_ascii)[:, 0]
-        other_rows = tf.where(~is_ascii)[:, 0]
-        ascii_out = ascii_fn(tf.gather(strings, ascii_rows))
-        other_out = exact_fn(tf.gather(strings, other_rows))
-        order = tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0))
-        return tuple(
-            tf.gather(tf.concat([a, b], axis=0), order) for a, b in zip(ascii_out, other_out, strict=True)
-        )
-
-    # All-ASCII batches (most English text) skip the split and merge.
-    return tuple(tf.cond(tf.reduce_all(is_ascii), lambda: ascii_fn(strings), split_and_merge))
+    ascii_rows = tf.where(is_ascii)[:, 0]
+    other_rows = tf.where(~is_ascii)[:, 0]
+    ascii_out = ascii_fn(tf.gather(strings, ascii_rows))
+    other_out = exact_fn(tf.gather(strings, other_rows))
+    order = tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0))
+    return tuple(
+        tf.gather(tf.concat([a, b], axis=0), order) for a, b in zip(ascii_out, other_out, strict=True)
+    )
 
 
 class BasicWordSplitter:
@@ -252,11 +248,8 @@ class BasicWordSplitter:
         token_ids = tf.math.cumsum(tf.cast(token_start, tf.int64))
         value = tf.bitwise.bitwise_and(entries, (1 << _VALUE_BITS) - 1)
         if self.lower_case:
-            value = tf.cond(
-                tf.reduce_any(tf.equal(code_points, _CAPITAL_SIGMA)),
-                lambda: tf.where(self._final_sigma(code_points, entries, row_ids), _FINAL_SIGMA, value),
-                lambda: value,
-            )
+            # No tf.cond around this: in tf.data, cond branches cost each new iterator tens of ms to set up.
+            value = tf.where(self._final_sigma(code_points, entries, row_ids), _FINAL_SIGMA, value)
         lengths = tf.bitwise.right_shift(entries, _LEN_SHIFT) & 3
         # Expand each character into its 0..3 output characters (0: space, dropped, lone accent).
         source = tf.repeat(tf.range(tf.size(lengths)), lengths)

