@@ -16,10 +16,11 @@ original string even when normalization changes lengths. WordPiece is `tf_text.F
 Fast path: a string of only printable ASCII, space, \t, \n and \r (see `ASCII_ROW_PATTERN`) needs none
 of that. The original keeps every such character (none is Cc/Cf other than \t \n \r), its only
 whitespace is " \t\n\r", its punctuation is exactly the ASCII non-alphanumerics !-/ :-@ [-` {-~, lower()
-only maps A-Z, and NFD/Mn stripping change nothing. So those rows take byte-level lower-casing plus one
-regex split (RegexSplitWithOffsets) and the same WordPiece, where one character is one byte. Rows with
-anything else (control characters, DEL, non-ASCII, invalid UTF-8) take the code point path; the two
-results are merged back in input order.
+only maps A-Z, and NFD/Mn stripping change nothing. So those rows take byte-level lower-casing and one
+end-to-end FastWordpiece op (tf-text's BERT pre-tokenization splits such text exactly like the original,
+and with one character = one byte its byte limit is the 100-character [UNK] rule); their words alone
+(split_words_with_offsets) come from one RegexSplitWithOffsets. Rows with anything else (control
+characters, DEL, non-ASCII, invalid UTF-8) take the code point path; results are merged in input order.
 Ops used at call time: RegexFullMatch, StringLower, RegexSplitWithOffsets, UnicodeDecodeWithOffsets,
 UnicodeEncode, gathers, cumsums, SearchSorted, FastWordpieceTokenizeWithOffsets (tf-text) and core ragged
 ops; no Python per string.
@@ -437,26 +438,14 @@ class BertTokenizer(keras.layers.Layer):
             ids, values = self._ascii_wordpiece.tokenize(strings), {}
         values["ids"] = ids.flat_values
         if "word_ids" in outputs:
-            # A piece starts a word unless it is a "##" continuation; number the starts within each row.
+            # A piece starts a word unless it is a "##" continuation ("#" is punctuation, so no word starts
+            # with "##"); number the starts within each row.
             starts_word = tf.cast(~tf.gather(self._is_suffix, ids.flat_values), tf.int32)
             count = tf.math.cumsum(starts_word)
             row_base = tf.gather(_shift_right(count, 0), tf.gather(ids.row_splits, _row_ids(ids.row_splits)))
             values["word_ids"] = count - row_base - 1
         return tuple(
             tf.RaggedTensor.from_row_splits(values[name], ids.row_splits, validate=False) for name in outputs
-        )
-
-    def _group_pieces(self, values, ids, word_splits, word_rows, outputs):
-        """Regroups WordPiece output from [words, (pieces)] to [strings, (pieces)]: ragged tensors named by
-        `outputs`, with values from `values` (flat, per piece), ids and word ids filled in here."""
-        values["ids"] = ids.flat_values
-        if "word_ids" in outputs:
-            piece_word = _row_ids(ids.row_splits)
-            piece_rows = tf.gather(word_rows, piece_word)
-            values["word_ids"] = tf.cast(piece_word - tf.gather(word_splits, piece_rows), tf.int32)
-        piece_splits = tf.gather(ids.row_splits, word_splits)
-        return tuple(
-            tf.RaggedTensor.from_row_splits(values[name], piece_splits, validate=False) for name in outputs
         )
 
     def _tokenize_exact(self, strings, outputs):
@@ -474,9 +463,16 @@ class BertTokenizer(keras.layers.Layer):
             ids, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(words)
         else:
             ids = self._wordpiece.tokenize(words)
+        values["ids"] = ids.flat_values
+        # Regroup pieces from [words, (pieces)] to [strings, (pieces)].
         word_splits = _ragged_from_rows(first, chars["word_rows"], chars["batch_size"]).row_splits
-        if with_offsets:
+        piece_splits = tf.gather(ids.row_splits, word_splits)
+        if with_offsets or "word_ids" in outputs:
             piece_word = _row_ids(ids.row_splits)
+        if "word_ids" in outputs:
+            piece_rows = tf.gather(chars["word_rows"], piece_word)
+            values["word_ids"] = tf.cast(piece_word - tf.gather(word_splits, piece_rows), tf.int32)
+        if with_offsets:
             # Byte offsets inside each word → output character → byte span of its source character.
             char_bytes = _exclusive_cumsum(_utf8_length(chars["code_points"]))
             word_base = tf.gather(tf.gather(char_bytes, first), piece_word)
@@ -490,7 +486,9 @@ class BertTokenizer(keras.layers.Layer):
             last_char = tf.where(piece_long, word_first + tf.gather(n_chars, piece_word) - 1, last_char)
             values["starts"] = tf.gather(chars["starts"], first_char)
             values["ends"] = tf.gather(chars["ends"], last_char)
-        return self._group_pieces(values, ids, word_splits, chars["word_rows"], outputs)
+        return tuple(
+            tf.RaggedTensor.from_row_splits(values[name], piece_splits, validate=False) for name in outputs
+        )
 
     def _apply(self, strings, fn):
         """Applies `fn` (1-D strings → tuple of ragged [batch, (x)]) to any-rank string input."""
