@@ -156,6 +156,14 @@ def define_finetuning_flags(output_dir, learning_rate=5e-5, train_batch_size=32,
     flags.DEFINE_bool("do_predict", False, "Predict the test data; writes the predictions file.")
 
 
+def require_data_files():
+    """Each --do_train/--do_eval/--do_predict needs its --train_file/--eval_file/--predict_file."""
+    for flag, needed in (("train_file", FLAGS.do_train), ("eval_file", FLAGS.do_eval),
+                         ("predict_file", FLAGS.do_predict)):
+        if needed and not FLAGS[flag].value:
+            raise ValueError(f"--do_{flag.split('_')[0]} needs --{flag}")
+
+
 def finetuning_tokenizer():
     """The BertTokenizer of --vocab_file (default: beside --init_checkpoint) and --do_lower_case."""
     from keras_bert.text import BertTokenizer

@@ -77,7 +77,7 @@ def main(argv):
         "--log_steps=25", f"--dtype={FLAGS.dtype}", f"--model_dir={pretrain_dir}"])
     seconds["run_classifier"] = _run("3/4 fine-tune a classifier", "recipes.run_classifier", [
         f"--init_checkpoint={os.path.join(pretrain_dir, 'pretrained')}", f"--output_dir={classifier_dir}",
-        "--max_seq_length=64", "--num_train_epochs=2", "--learning_rate=1e-4",
+        "--max_seq_length=64", "--num_train_epochs=5", "--learning_rate=5e-4",
         "--do_train", "--do_eval", "--do_predict"])
     seconds["export"] = _run("4/4 export for TF Serving (+ C++ loader check)", "export/export_saved_model.py", [
         f"--model_path={os.path.join(classifier_dir, 'model.keras')}", f"--vocab_file={vocab}",

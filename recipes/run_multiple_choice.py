@@ -42,10 +42,7 @@ def main(argv):
     from keras_bert.models.multiple_choice import BertMultipleChoice
     from keras_bert.text import BertPreprocessor
 
-    for flag, needed in (("train_file", FLAGS.do_train), ("eval_file", FLAGS.do_eval),
-                         ("predict_file", FLAGS.do_predict)):
-        if needed and not FLAGS[flag].value:
-            raise ValueError(f"--do_{flag.split('_')[0]} needs --{flag}")
+    common.require_data_files()
     strategy = common.setup()
     tokenizer = common.finetuning_tokenizer()
     preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
