@@ -18,6 +18,8 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.text.masking import MaskedLMMasker
+
 # Original TFRecord feature name -> model input name.
 FEATURE_TO_INPUT = {
     "input_ids": "input_word_ids",
@@ -399,8 +401,12 @@ def tfrecord_dataset(file_patterns, batch_size, max_seq_length, max_predictions_
 
 def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predictions_per_seq,
                  masked_lm_prob=0.15, short_seq_prob=0.1, whole_word_mask=False, seed=0, is_training=True,
-                 document_buffer=1000, chunk_documents=256, input_context=None):
+                 document_buffer=1000, chunk_documents=256, input_context=None, source="text_dataset corpus"):
     """Streams pre-training batches from raw documents, with fresh NSP pairs and masks every epoch.
+
+    A Python generator tokenizes chunks of documents and cuts them into packed, unmasked NSP pairs; the
+    batches are then masked by `MaskedLMMasker` in a parallel tf.data map (dynamic masking: a new mask for
+    every batch of every epoch, reproducible from `seed`).
 
     Args:
         documents_fn: a callable returning an iterable of documents (lists of sentence str), e.g.
@@ -408,19 +414,23 @@ def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predic
         tokenizer: a `keras_bert.text.BertTokenizer` (tf-text; runs on chunks of `chunk_documents`).
         batch_size, max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob: as the
             TFRecord path; whole_word_mask masks all pieces of a word together.
+        seed: int (or None: not reproducible) for the pairs, the example order and the masks.
         document_buffer: how many recent documents the random NSP segments are drawn from.
         is_training: repeat forever (a new epoch re-pairs and re-masks with a new seed).
+        input_context: a `tf.distribute.InputContext`; each input pipeline reads every n-th document.
+        source: names the input in errors (e.g. the flag and its value).
 
-    Returns: the same element structure as `tfrecord_dataset`.
+    Returns: the same element structure as `tfrecord_dataset`. Iterating raises (as a tf.errors.
+    InvalidArgumentError carrying the message) if a pass finds fewer than two documents with text.
     """
-    word_start = word_start_table(tokenizer.vocab) if whole_word_mask else None
+    masker = MaskedLMMasker(tokenizer.vocab_size, tokenizer.mask_id, tokenizer.special_ids,
+                            max_predictions_per_seq, masked_lm_prob, whole_word_mask=whole_word_mask,
+                            vocab=tokenizer.vocab if whole_word_mask else None)
     num_shards, shard_id = ((input_context.num_input_pipelines, input_context.input_pipeline_id)
                             if input_context else (1, 0))
-    ids = dict(vocab_size=tokenizer.vocab_size, cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id)
 
     def generate(epoch):
         rng = random.Random(f"{seed}-{epoch}-{shard_id}")
-        np_rng = np.random.default_rng([seed, int(epoch), shard_id])
         buffer, chunk, seen = [], [], 0
 
         def instances_from(chunk):
@@ -436,9 +446,7 @@ def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predic
             if not instances:
                 return None
             rng.shuffle(instances)
-            features = pack_instances(instances, max_seq_length, ids["cls_id"], ids["sep_id"])
-            return mask_tokens(features, max_predictions_per_seq, masked_lm_prob, ids["vocab_size"],
-                               tokenizer.mask_id, tokenizer.special_ids, np_rng, word_start)
+            return pack_instances(instances, max_seq_length, tokenizer.cls_id, tokenizer.sep_id)
 
         for document in documents_fn():
             seen += 1
@@ -454,25 +462,28 @@ def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predic
             features = instances_from(chunk)
             if features is not None:
                 yield features
-        check_documents(buffer, "text_dataset corpus")
+        check_documents(buffer, source)
 
     signature = {
         "input_ids": tf.TensorSpec([None, max_seq_length], tf.int32),
         "input_mask": tf.TensorSpec([None, max_seq_length], tf.int32),
         "segment_ids": tf.TensorSpec([None, max_seq_length], tf.int32),
         "next_sentence_labels": tf.TensorSpec([None], tf.int32),
-        "masked_lm_positions": tf.TensorSpec([None, max_predictions_per_seq], tf.int32),
-        "masked_lm_ids": tf.TensorSpec([None, max_predictions_per_seq], tf.int32),
-        "masked_lm_weights": tf.TensorSpec([None, max_predictions_per_seq], tf.float32),
     }
     epochs = tf.data.Dataset.range(2**62 if is_training else 1)
     dataset = epochs.flat_map(
         lambda epoch: tf.data.Dataset.from_generator(generate, args=(epoch,), output_signature=signature))
-    dataset = dataset.unbatch()
+    # The generator (Python, serial) runs ahead while the steps below shuffle, batch and mask.
+    dataset = dataset.prefetch(2).unbatch()
     if is_training:
         dataset = dataset.shuffle(4 * batch_size + 1000, seed=seed)
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
-    dataset = dataset.map(lambda f: {FEATURE_TO_INPUT[k]: v for k, v in f.items()})
+    # One stateless seed (int64 [2]) per batch; re-iterating a training dataset draws new ones.
+    mask_seed = None if seed is None else random.Random(f"{seed}-mask-{shard_id}").getrandbits(62)
+    seeds = tf.data.Dataset.random(mask_seed, rerandomize_each_iteration=is_training).batch(2)
+    dataset = tf.data.Dataset.zip(dataset, seeds).map(
+        lambda features, mask_seed: masker({FEATURE_TO_INPUT[k]: v for k, v in features.items()}, seed=mask_seed),
+        num_parallel_calls=tf.data.AUTOTUNE)
     options = tf.data.Options()
     # Each input pipeline already reads only its own documents.
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF

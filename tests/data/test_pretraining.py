@@ -132,18 +132,36 @@ def test_tfrecord_round_trip(real_documents, tokenizer, tmp_path):
 
 
 def test_text_dataset_remasks_each_epoch(tokenizer):
-    documents = list(iter_documents(max_bytes=30_000))
-    dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, batch_size=8, max_seq_length=64,
-                                       max_predictions_per_seq=10, seed=1, chunk_documents=16)
-    batches = list(dataset.take(60).as_numpy_iterator())
-    assert batches[0]["input_word_ids"].shape == (8, 64)
-    assert batches[0]["masked_lm_positions"].shape == (8, 10)
+    # Two-sentence documents: a pair is (first, second) or (first, random B), so pairs recur across epochs.
+    documents = [document[:2] for document in iter_documents(max_bytes=400_000)]
+
+    def stream(seed):
+        return pretraining.text_dataset(lambda: iter(documents), tokenizer, batch_size=8, max_seq_length=64,
+                                        max_predictions_per_seq=10, seed=seed)
+
     per_epoch = sum(1 for _ in pretraining.text_dataset(
         lambda: iter(documents), tokenizer, 8, 64, 10, seed=1, is_training=False))
-    assert 5 < per_epoch < 55
-    first = np.concatenate([b["masked_lm_positions"] for b in batches[:per_epoch]])
-    second = np.concatenate([b["masked_lm_positions"] for b in batches[per_epoch:2 * per_epoch]])
-    assert not np.array_equal(first, second)
+    assert 40 < per_epoch < 90  # one or two pairs per document, 8 per batch
+    batches = list(stream(1).take(3 * per_epoch).as_numpy_iterator())
+    assert batches[0]["input_word_ids"].shape == (8, 64)
+    assert batches[0]["masked_lm_positions"].shape == (8, 10)
+    # The same pair met again in a later epoch (a new cut of the same document) carries a new mask.
+    masks = {}
+    for batch in batches:
+        weights = batch["masked_lm_weights"] > 0
+        for row in range(8):
+            unmasked = batch["input_word_ids"][row].copy()
+            unmasked[batch["masked_lm_positions"][row][weights[row]]] = batch["masked_lm_ids"][row][weights[row]]
+            key = (unmasked.tobytes(), batch["input_type_ids"][row].tobytes())
+            masks.setdefault(key, []).append(batch["masked_lm_positions"][row].tobytes())
+    repeated = [positions for positions in masks.values() if len(positions) > 1]
+    assert len(repeated) > 30, len(repeated)
+    assert np.mean([len(set(positions)) == len(positions) for positions in repeated]) > 0.9
+    # Reproducible from the seed; another seed gives other batches.
+    again, other = (list(stream(seed).take(3).as_numpy_iterator()) for seed in (1, 2))
+    for key in batches[0]:
+        assert all(np.array_equal(a[key], b[key]) for a, b in zip(batches[:3], again, strict=True)), key
+    assert not np.array_equal(batches[0]["input_word_ids"], other[0]["input_word_ids"])
 
 
 def test_bad_input(tmp_path, tokenizer):
@@ -173,3 +191,68 @@ def test_bad_input(tmp_path, tokenizer):
     examples = _build(documents, tokenizer, max_seq_length=32)
     assert examples["next_sentence_labels"].tolist() == [1] * len(examples["input_ids"])
     assert examples["input_ids"].shape[1] == 32 and len(examples["input_ids"]) == 3
+
+
+def _streamed(dataset):
+    """All batches of a finite dataset as one dict of numpy arrays with the original feature names."""
+    inverse = {model_name: name for name, model_name in pretraining.FEATURE_TO_INPUT.items()}
+    batches = list(dataset.as_numpy_iterator())
+    return {inverse[key]: np.concatenate([b[key] for b in batches]) for key in batches[0]}
+
+
+def test_text_dataset_masking_statistics_on_real_text(real_documents, tokenizer, tmp_path):
+    documents = list(iter_documents(max_bytes=150_000))
+    dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, 32, 64, 10, seed=2, is_training=False)
+    # The same element structure as the TFRecord path (training: fixed batch size in both).
+    path = str(tmp_path / "data.tfrecord")
+    pretraining.write_examples(_build(real_documents[:20], tokenizer, max_seq_length=64), path)
+    for is_training in (False, True):
+        assert (pretraining.text_dataset(lambda: iter(documents), tokenizer, 32, 64, 10,
+                                         is_training=is_training).element_spec ==
+                pretraining.tfrecord_dataset(path, 32, 64, 10, is_training=is_training).element_spec)
+
+    examples = _streamed(dataset)
+    stats = pretraining.example_statistics(examples, tokenizer.mask_id)
+    weights = examples["masked_lm_weights"] > 0
+    assert weights.sum() > 5000, weights.sum()
+    assert abs(stats["random_next_fraction"] - 0.5) < 0.08, stats
+    assert abs(stats["mask_token_fraction"] - 0.8) < 0.02, stats
+    assert abs(stats["kept_fraction"] - 0.1) < 0.015, stats
+    assert abs(stats["random_token_fraction"] - 0.1) < 0.015, stats
+    # Exactly min(max_predictions_per_seq, max(1, round(0.15 * length))) per row: ~15%, capped at 10.
+    lengths = examples["input_mask"].sum(1)
+    expected = np.minimum(10, np.maximum(1, np.round(lengths * 0.15)))
+    np.testing.assert_array_equal(weights.sum(1), expected)
+    assert 0.14 < stats["masked_fraction"] < 0.16, stats
+    # Never [CLS], [SEP] or padding: positions inside the row, originals not special, ascending.
+    positions = examples["masked_lm_positions"]
+    assert (positions[weights] > 0).all()
+    assert (positions[weights] < np.repeat(lengths, weights.sum(1))).all()
+    assert not np.isin(examples["masked_lm_ids"][weights], list(tokenizer.special_ids)).any()
+    assert all((np.diff(p[w]) > 0).all() for p, w in zip(positions, weights, strict=True))
+    # Outside the masked positions the ids are the packed pair: [CLS] first, two [SEP]s.
+    ids = examples["input_ids"]
+    assert (ids[:, 0] == tokenizer.cls_id).all()
+    assert ((ids == tokenizer.sep_id) & (examples["input_mask"] == 1)).sum(1).min() >= 2
+
+
+def test_text_dataset_whole_word_masking(tokenizer):
+    documents = list(iter_documents(max_bytes=60_000))
+    examples = _streamed(pretraining.text_dataset(lambda: iter(documents), tokenizer, 32, 64, 10,
+                                                  whole_word_mask=True, seed=3, is_training=False))
+    weights = examples["masked_lm_weights"] > 0
+    rows = np.nonzero(weights)[0]
+    original = examples["input_ids"].copy()
+    original[rows, examples["masked_lm_positions"][weights]] = examples["masked_lm_ids"][weights]
+    is_masked = np.zeros_like(original, bool)
+    is_masked[rows, examples["masked_lm_positions"][weights]] = True
+    word_start = pretraining.word_start_table(tokenizer.vocab)
+    special = np.isin(original, list(tokenizer.special_ids))
+    # A "##" piece right after a non-special piece belongs to its word: masked exactly when that piece is.
+    joined = ~word_start[original[:, 1:]] & ~special[:, :-1] & (examples["input_mask"][:, 1:] > 0)
+    assert joined.sum() > 100
+    assert (is_masked[:, 1:][joined] == is_masked[:, :-1][joined]).all()
+    # Never more than the budget; whole words make some rows stop short of it.
+    lengths = examples["input_mask"].sum(1)
+    budget = np.minimum(10, np.maximum(1, np.round(lengths * 0.15)))
+    assert (weights.sum(1) <= budget).all() and weights.sum() > 0.9 * budget.sum()
