@@ -7,11 +7,14 @@ Input: TFRecords from recipes/create_pretraining_data.py, raw text files (one se
 between documents; masked afresh each epoch), a prepared TFDS text dataset (--tfds_name), or with none of
 these the default corpus (docstrings of the installed packages; 1 document in 50 held out for evaluation).
 
-Killed at any point, the same command resumes from the last checkpoint in --model_dir/checkpoints.
+Killed at any point, the same command resumes from the last checkpoint in --model_dir/checkpoints; the input
+then restarts re-seeded with --seed + that step (a new example order and new masks rather than a replay of the
+examples already seen; the data position itself is not saved).
 Outputs in --model_dir: checkpoints/, logs/ (TensorBoard), eval_results.json, pretrained/ (model.keras +
 bert_config.json + vocab.txt, loadable by `from_pretrained`).
 """
 
+import itertools
 import math
 import os
 
@@ -43,13 +46,26 @@ flags.DEFINE_integer("eval_steps", 20, "Evaluation batches (0: one full pass ove
 flags.DEFINE_integer("log_steps", 50, "TensorBoard scalars every this many steps.")
 
 
-def _is_tfrecord(path):
+def _are_tfrecords(files):
+    """TFRecords rather than text, judged on the first three non-empty files (an empty file is both)."""
+    sample = [path for path in files if os.path.getsize(path) > 0][:3]
     try:
-        for _ in tf.data.TFRecordDataset(path).take(1):
-            pass
-        return True
+        for path in sample:
+            for _ in tf.data.TFRecordDataset(path).take(1):
+                pass
     except tf.errors.DataLossError:
         return False
+    return bool(sample)
+
+
+def _text_files(files, flag):
+    """documents_fn over text files; a pass that skipped files without text says so."""
+    def documents_fn():
+        stats = {}
+        yield from pretraining.read_documents(files, stats)
+        if stats.get("empty_files"):
+            common.logger.warning("--%s: skipped %d file(s) with no text", flag, stats["empty_files"])
+    return documents_fn
 
 
 def _every_nth(documents_fn, n, held_out):
@@ -59,32 +75,36 @@ def _every_nth(documents_fn, n, held_out):
 
 def input_fn(tokenizer, is_training, batch_size, seed):
     """Returns dataset_fn(input_context) for `strategy.distribute_datasets_from_function`."""
-    patterns = FLAGS.input_files if is_training else (FLAGS.eval_input_files or FLAGS.input_files)
-    files = pretraining.expand_patterns(patterns, "input_files" if is_training else "eval_input_files") \
-        if patterns else None
-    if files and all(_is_tfrecord(f) for f in files[:3]):
+    flag = "input_files" if is_training or not FLAGS.eval_input_files else "eval_input_files"
+    patterns = FLAGS[flag].value
+    files = pretraining.expand_patterns(patterns, flag) if patterns else None
+    if files and _are_tfrecords(files):
         def dataset_fn(context):
             return pretraining.tfrecord_dataset(
                 files, context.get_per_replica_batch_size(batch_size), FLAGS.max_seq_length,
                 FLAGS.max_predictions_per_seq, is_training=is_training, seed=seed, input_context=context)
         return dataset_fn
     if files:
-        documents_fn = lambda: pretraining.read_documents(files)  # noqa: E731
+        documents_fn, source = _text_files(files, flag), f"--{flag}={patterns}"
     elif FLAGS.tfds_name:
         split = FLAGS.tfds_split if is_training else (FLAGS.tfds_eval_split or FLAGS.tfds_split)
         documents_fn = lambda: pretraining.tfds_documents(  # noqa: E731
             FLAGS.tfds_name, FLAGS.tfds_data_dir, FLAGS.tfds_text_key, split)
+        source = f"--tfds_name={FLAGS.tfds_name} split {split}"
     else:
         from keras_bert.data.default_corpus import default_corpus_path
 
         corpus = [default_corpus_path()]
         documents_fn = _every_nth(lambda: pretraining.read_documents(corpus), 50, held_out=not is_training)
+        source = f"the default corpus {corpus[0]}"
+    # Fail now, not at the first step, when next-sentence pairs are impossible.
+    pretraining.check_documents(list(itertools.islice(documents_fn(), 2)), source)
 
     def dataset_fn(context):
         return pretraining.text_dataset(
             documents_fn, tokenizer, context.get_per_replica_batch_size(batch_size), FLAGS.max_seq_length,
             FLAGS.max_predictions_per_seq, FLAGS.masked_lm_prob, FLAGS.short_seq_prob, FLAGS.do_whole_word_mask,
-            seed=seed, is_training=is_training, input_context=context)
+            seed=seed, is_training=is_training, input_context=context, source=source)
     return dataset_fn
 
 

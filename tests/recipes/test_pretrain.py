@@ -1,4 +1,5 @@
-"""recipes/pretrain.py end to end: resume after SIGKILL, multi-worker == single process, learning on real text."""
+"""recipes/pretrain.py end to end: resume after SIGKILL, multi-worker == single process, learning on real text,
+streaming from text files and from a prepared TFDS dataset under mixed precision, bad text input."""
 
 import json
 import os
@@ -8,8 +9,10 @@ import subprocess
 import sys
 import time
 
+import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert.checkpoints import load_pretrainer
 from keras_bert.config import BertConfig
@@ -45,7 +48,7 @@ def corpus(tmp_path_factory):
              "--max_predictions_per_seq=10", f"--input_files={files['train']}",
              f"--eval_input_files={files['eval']}", "--nojit_compile", "--seed=1", "--eval_steps=4",
              "--eval_batch_size=32"]
-    return dict(files, flags=flags, root=root)
+    return dict(files, flags=flags, root=root, vocab_size=size)
 
 
 def _latest_step(model_dir):
@@ -155,3 +158,122 @@ def test_learns_masked_lm_on_real_text(corpus, tmp_path):
     # its loss is checked to be a sane two-class cross-entropy.
     assert results["masked_lm_accuracy"] > baseline + 0.02
     assert 0.5 < results["next_sentence_loss"] < 0.8
+
+
+@pytest.fixture(scope="module")
+def tfds_prose(tmp_path_factory):
+    """A TFDS text dataset prepared locally (no network), as a user would have prepared Wikipedia: documents
+    as paragraphs of prose in a `text` feature, `train` and `validation` splits. The builder class lives
+    only here: the recipe reads the prepared files without it."""
+    import tensorflow_datasets as tfds
+
+    documents = list(iter_documents(max_bytes=60_000))
+
+    class TinyProse(tfds.core.GeneratorBasedBuilder, skip_registration=True):
+        # As a builder in a script: for one in a package tfds looks for its source with importlib_resources,
+        # which this tfds release does not install.
+        __module__ = "__main__"
+        VERSION = tfds.core.Version("1.0.0")
+        BUILDER_CONFIGS = [tfds.core.BuilderConfig(name="en")]
+
+        def _info(self):
+            return tfds.core.DatasetInfo(builder=self, features=tfds.features.FeaturesDict(
+                {"title": tfds.features.Text(), "text": tfds.features.Text()}))
+
+        def _split_generators(self, dl_manager):
+            return {"train": self._generate_examples(1), "validation": self._generate_examples(0)}
+
+        def _generate_examples(self, held_out):
+            for index, sentences in enumerate(documents):
+                if (index % 5 == 0) == (held_out == 0):
+                    # Two paragraphs of running text, as a Wikipedia article's `text`.
+                    half = len(sentences) // 2
+                    yield index, {"title": f"doc {index}",
+                                  "text": " ".join(sentences[:half]) + "\n" + " ".join(sentences[half:])}
+
+    data_dir = tmp_path_factory.mktemp("tfds")
+    TinyProse(data_dir=str(data_dir)).download_and_prepare(
+        download_config=tfds.download.DownloadConfig(try_download_gcs=False))
+    return dict(data_dir=str(data_dir), name="tiny_prose/en", documents=documents)
+
+
+def _op_dtypes(model_dir, dtype):
+    """{op type: output dtypes} of the Softmax, Rsqrt (LayerNorm), loss and matmul ops of the forward pass +
+    loss of the run's pre-trainer, built under `dtype` as the recipe builds it (global policy + dtype)."""
+    keras.mixed_precision.set_global_policy(dtype)  # reset to float32 by tests/conftest.py
+    model = load_pretrainer(os.path.join(model_dir, "pretrained"), dtype=dtype)
+    batch = {"input_word_ids": tf.ones([2, 16], tf.int32), "input_mask": tf.ones([2, 16], tf.int32),
+             "input_type_ids": tf.zeros([2, 16], tf.int32), "masked_lm_positions": tf.ones([2, 3], tf.int32),
+             "masked_lm_ids": tf.ones([2, 3], tf.int32), "masked_lm_weights": tf.ones([2, 3]),
+             "next_sentence_labels": tf.zeros([2], tf.int32)}
+    graph = tf.function(lambda x: model.compute_loss(x, y_pred=model(x))).get_concrete_function(batch).graph
+    dtypes = {}
+    for op in graph.get_operations():
+        if op.type in ("Softmax", "Rsqrt", "SparseSoftmaxCrossEntropyWithLogits", "BatchMatMulV2"):
+            dtypes.setdefault(op.type, set()).add(op.outputs[0].dtype.name)
+    return dtypes
+
+
+def _check_mixed_precision_run(model_dir, dtype, vocab_size):
+    """A finished run under a mixed policy: finite losses near a random model's, float32 variables, loss
+    scaling for float16 only; the model's softmax, LayerNorm and loss ops in float32, its matmuls in 16 bits."""
+    with open(os.path.join(model_dir, "eval_results.json")) as f:
+        results = json.load(f)
+    assert results["global_step"] == 6, results
+    for key in ("masked_lm_loss", "next_sentence_loss", "masked_lm_accuracy"):
+        assert np.isfinite(results[key]), results
+    # A near-random model's MLM loss is about ln(vocab size) (not 0: the labels are real, weighted tokens).
+    assert abs(results["masked_lm_loss"] - np.log(vocab_size)) < 1.5, results
+    reader = tf.train.load_checkpoint(os.path.join(model_dir, "checkpoints"))
+    dtypes = [dtype.name for dtype in reader.get_variable_to_dtype_map().values()]
+    assert dtypes.count("float32") > 100 and not {"float16", "bfloat16"} & set(dtypes)
+    assert reader.has_tensor("optimizer/dynamic_scale/.ATTRIBUTES/VARIABLE_VALUE") == (dtype == "mixed_float16")
+    ops = _op_dtypes(model_dir, dtype)
+    assert ops["Softmax"] == ops["Rsqrt"] == ops["SparseSoftmaxCrossEntropyWithLogits"] == {"float32"}, ops
+    assert {"bfloat16" if dtype == "mixed_bfloat16" else "float16"} == ops["BatchMatMulV2"], ops
+
+
+def test_tfds_input_mixed_float16(corpus, tfds_prose, tmp_path):
+    model_dir = str(tmp_path / "run")
+    flags = [f for f in corpus["flags"] if not f.startswith(("--input_files", "--eval_input_files", "--eval_steps"))]
+    run_recipe("pretrain", *flags, f"--model_dir={model_dir}", f"--tfds_name={tfds_prose['name']}",
+               f"--tfds_data_dir={tfds_prose['data_dir']}", "--tfds_text_key=text", "--tfds_eval_split=validation",
+               "--dtype=mixed_float16", "--num_train_steps=6", "--save_checkpoints_steps=3", "--train_batch_size=8",
+               "--num_warmup_steps=1", "--eval_steps=2", "--eval_batch_size=8", timeout=300)
+    _check_mixed_precision_run(model_dir, "mixed_float16", corpus["vocab_size"])
+
+    # The paragraphs come back as the sentences they were made of.
+    documents = list(pretraining.tfds_documents(tfds_prose["name"], tfds_prose["data_dir"], "text", "validation"))
+    expected = [d for i, d in enumerate(tfds_prose["documents"]) if i % 5 == 0]
+    assert len(documents) == len(expected)
+    assert sum(d in expected for d in documents) >= 0.9 * len(expected)
+    with pytest.raises(ValueError, match=r"--tfds_text_key='body' is not a feature of tiny_prose/en; it has "
+                                         r"\['text', 'title'\]"):
+        next(pretraining.tfds_documents(tfds_prose["name"], tfds_prose["data_dir"], "body"))
+    with pytest.raises(ValueError, match=r"--tfds_name='tiny_prose/de' .*could not be loaded"):
+        next(pretraining.tfds_documents("tiny_prose/de", tfds_prose["data_dir"]))
+
+
+def test_text_files_mixed_bfloat16_whole_words(corpus, tmp_path):
+    """Streaming from text files (an empty file and one-sentence documents among them), whole-word masks."""
+    documents = list(iter_documents(max_bytes=80_000))
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "singles.txt").write_text("\n\n".join(d[0] for d in documents[:10]) + "\n")
+    (tmp_path / "corpus.txt").write_text("\n\n".join("\n".join(d) for d in documents[10:]) + "\n")
+    model_dir = str(tmp_path / "run")
+    flags = [f for f in corpus["flags"] if not f.startswith(("--input_files", "--eval_input_files", "--eval_steps"))]
+    result = run_recipe("pretrain", *flags, f"--model_dir={model_dir}", f"--input_files={tmp_path}/*.txt",
+                        "--dtype=mixed_bfloat16", "--do_whole_word_mask", "--num_train_steps=6",
+                        "--save_checkpoints_steps=3", "--train_batch_size=8", "--num_warmup_steps=1",
+                        "--eval_steps=2", "--eval_batch_size=8", timeout=300)
+    _check_mixed_precision_run(model_dir, "mixed_bfloat16", corpus["vocab_size"])
+    assert "--input_files: skipped 1 file(s) with no text" in result.stderr
+
+
+def test_text_input_needs_two_documents(corpus, tmp_path):
+    (tmp_path / "one.txt").write_text("The only document has one sentence.\nAnd a second one.\n")
+    flags = [f for f in corpus["flags"] if not f.startswith(("--input_files", "--eval_input_files"))]
+    result = run_recipe("pretrain", *flags, f"--model_dir={tmp_path / 'run'}",
+                        f"--input_files={tmp_path / 'one.txt'}", check=False, timeout=120)
+    assert result.returncode != 0
+    assert f"--input_files={tmp_path / 'one.txt'}: found 1 document(s) with text" in result.stderr
