@@ -6,6 +6,7 @@ import random
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert.data import pretraining
 from keras_bert.data.default_corpus import iter_documents
@@ -256,3 +257,29 @@ def test_text_dataset_whole_word_masking(tokenizer):
     lengths = examples["input_mask"].sum(1)
     budget = np.minimum(10, np.maximum(1, np.round(lengths * 0.15)))
     assert (weights.sum(1) <= budget).all() and weights.sum() > 0.9 * budget.sum()
+
+
+def test_text_dataset_bad_input(tmp_path, tokenizer):
+    def stream(*paths, **kwargs):
+        files = [str(p) for p in paths]
+        return pretraining.text_dataset(lambda: pretraining.read_documents(files), tokenizer, 4, 32, 5,
+                                        is_training=False, source=f"--input_files={','.join(files)}", **kwargs)
+
+    # Single-sentence documents, an empty file and a 20,000-word line: every B from another document,
+    # the long line cut to the sequence length.
+    singles = tmp_path / "singles.txt"
+    singles.write_text("A lone sentence.\n\nAnother lone one.\n\n" + " ".join(["word"] * 20_000) + "\n")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    examples = _streamed(stream(empty, singles))
+    assert examples["next_sentence_labels"].tolist() == [1, 1, 1]
+    assert examples["input_ids"].shape == (3, 32) and examples["input_mask"].sum(1).max() == 32
+
+    one_doc = tmp_path / "one.txt"
+    one_doc.write_text("First sentence here.\nSecond one.\n")
+    with pytest.raises(tf.errors.InvalidArgumentError, match=f"--input_files={empty},{one_doc}: found 1 document"):
+        list(stream(empty, one_doc))
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("ok line\n\nna\u00efve caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"latin1.txt:3: not valid UTF-8"):
+        list(stream(singles, bad))
