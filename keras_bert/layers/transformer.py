@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_bert.layers.dropout import HashDropout
 from keras_bert.layers.initializers import truncated_normal
 
 _ACTIVATIONS = {
@@ -31,7 +32,8 @@ class TransformerBlock(keras.layers.Layer):
 
     Query, key and value come from one [hidden, 3 * hidden] kernel (laid out q | k | v), so the three
     projections are a single matmul; checkpoint converters split or concatenate it.
-    Softmax and LayerNorm run in float32 under mixed precision.
+    Softmax and LayerNorm run in float32 under mixed precision. Dropout masks come from `HashDropout`
+    (a cheap integer hash instead of Philox; same distribution).
     """
 
     def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
@@ -63,9 +65,9 @@ class TransformerBlock(keras.layers.Layer):
         self.output_dense = dense(hidden_size, "output")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm")
-        self.attention_probs_dropout = keras.layers.Dropout(attention_dropout)
-        self.attention_output_dropout = keras.layers.Dropout(hidden_dropout)
-        self.output_dropout = keras.layers.Dropout(hidden_dropout)
+        self.attention_probs_dropout = HashDropout(attention_dropout)
+        self.attention_output_dropout = HashDropout(hidden_dropout)
+        self.output_dropout = HashDropout(hidden_dropout)
 
     def build(self, input_shape):
         hidden_shape = (None, None, self.hidden_size)

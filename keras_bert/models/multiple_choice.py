@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert.layers.dropout import HashDropout
 from keras_bert.models.encoder import INPUT_NAMES, encoder_inputs
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
 
@@ -20,7 +21,7 @@ class BertMultipleChoice(EncoderTaskModel):
         dropout = config.hidden_dropout_prob if dropout is None else dropout
         # === Layers ===
         flatten = _FlattenChoices(name="flatten_choices")
-        dropout_layer = keras.layers.Dropout(dropout, name="choice_dropout")
+        dropout_layer = HashDropout(dropout, name="choice_dropout")
         head = dense_head(1, config.initializer_range, "choice_score", dtype="float32")
         unflatten = _UnflattenChoices(num_choices, name="choice_logits")
         # === Functional model ===

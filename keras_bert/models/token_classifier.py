@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert.layers.dropout import HashDropout
 from keras_bert.models.encoder import encoder_inputs
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
 
@@ -19,7 +20,7 @@ class BertTokenClassifier(EncoderTaskModel):
         config = encoder.config
         dropout = config.hidden_dropout_prob if dropout is None else dropout
         # === Layers ===
-        dropout_layer = keras.layers.Dropout(dropout, name="token_dropout")
+        dropout_layer = HashDropout(dropout, name="token_dropout")
         head = dense_head(num_classes, config.initializer_range, "token_classifier", dtype="float32")
         # === Functional model ===
         inputs = encoder_inputs()

@@ -1,0 +1,74 @@
+"""Dropout with masks from a counter-based integer hash: the same inverted dropout, far cheaper RNG on CPU.
+
+`keras.layers.Dropout` draws its mask with TensorFlow's stateless Philox generator. Compiled by XLA for
+the CPU that costs ~20% of a BERT-mini pre-training step (measured: 0.79 of 4.0 CPU-seconds per step at
+batch 32, seq 128), because BERT drops out ~17M activations a step, most of them attention probabilities.
+`HashDropout` derives each element's keep/drop decision from a hash of (its flat index, a per-call seed):
+two rounds of the MurmurHash3 32-bit finalizer, a bijection with full avalanche, i.e. a handful of 32-bit
+integer ops that XLA fuses into the surrounding elementwise code. The per-call seed comes from a
+`keras.random.SeedGenerator`, as in Keras' layer, so masks differ every step and are reproducible under
+`keras.utils.set_random_seed`. Keep probability is `1 - rate` to within 2^-32; kept values are scaled by
+`1 / (1 - rate)`.
+"""
+
+import keras
+import tensorflow as tf
+
+_GOLDEN = 0x9E3779B1  # odd: multiplying by it permutes 32-bit integers
+
+
+def _fmix32(h):
+    """MurmurHash3's 32-bit finalizer (uint32 -> uint32, a bijection)."""
+    h = tf.bitwise.bitwise_xor(h, tf.bitwise.right_shift(h, 16))
+    h = h * tf.constant(0x85EBCA6B, tf.uint32)
+    h = tf.bitwise.bitwise_xor(h, tf.bitwise.right_shift(h, 13))
+    h = h * tf.constant(0xC2B2AE35, tf.uint32)
+    return tf.bitwise.bitwise_xor(h, tf.bitwise.right_shift(h, 16))
+
+
+def hash_uniform_bits(shape, seed):
+    """uint32 tensor of `shape`, element i = hash(i, seed); `seed` is an integer tensor of 2 values."""
+    seed = tf.cast(tf.bitwise.bitwise_and(tf.cast(seed, tf.int64), 0xFFFFFFFF), tf.uint32)
+    key0 = _fmix32(seed[0] + tf.constant(_GOLDEN, tf.uint32))
+    key1 = _fmix32(tf.bitwise.bitwise_xor(seed[1], key0))
+    index = tf.bitcast(tf.reshape(tf.range(tf.reduce_prod(shape), dtype=tf.int32), shape), tf.uint32)
+    # Round 1 decorrelates neighbouring indices; round 2 (keyed again) breaks the "another seed is a shifted
+    # stream" structure a single keyed round would have.
+    h = _fmix32(index * tf.constant(_GOLDEN, tf.uint32) + key1)
+    return _fmix32(tf.bitwise.bitwise_xor(h, key0))
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class HashDropout(keras.layers.Layer):
+    """Inverted dropout like `keras.layers.Dropout(rate)`, with hash-derived masks (see module docstring).
+
+    Zeroes each element with probability `rate` in training and scales the rest by 1 / (1 - rate); the
+    identity at inference.
+    """
+
+    def __init__(self, rate, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"HashDropout rate={rate}; expected 0 <= rate < 1")
+        self.rate = float(rate)
+        self.seed = seed
+        self.supports_masking = True
+        self.built = True
+        if self.rate > 0:
+            self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def call(self, inputs, training=False):
+        if not training or self.rate == 0:
+            return inputs
+        bits = hash_uniform_bits(tf.shape(inputs), self.seed_generator.next())
+        keep = bits >= tf.constant(min(round(self.rate * 2**32), 2**32 - 1), tf.uint32)
+        scale = tf.cast(1.0 / (1.0 - self.rate), inputs.dtype)
+        return tf.where(keep, inputs * scale, tf.zeros_like(inputs))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(rate=self.rate, seed=self.seed)
+        return config

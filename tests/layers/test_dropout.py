@@ -1,0 +1,65 @@
+"""HashDropout: the distribution of Keras' inverted dropout, masks from an integer hash."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.layers import HashDropout
+
+
+def _masks(layer, shape, calls, jit):
+    fn = tf.function(lambda x: layer(x, training=True), jit_compile=jit)
+    x = tf.ones(shape)
+    return [fn(x).numpy() for _ in range(calls)]
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("rate", [0.1, 0.5])
+def test_keep_fraction_scale_and_fresh_masks(rate, jit):
+    keras.utils.set_random_seed(3)
+    first, second = _masks(HashDropout(rate), (16, 4, 64, 64), 2, jit)
+    kept = first > 0
+    n = kept.size
+    # Binomial: 5 standard deviations.
+    assert abs(kept.mean() - (1 - rate)) < 5 * np.sqrt(rate * (1 - rate) / n)
+    np.testing.assert_allclose(first[kept], 1 / (1 - rate), rtol=1e-6)
+    assert first[~kept].max() == 0
+    # A new mask each call, independent of the last: P(same decision) = r^2 + (1-r)^2.
+    same = np.mean(kept == (second > 0))
+    assert abs(same - (rate**2 + (1 - rate) ** 2)) < 0.005
+
+
+def test_no_structure_along_any_axis():
+    keras.utils.set_random_seed(0)
+    (out,) = _masks(HashDropout(0.1), (8, 4, 128, 128), 1, True)
+    flat = (out > 0).reshape(-1).astype(np.float64)
+    for lag in (1, 2, 64, 128, 128 * 128):
+        assert abs(np.corrcoef(flat[:-lag], flat[lag:])[0, 1]) < 0.01, lag
+    # Every row and column position is dropped at the same rate.
+    per_position = (out > 0).mean(axis=(0, 1, 2))
+    assert per_position.min() > 0.85 and per_position.max() < 0.95
+
+
+def test_reproducible_with_the_global_seed_and_identity_at_inference():
+    runs = []
+    for _ in range(2):
+        keras.utils.set_random_seed(7)
+        runs.append(_masks(HashDropout(0.1), (4, 32), 3, False))
+    for a, b in zip(*runs, strict=True):
+        np.testing.assert_array_equal(a, b)
+    x = tf.random.normal((3, 5))
+    np.testing.assert_array_equal(HashDropout(0.3)(x, training=False), x)
+    np.testing.assert_array_equal(HashDropout(0.0)(x, training=True), x)
+
+
+def test_bad_rate_and_round_trip(tmp_path):
+    with pytest.raises(ValueError, match="rate"):
+        HashDropout(1.0)
+    inputs = keras.Input((4,))
+    model = keras.Model(inputs, HashDropout(0.2, seed=5)(keras.layers.Dense(3)(inputs)))
+    model.save(tmp_path / "m.keras")
+    restored = keras.models.load_model(tmp_path / "m.keras")
+    assert restored.layers[-1].get_config()["rate"] == 0.2
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_allclose(restored.predict(x, verbose=0), model.predict(x, verbose=0))
