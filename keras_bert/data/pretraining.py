@@ -3,21 +3,29 @@
 Corpus format (the original's): UTF-8 text files, one sentence per line, a blank line between documents.
 
 Two ways to feed `BertPretrainer`:
-  * `create_pretraining_examples` + `write_examples` build TFRecords with the original feature names
-    (`input_ids`, `input_mask`, `segment_ids`, `masked_lm_positions`, `masked_lm_ids`, `masked_lm_weights`,
-    `next_sentence_labels`), masked once ("static"); `tfrecord_dataset` reads them back.
+  * `create_pretraining_examples` + `write_examples` (or, for a whole corpus, `tokenize_corpus` +
+    `write_pretraining_data`) build TFRecords with the original feature names (`input_ids`, `input_mask`,
+    `segment_ids`, `masked_lm_positions`, `masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels`),
+    masked once ("static"); `tfrecord_dataset` reads them back. No Python loop per sentence, pair or
+    token: the corpus is three flat arrays (`TokenizedCorpus`), the original's NSP loop runs for all
+    documents at once in numpy (`create_instance_spans`), and records are encoded in numpy (`tfrecord`).
   * `text_dataset` streams straight from text files (or a TFDS text dataset) and masks afresh each epoch.
 Both yield dicts with the model's names: `input_word_ids`, `input_mask`, `input_type_ids` plus the labels.
 """
 
+import collections
+import concurrent.futures
 import glob
+import itertools
 import os
 import random
 import re
+from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.data import tfrecord
 from keras_bert.text.masking import MaskedLMMasker
 
 # Original TFRecord feature name -> model input name.
@@ -102,26 +110,79 @@ def tfds_documents(name, data_dir=None, text_key="text", split="train"):
             yield sentences
 
 
-def tokenize_documents(documents, tokenizer, batch_lines=8192):
+class TokenizedCorpus(NamedTuple):
+    """A tokenized corpus as three flat arrays (no Python object per sentence).
+
+    Sentence s is tokens[sentence_starts[s]:sentence_starts[s + 1]]; document d is sentences
+    document_starts[d] .. document_starts[d + 1] - 1. Every sentence and every document is non-empty.
+    """
+
+    tokens: np.ndarray  # int32 [num_tokens]
+    sentence_starts: np.ndarray  # int64 [num_sentences + 1]
+    document_starts: np.ndarray  # int64 [num_documents + 1]
+
+    @property
+    def num_documents(self):
+        return len(self.document_starts) - 1
+
+    @classmethod
+    def from_documents(cls, documents):
+        """From documents as lists of token-id sequences; empty sentences and documents are dropped."""
+        documents = [[np.asarray(s, np.int32) for s in d] for d in documents]
+        lengths = np.array([len(s) for d in documents for s in d], np.int64)
+        tokens = np.concatenate([s for d in documents for s in d] or [np.zeros(0, np.int32)])
+        return _corpus_from_lengths(tokens, lengths, [len(d) for d in documents])
+
+    def to_documents(self):
+        """Lists of int32 arrays, one list per document (as `tokenize_documents` returns them)."""
+        sentences = np.split(self.tokens, self.sentence_starts[1:-1])
+        bounds = self.document_starts.tolist()
+        return [sentences[start:end] for start, end in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _corpus_from_lengths(tokens, sentence_lengths, document_sizes):
+    """TokenizedCorpus from concatenated tokens, tokens per sentence and sentences per document."""
+    keep = sentence_lengths > 0
+    document_of = np.repeat(np.arange(len(document_sizes)), document_sizes)[keep]
+    per_document = np.bincount(document_of, minlength=len(document_sizes))
+    sentence_starts = np.zeros(keep.sum() + 1, np.int64)
+    np.cumsum(sentence_lengths[keep], out=sentence_starts[1:])
+    document_starts = np.zeros(np.count_nonzero(per_document) + 1, np.int64)
+    np.cumsum(per_document[per_document > 0], out=document_starts[1:])
+    return TokenizedCorpus(tokens.astype(np.int32, copy=False), sentence_starts, document_starts)
+
+
+def tokenize_corpus(documents, tokenizer, batch_lines=4096):
+    """Tokenizes documents (lists of sentence str) with the tf-text tokenizer into a `TokenizedCorpus`.
+
+    Batches of `batch_lines` sentences run in a parallel tf.data map (the tf-text ops release the GIL, so
+    every core tokenizes). Sentences that give no word pieces and documents left empty are dropped.
+    """
+    document_sizes, lines = [], []
+    for document in documents:
+        document_sizes.append(len(document))
+        lines.extend(document)
+    lines = tf.constant(lines, tf.string)
+    if len(lines) <= batch_lines:
+        ragged = tokenizer(lines)
+        parts = [(ragged.flat_values.numpy(), ragged.row_lengths().numpy())]
+    else:
+        dataset = tf.data.Dataset.from_tensor_slices(lines).batch(batch_lines).map(
+            lambda batch: (lambda ragged: (ragged.flat_values, ragged.row_lengths()))(tokenizer(batch)),
+            num_parallel_calls=tf.data.AUTOTUNE)
+        parts = list(dataset.prefetch(tf.data.AUTOTUNE).as_numpy_iterator())
+    tokens = np.concatenate([values for values, _ in parts])
+    lengths = np.concatenate([lengths for _, lengths in parts])
+    return _corpus_from_lengths(tokens, lengths, document_sizes)
+
+
+def tokenize_documents(documents, tokenizer, batch_lines=4096):
     """Tokenizes documents (lists of sentences) in large batches with the tf-text tokenizer.
 
     Returns a list of documents, each a list of int32 numpy arrays (one per sentence); sentences that give
     no word pieces and documents left empty are dropped.
     """
-    documents = list(documents)
-    lines = [sentence for document in documents for sentence in document]
-    pieces = []
-    for start in range(0, len(lines), batch_lines):
-        ragged = tokenizer(tf.constant(lines[start:start + batch_lines]))
-        values, splits = ragged.flat_values.numpy(), ragged.row_splits.numpy()
-        pieces.extend(np.split(values, splits[1:-1]))
-    result, index = [], 0
-    for document in documents:
-        sentences = [p for p in pieces[index:index + len(document)] if len(p)]
-        index += len(document)
-        if sentences:
-            result.append(sentences)
-    return result
+    return tokenize_corpus(documents, tokenizer, batch_lines).to_documents()
 
 
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
@@ -188,107 +249,244 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
 
 
 def check_documents(documents, source):
-    """Raises if NSP is impossible: fewer than two non-empty documents."""
-    if len(documents) < 2:
+    """Raises if NSP is impossible: fewer than two non-empty documents (a list or a TokenizedCorpus)."""
+    count = documents.num_documents if isinstance(documents, TokenizedCorpus) else len(documents)
+    if count < 2:
         raise ValueError(
-            f"{source}: found {len(documents)} document(s) with text; next-sentence prediction needs at least 2 "
+            f"{source}: found {count} document(s) with text; next-sentence prediction needs at least 2 "
             "(documents are separated by blank lines)")
+
+
+def _other_documents(documents, num_documents, rng):
+    """A random document for each entry of `documents`; the original's ten tries to draw a different one."""
+    other = rng.integers(0, num_documents, len(documents))
+    for _ in range(9):
+        same = np.nonzero(other == documents)[0]
+        if not same.size:
+            break
+        other[same] = rng.integers(0, num_documents, same.size)
+    return other
+
+
+def _truncation_cuts(a_length, b_length, max_num_tokens):
+    """Tokens `truncate_seq_pair` removes from A and from B (int arrays): the longer side alone down to
+    equal length (B on ties), then B and A in turn, until the pair fits."""
+    excess = np.maximum(a_length + b_length - max_num_tokens, 0)
+    lead = a_length - b_length
+    cut_a, cut_b = np.clip(lead, 0, excess), np.clip(-lead, 0, excess)
+    rest = excess - cut_a - cut_b
+    return cut_a + rest // 2, cut_b + rest - rest // 2
+
+
+def create_instance_spans(corpus, dupe_factor, max_seq_length, short_seq_prob, rng):
+    """`create_instances_from_document` for every document, `dupe_factor` times, vectorized in numpy.
+
+    Each (pass, document) is one lane running the original's loop: a target length (max_seq_length - 3, or
+    with probability `short_seq_prob` uniform in [2, max_seq_length - 3]); consecutive sentences gathered
+    until they reach it (or the document ends); a split point uniform among the sentence boundaries; B the
+    rest of the chunk, or (half the time, and always for a one-sentence chunk) sentences of a random other
+    document from a random sentence on, up to the target, the chunk's unused sentences being put back for
+    the next pair; then the pair truncated, one token at a time from the longer side (B on ties), each from
+    the front or the back at random. All lanes advance one pair per numpy step. Segments are runs of
+    consecutive sentences, so a pair is two token ranges of `corpus.tokens`. Truncation draws the number
+    of front removals per side as Binomial(removed, 1/2), the distribution of the original's coin flips.
+
+    Args:
+        corpus: a `TokenizedCorpus` with at least 2 documents (random B segments come from all of them).
+        rng: a `np.random.Generator`.
+
+    Returns: dict of int64 [n] `a_start`, `a_length`, `b_start`, `b_length` (offsets into corpus.tokens)
+    and int32 [n] `next_sentence_labels` (1 = random next), in (step, lane) order: shuffle before use.
+    """
+    max_num_tokens = max_seq_length - 3
+    if max_num_tokens < 2:
+        raise ValueError(f"max_seq_length={max_seq_length}; expected >= 5 ([CLS] A [SEP] B [SEP], 2+ tokens)")
+    starts, document_starts = corpus.sentence_starts, corpus.document_starts
+    lane_document = np.tile(np.arange(corpus.num_documents), dupe_factor)
+    target = np.full(len(lane_document), max_num_tokens, np.int64)
+    short = np.nonzero(rng.random(len(lane_document)) < short_seq_prob)[0]
+    target[short] = rng.integers(2, max_num_tokens + 1, len(short))
+    position = document_starts[lane_document]
+    steps = []
+    while len(lane_document):
+        last = document_starts[lane_document + 1] - 1
+        # The chunk: sentences from `position` until their tokens reach the target, or the document's end.
+        chunk_end = np.minimum(np.searchsorted(starts, starts[position] + target, "left") - 1, last)
+        chunk_size = chunk_end - position + 1
+        a_sentences = rng.integers(1, np.maximum(chunk_size, 2))  # uniform in [1, chunk_size - 1], or 1
+        is_random = (chunk_size == 1) | (rng.random(len(position)) < 0.5)
+        a_start, a_end = starts[position], starts[position + a_sentences]
+        b_start, b_end = a_end.copy(), starts[chunk_end + 1]
+        lanes = np.nonzero(is_random)[0]
+        if len(lanes):
+            other = _other_documents(lane_document[lanes], corpus.num_documents, rng)
+            first = document_starts[other]
+            sentence = first + rng.integers(0, document_starts[other + 1] - first)
+            target_b = target[lanes] - (a_end[lanes] - a_start[lanes])
+            # Whole sentences until B reaches its target (at least one), within that document.
+            end = np.searchsorted(starts, starts[sentence] + target_b, "left") - 1
+            end = np.clip(end, sentence, document_starts[other + 1] - 1)
+            b_start[lanes], b_end[lanes] = starts[sentence], starts[end + 1]
+        steps.append((a_start, a_end - a_start, b_start, b_end - b_start, is_random))
+        position = np.where(is_random, position + a_sentences, chunk_end + 1)
+        alive = position <= last
+        lane_document, target, position = lane_document[alive], target[alive], position[alive]
+    a_start, a_length, b_start, b_length, is_random = (np.concatenate(column) for column in zip(*steps, strict=True))
+    cut_a, cut_b = _truncation_cuts(a_length, b_length, max_num_tokens)
+    front_a, front_b = rng.binomial(cut_a, 0.5), rng.binomial(cut_b, 0.5)
+    return {"a_start": a_start + front_a, "a_length": a_length - cut_a, "b_start": b_start + front_b,
+            "b_length": b_length - cut_b, "next_sentence_labels": is_random.astype(np.int32)}
+
+
+def pack_spans(tokens, spans, max_seq_length, cls_id, sep_id):
+    """Token ranges (from `create_instance_spans`) -> dict of numpy int32 arrays [n, max_seq_length]:
+    `input_ids` ([CLS] a [SEP] b [SEP], 0-padded), `input_mask`, `segment_ids`, and `next_sentence_labels` [n]."""
+    column = np.arange(max_seq_length)[None, :]
+    a_length, b_length = spans["a_length"][:, None], spans["b_length"][:, None]
+    b_first, end = a_length + 2, a_length + b_length + 2  # columns of B's first token and of the last [SEP]
+    in_a = (column >= 1) & (column <= a_length)
+    in_b = (column >= b_first) & (column < end)
+    source = np.where(in_a, spans["a_start"][:, None] + column - 1, spans["b_start"][:, None] + column - b_first)
+    input_ids = np.where(in_a | in_b, tokens.take(source, mode="clip"), 0)
+    input_ids[:, 0] = cls_id
+    input_ids[(column == a_length + 1) | (column == end)] = sep_id
+    return {"input_ids": input_ids.astype(np.int32), "input_mask": (column <= end).astype(np.int32),
+            "segment_ids": ((column >= b_first) & (column <= end)).astype(np.int32),
+            "next_sentence_labels": np.asarray(spans["next_sentence_labels"], np.int32)}
 
 
 def pack_instances(instances, max_seq_length, cls_id, sep_id):
     """(tokens_a, tokens_b, is_random_next) list -> dict of numpy arrays [n, max_seq_length]:
     `input_ids` ([CLS] a [SEP] b [SEP], 0-padded), `input_mask`, `segment_ids`, `next_sentence_labels` [n]
     (1 = random next, as the original)."""
-    n = len(instances)
-    input_ids = np.zeros((n, max_seq_length), np.int32)
-    segment_ids = np.zeros((n, max_seq_length), np.int32)
-    lengths = np.zeros(n, np.int32)
-    for row, (tokens_a, tokens_b, _) in enumerate(instances):
-        len_a, len_b = len(tokens_a), len(tokens_b)
-        input_ids[row, 0] = cls_id
-        input_ids[row, 1:1 + len_a] = tokens_a
-        input_ids[row, 1 + len_a] = sep_id
-        input_ids[row, 2 + len_a:2 + len_a + len_b] = tokens_b
-        input_ids[row, 2 + len_a + len_b] = sep_id
-        segment_ids[row, 2 + len_a:3 + len_a + len_b] = 1
-        lengths[row] = 3 + len_a + len_b
-    input_mask = (np.arange(max_seq_length)[None, :] < lengths[:, None]).astype(np.int32)
-    labels = np.array([int(r) for _, _, r in instances], np.int32)
-    return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids,
-            "next_sentence_labels": labels}
+    a_length = np.array([len(a) for a, _, _ in instances], np.int64)
+    b_length = np.array([len(b) for _, b, _ in instances], np.int64)
+    tokens = np.fromiter(itertools.chain.from_iterable(itertools.chain(a, b) for a, b, _ in instances), np.int32,
+                         count=int(a_length.sum() + b_length.sum()))
+    a_start = np.cumsum(a_length + b_length) - a_length - b_length
+    spans = {"a_start": a_start, "a_length": a_length, "b_start": a_start + a_length, "b_length": b_length,
+             "next_sentence_labels": np.array([int(r) for _, _, r in instances], np.int32)}
+    return pack_spans(tokens, spans, max_seq_length, cls_id, sep_id)
+
+
+def _choose_tokens(candidate, budget, rng):
+    """(rows, columns) of `budget` (capped by the candidates) candidate positions per row, uniformly at
+    random: row-major, columns ascending within a row."""
+    n, seq = candidate.shape
+    width = min(int(budget.max(initial=1)), seq)
+    # Random 31-bit keys that end in the column number (distinct, so no ties); non-candidates last.
+    bits = max(1, (seq - 1).bit_length())
+    keys = rng.integers(0, 1 << (31 - bits), (n, seq), dtype=np.int32) << bits | np.arange(seq, dtype=np.int32)
+    keys[~candidate] = np.iinfo(np.int32).max
+    smallest = np.sort(np.partition(keys, width - 1, axis=1)[:, :width] if width < seq else keys, axis=1)
+    taken = (smallest != np.iinfo(np.int32).max) & (np.arange(width)[None, :] < budget[:, None])
+    columns = np.where(taken, smallest & ((1 << bits) - 1), seq)
+    columns.sort(axis=1)
+    taken = columns < seq
+    return np.nonzero(taken)[0], columns[taken]
+
+
+def _choose_words(candidate, budget, continuation, rng):
+    """Bool [n, seq]: whole words chosen as the original: a candidate "##" piece joins the last candidate
+    group; the groups are shuffled and taken in turn, skipping one that would pass the budget, until full."""
+    n, seq = candidate.shape
+    leader = candidate & ~(continuation & (np.cumsum(candidate, axis=1) > 1))
+    group = np.cumsum(leader, axis=1) - 1
+    num_groups = leader.sum(axis=1)
+    index = np.arange(n)[:, None] * seq + group
+    group_size = np.bincount(index[candidate], minlength=n * seq).reshape(n, seq)
+    keys = rng.random((n, seq), dtype=np.float32)
+    keys[np.arange(seq)[None, :] >= num_groups[:, None]] = 2.0
+    order = np.argsort(keys, axis=1)
+    sizes = np.take_along_axis(group_size, order, 1)
+    used, taken = np.zeros(n, np.int64), np.zeros((n, seq), bool)
+    rows = np.nonzero(num_groups > 0)[0]
+    for rank in range(seq):
+        if not len(rows):
+            break
+        size = sizes[rows, rank]
+        fits = used[rows] + size <= budget[rows]
+        used[rows[fits]] += size[fits]
+        taken[rows[fits], rank] = True
+        rows = rows[(used[rows] < budget[rows]) & (rank + 1 < num_groups[rows])]
+    taken_group = np.zeros((n, seq), bool)
+    np.put_along_axis(taken_group, order, taken, axis=1)
+    return candidate & np.take_along_axis(taken_group, np.where(candidate, group, 0), 1)
 
 
 def mask_tokens(features, max_predictions_per_seq, masked_lm_prob, vocab_size, mask_id, special_ids,
                 np_rng, word_start=None):
-    """The original's masking, vectorized over a batch of packed instances (numpy, in place on a copy).
+    """The original's `create_masked_lm_predictions`, vectorized over a batch of packed instances (numpy).
 
-    Picks min(max_predictions_per_seq, max(1, round(length * masked_lm_prob))) non-special positions per
-    row at random (whole words when `word_start` — bool [vocab_size], False for "##" pieces — is given);
-    each becomes [MASK] 80%, stays 10%, a random vocab id 10%.
+    Per row, min(max_predictions_per_seq, max(1, round(length * masked_lm_prob))) positions (length counts
+    [CLS] and [SEP], as the original) among the non-special ones, uniformly at random; with `word_start`
+    (bool [vocab_size], False for "##" pieces) whole words as the original: a "##" piece joins the last
+    candidate word, words are taken in random order, one that would pass the budget is skipped. Each
+    chosen position becomes [MASK] 80%, stays 10%, a uniformly random vocab id 10%. Special ids ([UNK]
+    included) are never chosen, as in `MaskedLMMasker`; the original only excludes [CLS] and [SEP].
 
     Returns `features` plus `masked_lm_positions`, `masked_lm_ids` (int32), `masked_lm_weights` (float32)
-    [n, max_predictions_per_seq], positions ascending and 0-padded.
+    [n, max_predictions_per_seq], positions ascending and 0-padded; `input_ids` is a masked copy.
     """
-    input_ids = features["input_ids"].copy()
+    input_ids = features["input_ids"]
     n, seq = input_ids.shape
-    lengths = features["input_mask"].sum(axis=1)
-    candidate = features["input_mask"].astype(bool) & ~np.isin(input_ids, list(special_ids))
-    num_to_predict = np.minimum(max_predictions_per_seq,
-                                np.maximum(1, np.round(lengths * masked_lm_prob).astype(np.int64)))
+    is_special = np.zeros(max(vocab_size, max(special_ids) + 1, int(input_ids.max(initial=0)) + 1), bool)
+    is_special[list(special_ids)] = True
+    real = features["input_mask"] > 0
+    candidate = real & ~is_special[input_ids]
+    budget = np.minimum(max_predictions_per_seq,
+                        np.maximum(1, np.round(real.sum(axis=1) * masked_lm_prob).astype(np.int64)))
     if word_start is None:
-        scores = np.where(candidate, np_rng.random((n, seq)), np.inf)
+        rows, columns = _choose_tokens(candidate, budget, np_rng)
     else:
-        # A continuation piece takes its word's random score (and sorts right after the word's first piece).
-        starts = candidate & (word_start[input_ids] | ~np.roll(candidate, 1, axis=1))
-        word_number = np.cumsum(starts, axis=1)
-        word_scores = np_rng.random((n, seq + 1))
-        scores = np.take_along_axis(word_scores, word_number, axis=1) + np.arange(seq) * 1e-9
-        scores = np.where(candidate, scores, np.inf)
-    order = np.argsort(scores, axis=1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(seq)[None, :].repeat(n, 0), axis=1)
-    chosen = candidate & (rank < np.minimum(num_to_predict, candidate.sum(axis=1))[:, None])
-    if word_start is not None:
-        # Whole words only: drop a word the budget cut through (the original skips words that would exceed it).
-        rows_index = np.arange(n)[:, None].repeat(seq, 1)
-        word_length = np.zeros((n, seq + 1), np.int64)
-        chosen_length = np.zeros((n, seq + 1), np.int64)
-        np.add.at(word_length, (rows_index[candidate], word_number[candidate]), 1)
-        np.add.at(chosen_length, (rows_index[chosen], word_number[chosen]), 1)
-        chosen &= np.take_along_axis(chosen_length, word_number, 1) == np.take_along_axis(word_length, word_number, 1)
-    rows, cols = np.nonzero(chosen)  # row-major: positions ascending within each row
-    originals = input_ids[rows, cols]
+        rows, columns = np.nonzero(_choose_words(candidate, budget, ~np.asarray(word_start)[input_ids], np_rng))
+    originals = input_ids[rows, columns]
     action = np_rng.random(len(rows))
-    replaced = np.where(action < 0.8, mask_id,
-                        np.where(action < 0.9, originals, np_rng.integers(0, vocab_size, len(rows))))
-    input_ids[rows, cols] = replaced
-    slot = np.cumsum(chosen, axis=1)[rows, cols] - 1
+    random_ids = np_rng.integers(0, vocab_size, len(rows))
+    masked = input_ids.copy()
+    masked[rows, columns] = np.where(action < 0.8, mask_id, np.where(action < 0.9, originals, random_ids))
+    count = np.bincount(rows, minlength=n)
+    slot = np.arange(len(rows)) - (np.cumsum(count) - count)[rows]
     positions = np.zeros((n, max_predictions_per_seq), np.int32)
     ids = np.zeros((n, max_predictions_per_seq), np.int32)
     weights = np.zeros((n, max_predictions_per_seq), np.float32)
-    positions[rows, slot], ids[rows, slot], weights[rows, slot] = cols, originals, 1.0
-    return dict(features, input_ids=input_ids, masked_lm_positions=positions, masked_lm_ids=ids,
+    positions[rows, slot], ids[rows, slot], weights[rows, slot] = columns, originals, 1.0
+    return dict(features, input_ids=masked, masked_lm_positions=positions, masked_lm_ids=ids,
                 masked_lm_weights=weights)
+
+
+def _statistic_counts(examples, mask_id):
+    """Counts behind `example_statistics` (they add up over batches of examples)."""
+    weights = examples["masked_lm_weights"] > 0
+    rows = np.nonzero(weights)[0]
+    shown = examples["input_ids"][rows, examples["masked_lm_positions"][weights]]
+    original = examples["masked_lm_ids"][weights]
+    return {"examples": len(examples["input_ids"]), "random_next": int(examples["next_sentence_labels"].sum()),
+            "real_tokens": int(examples["input_mask"].sum()), "masked": len(shown),
+            "mask_token": int(np.sum(shown == mask_id)), "kept": int(np.sum((shown == original) & (shown != mask_id))),
+            "random_token": int(np.sum((shown != original) & (shown != mask_id)))}
+
+
+def _fractions(counts):
+    masked = max(counts["masked"], 1)
+    return {
+        "random_next_fraction": counts["random_next"] / max(counts["examples"], 1),
+        "masked_fraction": counts["masked"] / max(counts["real_tokens"], 1),
+        "mask_token_fraction": counts["mask_token"] / masked,
+        "kept_fraction": counts["kept"] / masked,
+        "random_token_fraction": counts["random_token"] / masked,
+    }
 
 
 def example_statistics(examples, mask_id=None):
     """Checks on built examples (dict of numpy arrays, original names): fraction of random-next pairs,
     masked tokens per real token, and among masked positions the fractions replaced by [MASK], kept, and
     replaced by another token. `mask_id` defaults to the most frequent replacement id."""
-    weights = examples["masked_lm_weights"] > 0
-    rows = np.nonzero(weights)[0]
-    shown = examples["input_ids"][rows, examples["masked_lm_positions"][weights]]
-    original = examples["masked_lm_ids"][weights]
     if mask_id is None:
+        weights = examples["masked_lm_weights"] > 0
+        shown = examples["input_ids"][np.nonzero(weights)[0], examples["masked_lm_positions"][weights]]
         mask_id = int(np.bincount(shown).argmax()) if len(shown) else 0
-    total = max(len(shown), 1)
-    return {
-        "random_next_fraction": float(examples["next_sentence_labels"].mean()),
-        "masked_fraction": float(weights.sum() / max(examples["input_mask"].sum(), 1)),
-        "mask_token_fraction": float(np.sum(shown == mask_id) / total),
-        "kept_fraction": float(np.sum((shown == original) & (shown != mask_id)) / total),
-        "random_token_fraction": float(np.sum((shown != original) & (shown != mask_id)) / total),
-    }
+    return _fractions(_statistic_counts(examples, mask_id))
 
 
 def word_start_table(vocab):
@@ -296,29 +494,49 @@ def word_start_table(vocab):
     return np.array([not token.startswith("##") for token in vocab], bool)
 
 
+class _ExampleBuilder:
+    """What `create_pretraining_examples` and `write_pretraining_data` share: the shuffled NSP spans of the
+    whole corpus, cut into chunks of `chunk_size` examples, each packed and masked with its own seed."""
+
+    def __init__(self, documents, max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob,
+                 dupe_factor, vocab_size, cls_id, sep_id, mask_id, special_ids, seed, word_start, source,
+                 chunk_size):
+        self.corpus = (documents if isinstance(documents, TokenizedCorpus)
+                       else TokenizedCorpus.from_documents(documents))
+        check_documents(self.corpus, source)
+        rng = np.random.default_rng(seed)
+        spans = create_instance_spans(self.corpus, dupe_factor, max_seq_length, short_seq_prob, rng)
+        order = rng.permutation(len(spans["a_start"]))  # the original shuffles all instances
+        self.spans = {name: values[order] for name, values in spans.items()}
+        self.size = len(order)
+        self.num_chunks = max(1, -(-self.size // chunk_size))
+        self.chunk_size, self.seed, self.max_seq_length = chunk_size, seed, max_seq_length
+        self.cls_id, self.sep_id, self.word_start = cls_id, sep_id, word_start
+        self.mask_args = (max_predictions_per_seq, masked_lm_prob, vocab_size, mask_id, special_ids)
+
+    def build(self, chunk):
+        """The examples of chunk `chunk` (dict of numpy arrays, original names)."""
+        start = chunk * self.chunk_size
+        spans = {name: values[start:start + self.chunk_size] for name, values in self.spans.items()}
+        features = pack_spans(self.corpus.tokens, spans, self.max_seq_length, self.cls_id, self.sep_id)
+        rng = np.random.default_rng([self.seed, chunk])
+        return mask_tokens(features, *self.mask_args, rng, self.word_start)
+
+
 def create_pretraining_examples(documents, max_seq_length, max_predictions_per_seq, masked_lm_prob,
                                 short_seq_prob, dupe_factor, vocab_size, cls_id, sep_id, mask_id, special_ids,
-                                seed, word_start=None, source="corpus"):
+                                seed, word_start=None, source="corpus", chunk_size=8192):
     """Tokenized documents -> static-masked examples, shuffled: dict of numpy arrays (original names).
 
-    `dupe_factor` passes over the documents, each with fresh pairs and masks (as the original).
+    `documents`: a `TokenizedCorpus` or lists of token-id sequences. `dupe_factor` passes over the documents,
+    each with fresh pairs (`create_instance_spans`) and masks (`mask_tokens`), as the original. The same
+    arguments give the examples `write_pretraining_data` writes, in the same order.
     """
-    check_documents(documents, source)
-    rng = random.Random(seed)
-    documents = list(documents)
-    rng.shuffle(documents)
-    instances = []
-    for _ in range(dupe_factor):
-        for index in range(len(documents)):
-            instances.extend(create_instances_from_document(documents, index, max_seq_length, short_seq_prob, rng))
-    rng.shuffle(instances)
-    features = pack_instances(instances, max_seq_length, cls_id, sep_id)
-    return mask_tokens(features, max_predictions_per_seq, masked_lm_prob, vocab_size, mask_id, special_ids,
-                       np.random.default_rng(seed), word_start)
-
-
-def _int_feature(values):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+    builder = _ExampleBuilder(documents, max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob,
+                              dupe_factor, vocab_size, cls_id, sep_id, mask_id, special_ids, seed, word_start,
+                              source, chunk_size)
+    parts = [builder.build(chunk) for chunk in range(builder.num_chunks)]
+    return {name: np.concatenate([part[name] for part in parts]) for name in FEATURE_TO_INPUT}
 
 
 def write_examples(examples, path):
@@ -326,18 +544,96 @@ def write_examples(examples, path):
 
     Written to `path + ".tmp"` and renamed, so a reader never sees half a file.
     """
-    n = len(examples["input_ids"])
-    lists = {name: array.tolist() for name, array in examples.items()}
-    with tf.io.TFRecordWriter(path + ".tmp") as writer:
-        for i in range(n):
-            feature = {name: _int_feature(lists[name][i]) for name in
-                       ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids")}
-            feature["masked_lm_weights"] = tf.train.Feature(
-                float_list=tf.train.FloatList(value=lists["masked_lm_weights"][i]))
-            feature["next_sentence_labels"] = _int_feature([lists["next_sentence_labels"][i]])
-            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
-    os.replace(path + ".tmp", path)
-    return n
+    return tfrecord.write_examples_file({name: examples[name] for name in FEATURE_TO_INPUT}, path)
+
+
+class _ShardWriter:
+    """Writes records to the output files in order; each is written as NAME.tmp and renamed when done."""
+
+    def __init__(self, outputs):
+        self.outputs, self.shard, self.writer = outputs, -1, None
+
+    def _next_file(self):
+        if self.writer is not None:
+            self.writer.close()
+            os.replace(self.outputs[self.shard] + ".tmp", self.outputs[self.shard])
+        self.shard, self.writer = self.shard + 1, None
+        if self.shard < len(self.outputs):
+            os.makedirs(os.path.dirname(os.path.abspath(self.outputs[self.shard])), exist_ok=True)
+            self.writer = tf.io.TFRecordWriter(self.outputs[self.shard] + ".tmp")
+
+    def write(self, shard, buffer, offsets):
+        while self.shard < shard:  # files before `shard` are complete (some may be empty)
+            self._next_file()
+        tfrecord.write_records(self.writer, buffer, offsets)
+
+    def finish(self):
+        while self.shard < len(self.outputs):
+            self._next_file()
+
+    def abandon(self):
+        if self.writer is not None:
+            self.writer.close()
+            os.remove(self.outputs[self.shard] + ".tmp")
+            self.writer = None
+
+
+def write_pretraining_data(corpus, outputs, max_seq_length, max_predictions_per_seq, masked_lm_prob,
+                           short_seq_prob, dupe_factor, vocab_size, cls_id, sep_id, mask_id, special_ids, seed,
+                           word_start=None, source="corpus", threads=None, chunk_size=8192):
+    """Builds the pre-training examples of a whole corpus and writes them as TFRecord shards.
+
+    The arguments are those of `create_pretraining_examples` (`corpus` a `TokenizedCorpus`). Its examples,
+    in its order, are split into len(outputs) consecutive runs, one per file; so the records do not depend
+    on the number of outputs or of `threads`, and every shard's random B segments come from all documents.
+    Chunks of `chunk_size` examples are packed, masked and encoded (`tfrecord.encode_examples`) by `threads`
+    threads (default: one per CPU; the numpy work releases the GIL) while this thread writes them in order.
+
+    Returns: one dict per output: `output`, `examples`, and the `example_statistics` of its examples.
+    """
+    builder = _ExampleBuilder(corpus, max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob,
+                              dupe_factor, vocab_size, cls_id, sep_id, mask_id, special_ids, seed, word_start,
+                              source, chunk_size)
+    bounds = np.linspace(0, builder.size, len(outputs) + 1).astype(np.int64)
+
+    def work(chunk):
+        """Encoded records of one chunk, cut where output files change: [(shard, buffer, offsets, counts)]."""
+        examples = builder.build(chunk)
+        buffer, offsets = tfrecord.encode_examples({name: examples[name] for name in FEATURE_TO_INPUT})
+        start, stop = chunk * chunk_size, chunk * chunk_size + len(offsets) - 1
+        parts = []
+        for shard in range(np.searchsorted(bounds, start, "right") - 1, len(outputs)):
+            first, last = max(bounds[shard], start) - start, min(bounds[shard + 1], stop) - start
+            if first < last:
+                part = {name: values[first:last] for name, values in examples.items()}
+                parts.append((shard, buffer, offsets[first:last + 1], _statistic_counts(part, mask_id)))
+            if bounds[shard + 1] >= stop:
+                break
+        return parts
+
+    threads = threads or os.cpu_count() or 1
+    totals = [collections.Counter() for _ in outputs]
+    writer, pending = _ShardWriter(outputs), collections.deque()
+
+    def write_next():
+        for shard, buffer, offsets, counts in pending.popleft().result():
+            writer.write(shard, buffer, offsets)
+            totals[shard].update(counts)
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            for chunk in range(builder.num_chunks):
+                pending.append(pool.submit(work, chunk))
+                if len(pending) > 2 * threads:  # bounded look-ahead: encoded chunks wait in memory
+                    write_next()
+            while pending:
+                write_next()
+    except BaseException:
+        writer.abandon()
+        raise
+    writer.finish()
+    return [dict(_fractions(counts), output=path, examples=counts["examples"])
+            for path, counts in zip(outputs, totals, strict=True)]
 
 
 def _parse_spec(max_seq_length, max_predictions_per_seq):

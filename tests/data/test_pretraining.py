@@ -132,6 +132,146 @@ def test_tfrecord_round_trip(real_documents, tokenizer, tmp_path):
     assert got["next_sentence_labels"].shape == (count,)
 
 
+def _spans_tokens(corpus, spans, i):
+    a = corpus.tokens[spans["a_start"][i]:spans["a_start"][i] + spans["a_length"][i]]
+    b = corpus.tokens[spans["b_start"][i]:spans["b_start"][i] + spans["b_length"][i]]
+    return a, b
+
+
+def test_instance_spans_follow_the_documents():
+    # Token 1000*d + 10*s + k: document d, sentence s, k-th token of it.
+    lengths = np.random.default_rng(0).integers(1, 9, (6, 15))
+    documents = [[[1000 * d + 10 * s + k for k in range(lengths[d, s])] for s in range(15)] for d in range(6)]
+    corpus = pretraining.TokenizedCorpus.from_documents(documents)
+    spans = pretraining.create_instance_spans(corpus, 20, 24, 0.2, np.random.default_rng(1))
+    labels = spans["next_sentence_labels"]
+    assert 0.4 < labels.mean() < 0.8
+    assert (spans["a_length"] >= 1).all() and (spans["b_length"] >= 1).all()
+    assert (spans["a_length"] + spans["b_length"] <= 21).all()
+    for i in range(len(labels)):
+        a, b = _spans_tokens(corpus, spans, i)
+        # Each segment is a run of consecutive tokens of one document.
+        for segment in (a, b):
+            assert len(set(segment // 1000)) == 1
+            assert ((segment[1:] - segment[:-1] == 1) | (segment[1:] % 10 == 0)).all()
+        if labels[i]:
+            assert b[0] // 1000 != a[0] // 1000
+        else:  # B follows A in the same document, from a later sentence
+            assert b[0] // 1000 == a[0] // 1000 and (b[0] % 1000) // 10 > (a[-1] % 1000) // 10
+
+
+def test_instance_spans_have_the_distribution_of_the_original_loop():
+    # The vectorized pairs against `create_instances_from_document` (the original's loop) on many passes.
+    generator = np.random.default_rng(5)
+    documents = [[list(range(int(n))) for n in generator.integers(1, 20, generator.integers(1, 8))]
+                 for _ in range(40)]
+    rng = random.Random(0)
+    original = np.array([(len(a), len(b), r) for _ in range(1500) for d in range(40)
+                         for a, b, r in pretraining.create_instances_from_document(documents, d, 24, 0.3, rng)])
+    spans = pretraining.create_instance_spans(pretraining.TokenizedCorpus.from_documents(documents), 1500, 24, 0.3,
+                                              np.random.default_rng(0))
+    ours = np.stack([spans["a_length"], spans["b_length"], spans["next_sentence_labels"]], axis=1)
+    assert abs(len(ours) / len(original) - 1) < 0.01, (len(ours), len(original))
+    np.testing.assert_allclose(ours.mean(0), original.mean(0), atol=0.04)
+    joint = [np.bincount(x[:, 0] * 64 + x[:, 1] * 2 + x[:, 2], minlength=64 * 64) / len(x) for x in (ours, original)]
+    # Total variation distance of (len A, len B, random); two runs of the original differ by ~0.016.
+    assert 0.5 * np.abs(joint[0] - joint[1]).sum() < 0.025
+
+
+def test_truncation_cuts_are_those_of_truncate_seq_pair():
+    a_length, b_length = np.meshgrid(np.arange(1, 40), np.arange(1, 40))
+    cut_a, cut_b = pretraining._truncation_cuts(a_length.ravel(), b_length.ravel(), 25)
+    for la, lb, ca, cb in zip(a_length.ravel(), b_length.ravel(), cut_a, cut_b, strict=True):
+        a, b = list(range(la)), list(range(lb))
+        pretraining.truncate_seq_pair(a, b, 25, random.Random(0))
+        assert (len(a), len(b)) == (la - ca, lb - cb)
+
+
+def test_whole_word_masking_follows_the_original_rule():
+    # ids: [PAD] [UNK] [CLS] [SEP] [MASK] a ##b c ##d; the original joins a "##" piece to the last candidate
+    # word even across [SEP], and skips a word that would pass the budget (a smaller one may still fit).
+    word_start = np.array([True] * 6 + [False, True, False])
+    rows = 2000
+    for row, budget, words in (([2, 5, 6, 3, 6, 7, 3], 1, [{5}]),
+                               ([2, 5, 6, 3, 6, 7, 8, 7, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 2,
+                                [{1, 2, 4}, {5, 6}, {7}, {8}])):
+        ids = np.array([row] * rows, np.int32)
+        length = int(np.count_nonzero(ids[0]))
+        features = {"input_ids": ids, "input_mask": (np.arange(len(row)) < length).astype(np.int32)[None].repeat(rows, 0)}
+        masked = pretraining.mask_tokens(features, 20, 0.15, 9, 4, [0, 1, 2, 3, 4], np.random.default_rng(0),
+                                         word_start)
+        weights = masked["masked_lm_weights"] > 0
+        chosen = [set(p[w].tolist()) for p, w in zip(masked["masked_lm_positions"], weights, strict=True)]
+        assert all(len(c) <= budget for c in chosen)
+        # Every choice is a union of whole words; with budget 1 the 3-piece word never fits.
+        for c in chosen:
+            assert c == set().union(*[w for w in words if w & c])
+        assert (weights.sum(1) == budget).mean() > (0.99 if budget == 1 else 0.3)
+        if budget == 2:
+            assert any(c == {5, 6} for c in chosen) and any(c == {7, 8} for c in chosen)
+
+
+def test_token_masking_budget_and_rates(real_documents, tokenizer):
+    examples = _build(real_documents[:300], tokenizer, seed=4)
+    weights = examples["masked_lm_weights"] > 0
+    lengths = examples["input_mask"].sum(1)
+    np.testing.assert_array_equal(weights.sum(1), np.minimum(20, np.maximum(1, np.round(lengths * 0.15))))
+    positions = examples["masked_lm_positions"]
+    rows = np.nonzero(weights)[0]
+    assert not np.isin(examples["masked_lm_ids"][weights], tokenizer.special_ids).any()
+    assert (positions[weights] > 0).all() and (positions[~weights] == 0).all()
+    # Each masked position is equally likely: the mean relative position of masks is about 1/2.
+    relative = positions[weights] / (lengths[rows] - 1)
+    assert abs(relative.mean() - 0.5) < 0.02
+
+
+def _read_records(paths, max_seq_length, max_predictions):
+    batches = [b for path in paths
+               for b in pretraining.tfrecord_dataset(path, 256, max_seq_length, max_predictions, is_training=False)]
+    return {name: np.concatenate([b[model_name].numpy() for b in batches])
+            for name, model_name in pretraining.FEATURE_TO_INPUT.items()}
+
+
+def test_written_shards_are_the_examples_whatever_the_threads(real_documents, tokenizer, tmp_path):
+    corpus = pretraining.TokenizedCorpus.from_documents(real_documents[:120])
+    args = (64, 10, 0.15, 0.1, 2, tokenizer.vocab_size, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id,
+            tokenizer.special_ids, 7)
+    expected = pretraining.create_pretraining_examples(corpus, *args, chunk_size=500)
+    one = [str(tmp_path / "one.tfrecord")]
+    stats = pretraining.write_pretraining_data(corpus, one, *args, threads=1, chunk_size=500)
+    three = [str(tmp_path / f"three-{i}.tfrecord") for i in range(3)]
+    stats_three = pretraining.write_pretraining_data(corpus, three, *args, threads=3, chunk_size=500)
+    assert sorted(os.listdir(tmp_path)) == ["one.tfrecord"] + [os.path.basename(p) for p in three]  # no .tmp left
+    for paths in (one, three):
+        got = _read_records(paths, 64, 10)
+        for name in pretraining.FEATURE_TO_INPUT:
+            np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+    sizes = [s["examples"] for s in stats_three]
+    assert sum(sizes) == stats[0]["examples"] == len(expected["input_ids"]) and max(sizes) - min(sizes) <= 1
+    assert stats[0]["random_next_fraction"] == pytest.approx(expected["next_sentence_labels"].mean())
+    # Same seed, same bytes; another seed, other examples.
+    again = [str(tmp_path / "again.tfrecord")]
+    pretraining.write_pretraining_data(corpus, again, *args, threads=2, chunk_size=300)
+    with open(one[0], "rb") as f, open(again[0], "rb") as g:
+        assert f.read() != g.read()  # chunk size 300 seeds other masks
+    pretraining.write_pretraining_data(corpus, again, *args, threads=2, chunk_size=500)
+    with open(one[0], "rb") as f, open(again[0], "rb") as g:
+        assert f.read() == g.read()
+    other = pretraining.create_pretraining_examples(corpus, *args[:-1], 8, chunk_size=500)
+    assert not np.array_equal(other["input_ids"], expected["input_ids"])
+
+
+def test_more_shards_than_examples(tmp_path):
+    corpus = pretraining.TokenizedCorpus.from_documents([[[7, 8, 9]], [[10, 11]]])
+    outputs = [str(tmp_path / f"s{i}") for i in range(5)]
+    stats = pretraining.write_pretraining_data(corpus, outputs, 16, 3, 0.15, 0.0, 1, 20, 2, 3, 4, [0, 1, 2, 3, 4],
+                                               seed=1)
+    assert [s["examples"] for s in stats] == [0, 0, 1, 0, 1]
+    assert all(os.path.exists(p) for p in outputs)
+    got = _read_records(outputs, 16, 3)
+    assert len(got["input_ids"]) == 2 and got["next_sentence_labels"].tolist() == [1, 1]
+
+
 def test_text_dataset_remasks_each_epoch(tokenizer):
     # Two-sentence documents: a pair is (first, second) or (first, random B), so pairs recur across epochs.
     documents = [document[:2] for document in iter_documents(max_bytes=400_000)]
