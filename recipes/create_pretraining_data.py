@@ -3,14 +3,16 @@
     python -m recipes.create_pretraining_data --input_file='corpus/*.txt' --output_file=out/a.tfrecord,out/b.tfrecord \\
         --vocab_file=vocab.txt --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=10
 
-Corpus: UTF-8 text, one sentence per line, a blank line between documents. Each output file is built from
-its own share of the documents (every n-th) in its own process: tokenized with tf-text, paired and masked
-as the original `create_pretraining_data.py`, and written under a temporary name then renamed.
-Without --input_file it uses the default corpus (docstrings of the installed packages).
+Corpus: UTF-8 text, one sentence per line, a blank line between documents. One process: every sentence is
+tokenized once with tf-text (batches in a parallel tf.data map); the NSP pairs of all documents and all
+--dupe_factor passes are cut at once in numpy, with the original's rules, random B segments drawn from the
+whole corpus; the shuffled examples are split into one consecutive run per output file, and chunks of them
+are packed, masked and encoded to tf.train.Example bytes by --num_workers threads while the main thread
+writes the files (each under a temporary name, renamed when complete). Same flags and seed, same files,
+whatever --num_workers. Without --input_file it uses the default corpus (docstrings of the installed packages).
 """
 
 import json
-import multiprocessing
 import os
 import time
 
@@ -30,7 +32,7 @@ flags.DEFINE_integer("random_seed", 12345, "Random seed.")
 flags.DEFINE_integer("dupe_factor", 10, "Passes over the documents, each with different pairs and masks.")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens masked.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
-flags.DEFINE_integer("num_workers", 0, "Processes (0: min(shards, CPUs)).")
+flags.DEFINE_integer("num_workers", 0, "Threads that build and encode examples (0: one per CPU).")
 
 
 def output_files(output_file, num_output_shards):
@@ -40,39 +42,23 @@ def output_files(output_file, num_output_shards):
     return outputs
 
 
-def build_shard(args):
-    """Reads every `num_shards`-th document (from `shard`), writes one TFRecord file. Returns its statistics."""
-    (files, output, shard, num_shards, vocab_file, lower_case, whole_word, max_seq_length, max_predictions,
-     masked_lm_prob, short_seq_prob, dupe_factor, seed) = args
+def run(files, outputs, vocab_file, num_workers=0, **options):
+    """Reads and tokenizes `files`, writes the `outputs` shards. Returns (per-shard statistics, corpus summary)."""
     from keras_bert.data import pretraining
     from keras_bert.text import BertTokenizer
 
-    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
-    stats = {}
-    documents = [d for i, d in enumerate(pretraining.read_documents(files, stats)) if i % num_shards == shard]
-    documents = pretraining.tokenize_documents(documents, tokenizer)
-    examples = pretraining.create_pretraining_examples(
-        documents, max_seq_length, max_predictions, masked_lm_prob, short_seq_prob, dupe_factor,
-        tokenizer.vocab_size, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.special_ids,
-        seed=seed * 1000 + shard, source=f"{','.join(files)} (shard {shard} of {num_shards})",
-        word_start=pretraining.word_start_table(tokenizer.vocab) if whole_word else None)
-    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
-    count = pretraining.write_examples(examples, output)
-    return dict(pretraining.example_statistics(examples), output=output, examples=count, documents=len(documents),
-                empty_files=stats.get("empty_files", 0))
-
-
-def run(files, outputs, vocab_file, num_workers=0, **options):
-    """Builds all shards (in parallel processes when more than one). Returns per-shard statistics."""
-    jobs = [(files, output, i, len(outputs), vocab_file, options["lower_case"], options["whole_word"],
-             options["max_seq_length"], options["max_predictions"], options["masked_lm_prob"],
-             options["short_seq_prob"], options["dupe_factor"], options["seed"]) for i, output in enumerate(outputs)]
-    workers = min(len(jobs), num_workers or os.cpu_count() or 1)
-    if workers == 1:
-        return [build_shard(job) for job in jobs]
-    # Fresh interpreters: TensorFlow's runtime does not survive fork.
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        return pool.map(build_shard, jobs)
+    tokenizer = BertTokenizer(vocab_file, lower_case=options["lower_case"])
+    read_stats = {}
+    corpus = pretraining.tokenize_corpus(pretraining.read_documents(files, read_stats), tokenizer)
+    shards = pretraining.write_pretraining_data(
+        corpus, outputs, options["max_seq_length"], options["max_predictions"], options["masked_lm_prob"],
+        options["short_seq_prob"], options["dupe_factor"], tokenizer.vocab_size, tokenizer.cls_id, tokenizer.sep_id,
+        tokenizer.mask_id, tokenizer.special_ids, options["seed"],
+        word_start=pretraining.word_start_table(tokenizer.vocab) if options["whole_word"] else None,
+        source=f"--input_file={','.join(files)}", threads=num_workers or None)
+    summary = {"documents": corpus.num_documents, "sentences": len(corpus.sentence_starts) - 1,
+               "tokens": len(corpus.tokens), "empty_files": read_stats.get("empty_files", 0)}
+    return shards, summary
 
 
 def main(argv):
@@ -84,15 +70,16 @@ def main(argv):
     vocab_file = FLAGS.vocab_file or default_corpus.default_vocab_file(lower_case=FLAGS.do_lower_case)
     outputs = output_files(FLAGS.output_file, FLAGS.num_output_shards)
     start = time.time()
-    stats = run(files, outputs, vocab_file, FLAGS.num_workers, lower_case=FLAGS.do_lower_case,
-                whole_word=FLAGS.do_whole_word_mask, max_seq_length=FLAGS.max_seq_length,
-                max_predictions=FLAGS.max_predictions_per_seq, masked_lm_prob=FLAGS.masked_lm_prob,
-                short_seq_prob=FLAGS.short_seq_prob, dupe_factor=FLAGS.dupe_factor, seed=FLAGS.random_seed)
+    shards, summary = run(files, outputs, vocab_file, FLAGS.num_workers, lower_case=FLAGS.do_lower_case,
+                          whole_word=FLAGS.do_whole_word_mask, max_seq_length=FLAGS.max_seq_length,
+                          max_predictions=FLAGS.max_predictions_per_seq, masked_lm_prob=FLAGS.masked_lm_prob,
+                          short_seq_prob=FLAGS.short_seq_prob, dupe_factor=FLAGS.dupe_factor, seed=FLAGS.random_seed)
     megabytes = sum(os.path.getsize(f) for f in files) / 1e6
     seconds = time.time() - start
-    for shard in stats:
+    print(json.dumps(summary, sort_keys=True))
+    for shard in shards:
         print(json.dumps(shard, sort_keys=True))
-    print(f"Wrote {sum(s['examples'] for s in stats)} examples to {len(outputs)} file(s) from {megabytes:.1f} MB "
+    print(f"Wrote {sum(s['examples'] for s in shards)} examples to {len(outputs)} file(s) from {megabytes:.1f} MB "
           f"of text in {seconds:.1f} s ({megabytes / seconds:.2f} MB/s)")
 
 
