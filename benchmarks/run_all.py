@@ -25,6 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOREIGN = {"tokenize": ("benchmarks/tokenization.py", ["-m", "benchmarks.tokenization"]),
            "create_pretraining_data": ("benchmarks/create_pretraining_data.py",
                                        ["-m", "benchmarks.create_pretraining_data"])}
+# Smaller runs of those for --quick.
+QUICK_ARGS = {"create_pretraining_data": ["--megabytes=3", "--reference_megabytes=0.5", "--dupe_factor=2"]}
 NAMES = {"ours": "keras_bert", "kerashub": "KerasHub", "transformers": "transformers"}
 
 
@@ -183,6 +185,7 @@ def bench_foreign(name, table, errors, quick):
         return None
     print(f"... {script}", flush=True)
     before = common.load_average()
+    command = [*command, *(QUICK_ARGS.get(name, []) if quick else [])]
     proc = subprocess.run([sys.executable, *command], cwd=ROOT, capture_output=True, text=True, timeout=900)
     after = common.load_average()
     # Keep the script's own report, not TF's log lines.
@@ -207,7 +210,8 @@ def bench_foreign(name, table, errors, quick):
 def _add_json_rates(table, name, values, run):
     """Rows for a JSON report with `<impl>_mb_per_s` keys: each rate, and its ratio to the others."""
     rates = {key[:-len("_mb_per_s")]: value for key, value in values.items() if key.endswith("_mb_per_s")}
-    setting = ", ".join(f"{k} {v}" for k, v in values.items() if k in ("corpus_mb", "dupe_factor"))
+    setting = ", ".join(f"{k} {v}" for k, v in values.items()
+                        if k in ("corpus_mb", "reference_corpus_mb", "dupe_factor"))
     for impl, rate in rates.items():
         ratios = "; ".join(ratio(rate, other, peer) for peer, other in rates.items() if peer != impl)
         table.add(name, setting, impl, f"{rate:.3f} MB/s", ratios, run=run)

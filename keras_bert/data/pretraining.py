@@ -338,20 +338,35 @@ def create_instance_spans(corpus, dupe_factor, max_seq_length, short_seq_prob, r
             "b_length": b_length - cut_b, "next_sentence_labels": is_random.astype(np.int32)}
 
 
-def pack_spans(tokens, spans, max_seq_length, cls_id, sep_id):
+def with_special_tokens(tokens, max_seq_length, cls_id, sep_id):
+    """`tokens` (int32 [T]) followed by [CLS], [SEP] and max_seq_length zeros: what `pack_spans` gathers from."""
+    return np.concatenate([tokens, np.array([cls_id, sep_id], np.int32), np.zeros(max_seq_length, np.int32)])
+
+
+def pack_spans(tokens, spans, max_seq_length, cls_id=None, sep_id=None):
     """Token ranges (from `create_instance_spans`) -> dict of numpy int32 arrays [n, max_seq_length]:
-    `input_ids` ([CLS] a [SEP] b [SEP], 0-padded), `input_mask`, `segment_ids`, and `next_sentence_labels` [n]."""
+    `input_ids` ([CLS] a [SEP] b [SEP], 0-padded), `input_mask`, `segment_ids`, and `next_sentence_labels` [n].
+
+    `tokens`: the corpus tokens; or, with cls_id and sep_id None, `with_special_tokens(tokens, ...)` (made
+    once for many calls: it copies the corpus).
+    """
+    if cls_id is not None:
+        tokens = with_special_tokens(tokens, max_seq_length, cls_id, sep_id)
+    cls_at = len(tokens) - max_seq_length - 2  # then [SEP], then the zeros
+    n = len(spans["a_start"])
+    a_length, b_length = spans["a_length"], spans["b_length"]
+    # Each row is six runs, [CLS] A [SEP] B [SEP] padding: one gather whose index counts up along each run.
+    one = np.ones(n, np.int64)
+    lengths = np.stack([one, a_length, one, b_length, one, max_seq_length - 3 - a_length - b_length], 1).ravel()
+    sources = np.stack([one * cls_at, spans["a_start"], one * (cls_at + 1), spans["b_start"], one * (cls_at + 1),
+                        one * (cls_at + 2)], 1).ravel()
+    run_start = np.cumsum(lengths) - lengths
+    index = np.repeat(sources - run_start, lengths) + np.arange(n * max_seq_length)
     column = np.arange(max_seq_length)[None, :]
-    a_length, b_length = spans["a_length"][:, None], spans["b_length"][:, None]
-    b_first, end = a_length + 2, a_length + b_length + 2  # columns of B's first token and of the last [SEP]
-    in_a = (column >= 1) & (column <= a_length)
-    in_b = (column >= b_first) & (column < end)
-    source = np.where(in_a, spans["a_start"][:, None] + column - 1, spans["b_start"][:, None] + column - b_first)
-    input_ids = np.where(in_a | in_b, tokens.take(source, mode="clip"), 0)
-    input_ids[:, 0] = cls_id
-    input_ids[(column == a_length + 1) | (column == end)] = sep_id
-    return {"input_ids": input_ids.astype(np.int32), "input_mask": (column <= end).astype(np.int32),
-            "segment_ids": ((column >= b_first) & (column <= end)).astype(np.int32),
+    end = (a_length + b_length + 2)[:, None]  # column of the last [SEP]
+    return {"input_ids": tokens.take(index).reshape(n, max_seq_length),
+            "input_mask": (column <= end).astype(np.int32),
+            "segment_ids": ((column > (a_length + 1)[:, None]) & (column <= end)).astype(np.int32),
             "next_sentence_labels": np.asarray(spans["next_sentence_labels"], np.int32)}
 
 
@@ -376,7 +391,8 @@ def _choose_tokens(candidate, budget, rng):
     width = min(int(budget.max(initial=1)), seq)
     # Random 31-bit keys that end in the column number (distinct, so no ties); non-candidates last.
     bits = max(1, (seq - 1).bit_length())
-    keys = rng.integers(0, 1 << (31 - bits), (n, seq), dtype=np.int32) << bits | np.arange(seq, dtype=np.int32)
+    keys = (rng.integers(0, 1 << 32, (n, seq), dtype=np.uint32) >> (bits + 1) << bits).view(np.int32)
+    keys |= np.arange(seq, dtype=np.int32)
     keys[~candidate] = np.iinfo(np.int32).max
     smallest = np.sort(np.partition(keys, width - 1, axis=1)[:, :width] if width < seq else keys, axis=1)
     taken = (smallest != np.iinfo(np.int32).max) & (np.arange(width)[None, :] < budget[:, None])
@@ -511,14 +527,15 @@ class _ExampleBuilder:
         self.size = len(order)
         self.num_chunks = max(1, -(-self.size // chunk_size))
         self.chunk_size, self.seed, self.max_seq_length = chunk_size, seed, max_seq_length
-        self.cls_id, self.sep_id, self.word_start = cls_id, sep_id, word_start
+        self.tokens = with_special_tokens(self.corpus.tokens, max_seq_length, cls_id, sep_id)
+        self.word_start = word_start
         self.mask_args = (max_predictions_per_seq, masked_lm_prob, vocab_size, mask_id, special_ids)
 
     def build(self, chunk):
         """The examples of chunk `chunk` (dict of numpy arrays, original names)."""
         start = chunk * self.chunk_size
         spans = {name: values[start:start + self.chunk_size] for name, values in self.spans.items()}
-        features = pack_spans(self.corpus.tokens, spans, self.max_seq_length, self.cls_id, self.sep_id)
+        features = pack_spans(self.tokens, spans, self.max_seq_length)
         rng = np.random.default_rng([self.seed, chunk])
         return mask_tokens(features, *self.mask_args, rng, self.word_start)
 

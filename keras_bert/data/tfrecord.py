@@ -39,17 +39,31 @@ def _varint_bytes(values):
         return values.astype(np.uint8).reshape(n, -1), None
     if top >= 2**28:
         return _wide_varint_bytes(values.astype(np.uint64))
-    # Two or four bytes per value, built as one little-endian uint16/uint32 word (contiguous, no strided
-    # copies); the bytes a value does not need are marked not valid.
+    # Two or four bytes per value, as one little-endian uint16/uint32 word (contiguous, no strided copies);
+    # the bytes a value does not need are marked not valid.
     dtype = np.dtype("<u2" if top < 2**14 else "<u4")
+    width = (top.bit_length() + 6) // 7
+    if values.size > 4 * top:  # token ids: look the words up in a table of every value up to the largest
+        table, table_valid = _varint_words(np.arange(top + 1), dtype, width)
+        word, valid = table[values], table_valid[values]
+    else:
+        word, valid = _varint_words(values, dtype, width)
+    data = word.view(np.uint8).reshape(n, -1)
+    if width == dtype.itemsize and values.min() >= 1 << (7 * (width - 1)):
+        return data, None  # every value takes every byte (lengths in headers, mostly)
+    return data, valid.view(np.uint8).reshape(n, -1).view(bool)
+
+
+def _varint_words(values, dtype, width):
+    """Varints of `values` < 2**(7 * width) as words of `dtype`, and words marking their bytes (0x01/0x00)."""
     values = values.astype(dtype)
     word = values & 0x7F
     valid = np.ones_like(values)
-    for j in range(1, dtype.itemsize):
+    for j in range(1, width):
         more = (values >= (1 << (7 * j))).astype(dtype)
         word |= (more << (8 * j - 1)) | (((values >> (7 * j)) & 0x7F) << (8 * j))  # continuation bit, bits 7j..
         valid |= more << (8 * j)
-    return word.view(np.uint8).reshape(n, -1), valid.view(np.uint8).reshape(n, -1).view(bool)
+    return word, valid
 
 
 def _wide_varint_bytes(values):
@@ -132,8 +146,8 @@ def _feature_entry(name, values):
     elif np.issubdtype(values.dtype, np.integer) or values.dtype == bool:
         payload = _Rows(n)
         payload.varint(values)
-        payload_valid = payload.pieces[0][1]
-        payload_length = (np.full(n, values.shape[1], np.int64) if payload_valid is None
+        payload_data, payload_valid = payload.pieces[0]
+        payload_length = (np.full(n, payload_data.shape[1], np.int64) if payload_valid is None
                           else payload_valid.sum(1, dtype=np.int64))
         feature_tag = _tag(3)  # Feature.int64_list
     else:
