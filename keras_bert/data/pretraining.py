@@ -152,37 +152,42 @@ def _corpus_from_lengths(tokens, sentence_lengths, document_sizes):
     return TokenizedCorpus(tokens.astype(np.int32, copy=False), sentence_starts, document_starts)
 
 
-def tokenize_corpus(documents, tokenizer, batch_lines=4096):
+def _ids_and_lengths(ragged):
+    return ragged.flat_values, ragged.row_lengths()
+
+
+def tokenize_corpus(documents, tokenizer, batch_lines=4096, parallel=True):
     """Tokenizes documents (lists of sentence str) with the tf-text tokenizer into a `TokenizedCorpus`.
 
-    Batches of `batch_lines` sentences run in a parallel tf.data map (the tf-text ops release the GIL, so
-    every core tokenizes). Sentences that give no word pieces and documents left empty are dropped.
+    Sentences go through the tokenizer in batches of `batch_lines`: with `parallel`, in a tf.data map over all
+    cores (the tf-text ops release the GIL; the map is traced once per call, worth it for a corpus); else
+    eagerly, one batch after another (for the small chunks a stream tokenizes). Sentences that give no
+    word pieces and documents left empty are dropped.
     """
     document_sizes, lines = [], []
     for document in documents:
         document_sizes.append(len(document))
         lines.extend(document)
     lines = tf.constant(lines, tf.string)
-    if len(lines) <= batch_lines:
-        ragged = tokenizer(lines)
-        parts = [(ragged.flat_values.numpy(), ragged.row_lengths().numpy())]
-    else:
-        dataset = tf.data.Dataset.from_tensor_slices(lines).batch(batch_lines).map(
-            lambda batch: (lambda ragged: (ragged.flat_values, ragged.row_lengths()))(tokenizer(batch)),
-            num_parallel_calls=tf.data.AUTOTUNE)
+    if parallel and len(lines) > batch_lines:
+        dataset = tf.data.Dataset.from_tensor_slices(lines).batch(batch_lines)
+        dataset = dataset.map(lambda batch: _ids_and_lengths(tokenizer(batch)), num_parallel_calls=tf.data.AUTOTUNE)
         parts = list(dataset.prefetch(tf.data.AUTOTUNE).as_numpy_iterator())
+    else:
+        parts = [[t.numpy() for t in _ids_and_lengths(tokenizer(lines[start:start + batch_lines]))]
+                 for start in range(0, max(len(lines), 1), batch_lines)]
     tokens = np.concatenate([values for values, _ in parts])
     lengths = np.concatenate([lengths for _, lengths in parts])
     return _corpus_from_lengths(tokens, lengths, document_sizes)
 
 
-def tokenize_documents(documents, tokenizer, batch_lines=4096):
-    """Tokenizes documents (lists of sentences) in large batches with the tf-text tokenizer.
+def tokenize_documents(documents, tokenizer, batch_lines=8192):
+    """Tokenizes documents (lists of sentences) in large batches with the tf-text tokenizer, eagerly.
 
     Returns a list of documents, each a list of int32 numpy arrays (one per sentence); sentences that give
     no word pieces and documents left empty are dropped.
     """
-    return tokenize_corpus(documents, tokenizer, batch_lines).to_documents()
+    return tokenize_corpus(documents, tokenizer, batch_lines, parallel=False).to_documents()
 
 
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):

@@ -132,6 +132,18 @@ def test_tfrecord_round_trip(real_documents, tokenizer, tmp_path):
     assert got["next_sentence_labels"].shape == (count,)
 
 
+def test_tokenize_corpus_parallel_equals_eager(tokenizer):
+    documents = list(iter_documents(max_bytes=100_000))
+    documents[3:3] = [["", "   "], ["\u200b"]]  # documents left without word pieces are dropped
+    parallel = pretraining.tokenize_corpus(documents, tokenizer, batch_lines=300)
+    eager = pretraining.tokenize_documents(documents, tokenizer)
+    assert parallel.num_documents == len(eager) == len(documents) - 2
+    for got, expected in zip(parallel.to_documents(), eager, strict=True):
+        assert len(got) == len(expected) and all(np.array_equal(g, e) for g, e in zip(got, expected, strict=True))
+    first = tokenizer(tf.constant(documents[0])).numpy()
+    assert [s.tolist() for s in eager[0]] == [list(ids) for ids in first if len(ids)]
+
+
 def _spans_tokens(corpus, spans, i):
     a = corpus.tokens[spans["a_start"][i]:spans["a_start"][i] + spans["a_length"][i]]
     b = corpus.tokens[spans["b_start"][i]:spans["b_start"][i] + spans["b_length"][i]]
