@@ -87,7 +87,10 @@ class BertPretrainer(keras.Model):
         local_weight = ops.sum(weights)
         global_weight = _global_sum(local_weight)
         mlm_loss = ops.sum(per_token * weights) / (global_weight + 1e-5)
-        correct = ops.cast(ops.equal(ops.argmax(logits, axis=-1), ids), "float32")
+        # Correct where the label's logit is the row maximum: a plain max-reduce, where argmax's (value, index)
+        # reduce over the vocab is not vectorized by XLA on CPU (~10% of a mini step). Differs only on exact ties.
+        label_logit = ops.take_along_axis(logits, ops.expand_dims(ids, -1), axis=-1)[..., 0]
+        correct = ops.cast(label_logit >= ops.max(logits, axis=-1), "float32")
         num_replicas = tf.distribute.get_strategy().num_replicas_in_sync
         self.masked_lm_loss_tracker.update_state(mlm_loss * num_replicas)
         self.masked_lm_accuracy.update_state(

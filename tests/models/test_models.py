@@ -74,6 +74,16 @@ def test_pretrainer_loss_matches_hand_computation(tiny_config):
     np.testing.assert_allclose(metrics["masked_lm_loss"], mlm, rtol=1e-5)
     np.testing.assert_allclose(metrics["next_sentence_loss"], nsp, rtol=1e-5)
 
+    # MLM accuracy is argmax accuracy over the weighted positions (3 of the 5 labels made the argmax).
+    for metric in model.metrics:
+        metric.reset_state()
+    predicted = logits.argmax(-1).astype("int32")
+    x["masked_lm_ids"] = np.where([[1, 0, 0], [1, 1, 0], [1, 1, 1]], predicted, (predicted + 1) % 60)
+    model.compute_loss(x=x, y_pred=outputs)
+    expected = ((predicted == x["masked_lm_ids"]) * w).sum() / w.sum()
+    assert expected == 0.6
+    np.testing.assert_allclose(float(model.masked_lm_accuracy.result()), expected, rtol=1e-6)
+
 
 def test_pretrainer_fits_with_one_dict_dataset_and_reports_metrics(tiny_config):
     model = kb.BertPretrainer(kb.BertEncoder(tiny_config))
