@@ -39,7 +39,7 @@ class BertEmbeddings(keras.layers.Layer):
         # LayerNorm statistics in float32 even under a mixed policy.
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
-        self.dropout = HashDropout(dropout, name="dropout")
+        self.dropout = HashDropout(dropout, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape):
         self.word_embeddings.build(None)

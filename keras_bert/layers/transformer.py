@@ -65,9 +65,9 @@ class TransformerBlock(keras.layers.Layer):
         self.output_dense = dense(hidden_size, "output")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm")
-        self.attention_probs_dropout = HashDropout(attention_dropout)
-        self.attention_output_dropout = HashDropout(hidden_dropout)
-        self.output_dropout = HashDropout(hidden_dropout)
+        self.attention_probs_dropout = HashDropout(attention_dropout, dtype=self.dtype_policy)
+        self.attention_output_dropout = HashDropout(hidden_dropout, dtype=self.dtype_policy)
+        self.output_dropout = HashDropout(hidden_dropout, dtype=self.dtype_policy)
 
     def build(self, input_shape):
         hidden_shape = (None, None, self.hidden_size)
