@@ -14,6 +14,7 @@ setup(
         "tensorflow-text>=2.21.1,<2.22",
         "keras>=3.15",
         "tensorflow-datasets",
+        "importlib_resources",  # tensorflow-datasets needs it to prepare a builder defined in a package
         "absl-py",
         "safetensors",
         "numpy",
