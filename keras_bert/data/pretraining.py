@@ -569,37 +569,6 @@ def write_examples(examples, path):
     return tfrecord.write_examples_file({name: examples[name] for name in FEATURE_TO_INPUT}, path)
 
 
-class _ShardWriter:
-    """Writes records to the output files in order; each is written as NAME.tmp and renamed when done."""
-
-    def __init__(self, outputs):
-        self.outputs, self.shard, self.writer = outputs, -1, None
-
-    def _next_file(self):
-        if self.writer is not None:
-            self.writer.close()
-            os.replace(self.outputs[self.shard] + ".tmp", self.outputs[self.shard])
-        self.shard, self.writer = self.shard + 1, None
-        if self.shard < len(self.outputs):
-            os.makedirs(os.path.dirname(os.path.abspath(self.outputs[self.shard])), exist_ok=True)
-            self.writer = tf.io.TFRecordWriter(self.outputs[self.shard] + ".tmp")
-
-    def write(self, shard, buffer, offsets):
-        while self.shard < shard:  # files before `shard` are complete (some may be empty)
-            self._next_file()
-        tfrecord.write_records(self.writer, buffer, offsets)
-
-    def finish(self):
-        while self.shard < len(self.outputs):
-            self._next_file()
-
-    def abandon(self):
-        if self.writer is not None:
-            self.writer.close()
-            os.remove(self.outputs[self.shard] + ".tmp")
-            self.writer = None
-
-
 def write_pretraining_data(corpus, outputs, max_seq_length, max_predictions_per_seq, masked_lm_prob,
                            short_seq_prob, dupe_factor, vocab_size, cls_id, sep_id, mask_id, special_ids, seed,
                            word_start=None, source="corpus", threads=None, chunk_size=8192):
@@ -635,7 +604,7 @@ def write_pretraining_data(corpus, outputs, max_seq_length, max_predictions_per_
 
     threads = threads or os.cpu_count() or 1
     totals = [collections.Counter() for _ in outputs]
-    writer, pending = _ShardWriter(outputs), collections.deque()
+    writer, pending = tfrecord.ShardedRecordWriter(outputs), collections.deque()
 
     def write_next():
         for shard, buffer, offsets, counts in pending.popleft().result():

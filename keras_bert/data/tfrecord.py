@@ -210,11 +210,49 @@ def write_records(writer, buffer, offsets):
         write(raw[start:end])
 
 
+class ShardedRecordWriter:
+    """Writes encoded records to `outputs` in order; each file is written as NAME.tmp and renamed when complete,
+    so a reader never sees half a file."""
+
+    def __init__(self, outputs):
+        self.outputs, self.shard, self.writer = outputs, -1, None
+
+    def _next_file(self):
+        if self.writer is not None:
+            self.writer.close()
+            os.replace(self.outputs[self.shard] + ".tmp", self.outputs[self.shard])
+        self.shard, self.writer = self.shard + 1, None
+        if self.shard < len(self.outputs):
+            os.makedirs(os.path.dirname(os.path.abspath(self.outputs[self.shard])), exist_ok=True)
+            self.writer = tf.io.TFRecordWriter(self.outputs[self.shard] + ".tmp")
+
+    def write(self, shard, buffer, offsets):
+        """Records buffer[offsets[i]:offsets[i+1]] into output `shard` (files before it are then complete)."""
+        while self.shard < shard:  # files before `shard` are complete (some may be empty)
+            self._next_file()
+        write_records(self.writer, buffer, offsets)
+
+    def finish(self):
+        while self.shard < len(self.outputs):
+            self._next_file()
+
+    def abandon(self):
+        """After a failure: removes the file being written (completed files stay)."""
+        if self.writer is not None:
+            self.writer.close()
+            os.remove(self.outputs[self.shard] + ".tmp")
+            self.writer = None
+
+
 def write_examples_file(features, path):
     """Writes dict name -> numpy [n, k] as one TFRecord file of tf.train.Examples (via `path`.tmp, then renamed
     so a reader never sees half a file); returns n."""
     buffer, offsets = encode_examples(features)
-    with tf.io.TFRecordWriter(path + ".tmp") as writer:
-        write_records(writer, buffer, offsets)
-    os.replace(path + ".tmp", path)
+    writer = ShardedRecordWriter([path])
+    try:
+        writer.write(0, buffer, offsets)
+    except BaseException:
+        writer.abandon()
+        raise
+    writer.finish()
     return len(offsets) - 1
