@@ -2,7 +2,8 @@
 
 `load_encoder(path)` / `load_pretrainer(path)` detect the format of `path`:
   - Google TF1: a prefix such as `.../bert_model.ckpt`, or a directory holding it, with `bert_config.json`;
-  - Hugging Face: a directory with `config.json` + `model.safetensors` (or `pytorch_model.bin`);
+  - Hugging Face: a directory with `config.json` + `model.safetensors` (or `pytorch_model.bin`), or
+    sharded: `model.safetensors.index.json` (or `pytorch_model.bin.index.json`) + the shards it lists;
   - keras_bert: a directory written by `save_pretrained` or a `.keras` file (a task model's encoder too).
 """
 
@@ -47,7 +48,8 @@ def detect_format(path: str) -> str:
     raise CheckpointError(
         f"{path}: unknown checkpoint format (found {found}); expected a Google TF1 checkpoint "
         f"(bert_model.ckpt.index + bert_config.json), a Hugging Face directory (config.json + "
-        f"model.safetensors or pytorch_model.bin) or a keras_bert save (model.keras)")
+        f"model.safetensors, pytorch_model.bin, or a sharded model.safetensors.index.json or "
+        f"pytorch_model.bin.index.json) or a keras_bert save (model.keras)")
 
 
 def _read(path):

@@ -1,4 +1,6 @@
-"""Hugging Face BERT directories: `config.json` + `model.safetensors` (or `pytorch_model.bin`).
+"""Hugging Face BERT directories: `config.json` + `model.safetensors` (or `pytorch_model.bin`), or the
+sharded form transformers writes past `max_shard_size`: `model.safetensors.index.json` (or
+`pytorch_model.bin.index.json`), whose "weight_map" names the shard file of each tensor.
 
 State-dict keys are Google's names with "." for "/", `layer.i` for `layer_i`, an optional `bert.` prefix,
 `weight`/`bias` (old files: `gamma`/`beta`) for LayerNorm, and torch Linear weights stored [out, in] where
@@ -21,13 +23,16 @@ from keras_bert.config import BertConfig
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 TORCH_FILE = "pytorch_model.bin"
+INDEX_SUFFIX = ".index.json"
+# In order of preference: safetensors before torch, one file before shards.
+WEIGHTS_FILES = (SAFETENSORS_FILE, SAFETENSORS_FILE + INDEX_SUFFIX, TORCH_FILE, TORCH_FILE + INDEX_SUFFIX)
 _EMBEDDINGS = ("word_embeddings", "position_embeddings", "token_type_embeddings")
 # Buffers and tied copies that carry no weights of their own.
 _NOT_WEIGHTS = ("embeddings.position_ids", "embeddings.token_type_ids", "cls.predictions.decoder.weight")
 
 
 def weights_file(directory: str) -> str | None:
-    for name in (SAFETENSORS_FILE, TORCH_FILE):
+    for name in WEIGHTS_FILES:
         if os.path.isfile(os.path.join(directory, name)):
             return os.path.join(directory, name)
     return None
@@ -37,17 +42,51 @@ def is_huggingface_directory(directory: str) -> bool:
     return os.path.isfile(os.path.join(directory, CONFIG_FILE)) and weights_file(directory) is not None
 
 
-def _load_state_dict(path: str) -> dict[str, np.ndarray]:
+def _shards(path: str) -> dict[str, list[str] | None]:
+    """Weight file -> the tensor names it must hold (None: whatever it holds). A single file is its own
+    shard; an index file lists its shards in "weight_map"."""
+    if not path.endswith(INDEX_SUFFIX):
+        return {path: None}
+    try:
+        with open(path, encoding="utf-8") as f:
+            weight_map = json.load(f)["weight_map"]
+        shards = {}
+        for key, shard in weight_map.items():
+            shards.setdefault(os.path.join(os.path.dirname(path), shard), []).append(key)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise CheckpointError(f"{path}: not a Hugging Face index file (expected JSON with a \"weight_map\" "
+                              f"of tensor name -> shard file): {e}") from None
+    for shard in shards:
+        if not os.path.isfile(shard):
+            raise CheckpointError(f"{path}: shard {os.path.basename(shard)} listed in weight_map is missing "
+                                  f"from {os.path.dirname(path)}")
+    return shards
+
+
+def _load_file(path: str) -> dict[str, np.ndarray]:
     if path.endswith(".safetensors"):
         return load_file(path)
     try:
         import torch
     except ImportError:
-        raise ImportError(f"{path}: reading pytorch_model.bin needs torch (pip install torch), or convert "
+        raise ImportError(f"{path}: reading a .bin checkpoint needs torch (pip install torch), or convert "
                           f"the checkpoint to model.safetensors") from None
     state = torch.load(path, map_location="cpu", weights_only=True)
     return {key: value.float().numpy() if value.is_floating_point() else value.numpy()
             for key, value in state.items()}
+
+
+def _load_state_dict(path: str) -> dict[str, np.ndarray]:
+    """All tensors of the weight file or index file `path`, every shard read."""
+    state = {}
+    for shard, keys in _shards(path).items():
+        tensors = _load_file(shard)
+        absent = [key for key in keys or () if key not in tensors]
+        if absent:
+            raise CheckpointError(f"{path}: {len(absent)} tensors of weight_map are not in their shard "
+                                  f"{os.path.basename(shard)}: {', '.join(absent[:6])}")
+        state.update(tensors)
+    return state
 
 
 def google_name(key: str) -> tuple[str, bool] | None:
