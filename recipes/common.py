@@ -49,6 +49,10 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
     flags.DEFINE_bool("jit_compile", True, "XLA-compile the train step.")
     flags.DEFINE_integer("seed", 42, "Seed for weights init, dropout and data order.")
     flags.DEFINE_integer("steps_per_execution", 1, "Train steps per call into the compiled function.")
+    flags.DEFINE_integer("pad_to_multiple_of", 0, "Cut each batch's padding to its longest sequence rounded up "
+                         "to this multiple (0: pad to --max_seq_length). Pre-training also batches sequences of "
+                         "similar length together; fine-tuning trims training and evaluation batches. Each batch "
+                         "length compiles its own XLA step.", lower_bound=0)
 
 
 def setup():
@@ -210,6 +214,13 @@ def compile_task(model, strategy, loss, metrics=None, num_train_examples=None, l
         optimizer = build_optimizer(num_train_steps, num_warmup_steps)
     model.compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights, metrics=metrics,
                   jit_compile=jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution)
+
+
+def without_padding(dataset, per_token_labels=False):
+    """`dataset` (batches of inputs or (inputs, *labels)) cut to --pad_to_multiple_of; unchanged when 0."""
+    from keras_bert.data import padding
+
+    return padding.trim_dataset(dataset, FLAGS.pad_to_multiple_of, per_token_labels)
 
 
 def fit_task(model, train_data, num_train_examples):

@@ -82,7 +82,8 @@ def input_fn(tokenizer, is_training, batch_size, seed):
         def dataset_fn(context):
             return pretraining.tfrecord_dataset(
                 files, context.get_per_replica_batch_size(batch_size), FLAGS.max_seq_length,
-                FLAGS.max_predictions_per_seq, is_training=is_training, seed=seed, input_context=context)
+                FLAGS.max_predictions_per_seq, is_training=is_training, seed=seed, input_context=context,
+                pad_to_multiple_of=FLAGS.pad_to_multiple_of)
         return dataset_fn
     if files:
         documents_fn, source = _text_files(files, flag), f"--{flag}={patterns}"
@@ -104,7 +105,8 @@ def input_fn(tokenizer, is_training, batch_size, seed):
         return pretraining.text_dataset(
             documents_fn, tokenizer, context.get_per_replica_batch_size(batch_size), FLAGS.max_seq_length,
             FLAGS.max_predictions_per_seq, FLAGS.masked_lm_prob, FLAGS.short_seq_prob, FLAGS.do_whole_word_mask,
-            seed=seed, is_training=is_training, input_context=context, source=source)
+            seed=seed, is_training=is_training, input_context=context, source=source,
+            pad_to_multiple_of=FLAGS.pad_to_multiple_of)
     return dataset_fn
 
 

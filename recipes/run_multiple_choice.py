@@ -49,8 +49,8 @@ def main(argv):
     train = read_swag_examples(FLAGS.train_file) if FLAGS.do_train else None
 
     def dataset(examples, batch_size, shuffle=False, with_labels=True):
-        return features.multiple_choice_dataset(examples, preprocessor, batch_size, shuffle=shuffle,
-                                                seed=FLAGS.seed, with_labels=with_labels)
+        return common.without_padding(features.multiple_choice_dataset(
+            examples, preprocessor, batch_size, shuffle=shuffle, seed=FLAGS.seed, with_labels=with_labels))
 
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertMultipleChoice,

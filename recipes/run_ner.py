@@ -69,7 +69,8 @@ def main(argv):
     if FLAGS.do_train:
         inputs, labels, weights, _ = arrays(train)
         dataset = tf.data.Dataset.from_tensor_slices((inputs, labels, weights)).shuffle(len(train), seed=FLAGS.seed)
-        common.fit_task(model, dataset.batch(FLAGS.train_batch_size), len(train))
+        batches = common.without_padding(dataset.batch(FLAGS.train_batch_size), per_token_labels=True)
+        common.fit_task(model, batches, len(train))
         common.save_task_model(model, strategy, tags)
 
     def predict(path, name):

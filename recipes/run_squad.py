@@ -75,7 +75,8 @@ def main(argv):
                             loss_weights={"start_logits": 0.5, "end_logits": 0.5})
     if train:
         dataset = tf.data.Dataset.from_tensor_slices(train).shuffle(len(train[0]["input_word_ids"]), seed=FLAGS.seed)
-        common.fit_task(model, dataset.batch(FLAGS.train_batch_size), len(train[0]["input_word_ids"]))
+        common.fit_task(model, common.without_padding(dataset.batch(FLAGS.train_batch_size)),
+                        len(train[0]["input_word_ids"]))
         common.save_task_model(model, strategy)
 
     if not (FLAGS.do_eval or FLAGS.do_predict):

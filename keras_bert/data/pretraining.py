@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data import tfrecord
+from keras_bert.data import padding, tfrecord
 from keras_bert.text.masking import MaskedLMMasker
 
 # Original TFRecord feature name -> model input name.
@@ -133,6 +133,26 @@ class TokenizedCorpus(NamedTuple):
         tokens = np.concatenate([s for d in documents for s in d] or [np.zeros(0, np.int32)])
         return _corpus_from_lengths(tokens, lengths, [len(d) for d in documents])
 
+    @classmethod
+    def empty(cls):
+        return cls(np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(1, np.int64))
+
+    def append(self, other):
+        """This corpus followed by the documents of `other`."""
+        return TokenizedCorpus(np.concatenate([self.tokens, other.tokens]),
+                               np.concatenate([self.sentence_starts, other.sentence_starts[1:] + len(self.tokens)]),
+                               np.concatenate([self.document_starts,
+                                               other.document_starts[1:] + self.document_starts[-1]]))
+
+    def last_documents(self, n):
+        """The corpus of the last `n` documents."""
+        if n >= self.num_documents:
+            return self
+        sentence = self.document_starts[-n - 1]
+        token = self.sentence_starts[sentence]
+        return TokenizedCorpus(self.tokens[token:], self.sentence_starts[sentence:] - token,
+                               self.document_starts[-n - 1:] - sentence)
+
     def to_documents(self):
         """Lists of int32 arrays, one list per document (as `tokenize_documents` returns them)."""
         sentences = np.split(self.tokens, self.sentence_starts[1:-1])
@@ -201,7 +221,10 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
 
 
 def create_instances_from_document(all_documents, document_index, max_seq_length, short_seq_prob, rng):
-    """NSP segment pairs from one document, as the original `create_pretraining_data.py`.
+    """NSP segment pairs from one document, the original `create_pretraining_data.py` loop in plain Python.
+
+    The pipelines use `create_instance_spans` (the same algorithm for all documents at once, in numpy); this
+    one is the reference it is tested against and the baseline of benchmarks/create_pretraining_data.py.
 
     Args:
         all_documents: list of documents, each a list of sentences (sequences of token ids).
@@ -283,8 +306,9 @@ def _truncation_cuts(a_length, b_length, max_num_tokens):
     return cut_a + rest // 2, cut_b + rest - rest // 2
 
 
-def create_instance_spans(corpus, dupe_factor, max_seq_length, short_seq_prob, rng):
-    """`create_instances_from_document` for every document, `dupe_factor` times, vectorized in numpy.
+def create_instance_spans(corpus, dupe_factor, max_seq_length, short_seq_prob, rng, documents=None):
+    """`create_instances_from_document` for every document (or those listed in `documents`), `dupe_factor`
+    times, vectorized in numpy.
 
     Each (pass, document) is one lane running the original's loop: a target length (max_seq_length - 3, or
     with probability `short_seq_prob` uniform in [2, max_seq_length - 3]); consecutive sentences gathered
@@ -299,6 +323,7 @@ def create_instance_spans(corpus, dupe_factor, max_seq_length, short_seq_prob, r
     Args:
         corpus: a `TokenizedCorpus` with at least 2 documents (random B segments come from all of them).
         rng: a `np.random.Generator`.
+        documents: indices of the documents to cut into pairs (default: all).
 
     Returns: dict of int64 [n] `a_start`, `a_length`, `b_start`, `b_length` (offsets into corpus.tokens)
     and int32 [n] `next_sentence_labels` (1 = random next), in (step, lane) order: shuffle before use.
@@ -307,7 +332,9 @@ def create_instance_spans(corpus, dupe_factor, max_seq_length, short_seq_prob, r
     if max_num_tokens < 2:
         raise ValueError(f"max_seq_length={max_seq_length}; expected >= 5 ([CLS] A [SEP] B [SEP], 2+ tokens)")
     starts, document_starts = corpus.sentence_starts, corpus.document_starts
-    lane_document = np.tile(np.arange(corpus.num_documents), dupe_factor)
+    if documents is None:
+        documents = np.arange(corpus.num_documents)
+    lane_document = np.tile(np.asarray(documents, np.int64), dupe_factor)
     target = np.full(len(lane_document), max_num_tokens, np.int64)
     short = np.nonzero(rng.random(len(lane_document)) < short_seq_prob)[0]
     target[short] = rng.integers(2, max_num_tokens + 1, len(short))
@@ -648,7 +675,7 @@ def _to_model_names(features):
 
 
 def tfrecord_dataset(file_patterns, batch_size, max_seq_length, max_predictions_per_seq, is_training=True,
-                     seed=None, input_context=None):
+                     seed=None, input_context=None, pad_to_multiple_of=0):
     """Reads pre-training TFRecords (the original's features) into batched dicts of model inputs.
 
     Args:
@@ -657,6 +684,8 @@ def tfrecord_dataset(file_patterns, batch_size, max_seq_length, max_predictions_
         max_seq_length, max_predictions_per_seq: the lengths the records were written with.
         is_training: repeat forever and shuffle (files and examples); else one pass in order.
         input_context: a `tf.distribute.InputContext` to shard by input pipeline.
+        pad_to_multiple_of: 0, or batch rows of similar length and cut padding to a multiple of this
+            (`keras_bert.data.padding`); seq is then the batch's length.
 
     Returns: `tf.data.Dataset` of dicts: `input_word_ids`, `input_mask`, `input_type_ids` int32 [b, seq],
     `masked_lm_positions`, `masked_lm_ids` int32 [b, max_pred], `masked_lm_weights` float32 [b, max_pred],
@@ -680,18 +709,27 @@ def tfrecord_dataset(file_patterns, batch_size, max_seq_length, max_predictions_
     if not shard_files:
         dataset = dataset.shard(num_shards, shard_id)
     spec = _parse_spec(max_seq_length, max_predictions_per_seq)
-    dataset = dataset.batch(batch_size, drop_remainder=is_training)
-    dataset = dataset.map(lambda records: _to_model_names(tf.io.parse_example(records, spec)),
-                          num_parallel_calls=tf.data.AUTOTUNE)
+    if pad_to_multiple_of:  # parse in batches, then regroup by length
+        dataset = dataset.batch(1024).map(lambda records: tf.io.parse_example(records, spec),
+                                          num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+        dataset = padding.bucket_by_length(dataset, batch_size, max_seq_length, pad_to_multiple_of, is_training)
+        dataset = dataset.map(lambda features: padding.trim_padding(_to_model_names(features), pad_to_multiple_of),
+                              num_parallel_calls=tf.data.AUTOTUNE)
+    else:
+        dataset = dataset.batch(batch_size, drop_remainder=is_training)
+        dataset = dataset.map(lambda records: _to_model_names(tf.io.parse_example(records, spec)),
+                              num_parallel_calls=tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predictions_per_seq,
                  masked_lm_prob=0.15, short_seq_prob=0.1, whole_word_mask=False, seed=0, is_training=True,
-                 document_buffer=1000, chunk_documents=256, input_context=None, source="text_dataset corpus"):
+                 document_buffer=1000, chunk_documents=256, input_context=None, source="text_dataset corpus",
+                 pad_to_multiple_of=0):
     """Streams pre-training batches from raw documents, with fresh NSP pairs and masks every epoch.
 
-    A Python generator tokenizes chunks of documents and cuts them into packed, unmasked NSP pairs; the
+    A Python generator tokenizes chunks of documents and cuts them into packed, unmasked NSP pairs (with
+    `create_instance_spans`, as the TFRecord path, B segments drawn from a rolling document buffer); the
     batches are then masked by `MaskedLMMasker` in a parallel tf.data map (dynamic masking: a new mask for
     every batch of every epoch, reproducible from `seed`).
 
@@ -706,6 +744,7 @@ def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predic
         is_training: repeat forever (a new epoch re-pairs and re-masks with a new seed).
         input_context: a `tf.distribute.InputContext`; each input pipeline reads every n-th document.
         source: names the input in errors (e.g. the flag and its value).
+        pad_to_multiple_of: as `tfrecord_dataset`.
 
     Returns: the same element structure as `tfrecord_dataset`. Iterating raises (as a tf.errors.
     InvalidArgumentError carrying the message) if a pass finds fewer than two documents with text.
@@ -717,30 +756,28 @@ def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predic
                             if input_context else (1, 0))
 
     def generate(epoch):
-        rng = random.Random(f"{seed}-{epoch}-{shard_id}")
-        buffer, chunk, seen = [], [], 0
+        rng = np.random.default_rng(None if seed is None else [seed, epoch, shard_id])
+        buffer, chunk, seen = TokenizedCorpus.empty(), [], 0
 
         def instances_from(chunk):
-            tokenized = tokenize_documents(chunk, tokenizer)
-            buffer.extend(tokenized)
-            del buffer[:-document_buffer]
-            if len(buffer) < 2:
+            # The newest `document_buffer` documents; random B segments come from any of them.
+            nonlocal buffer
+            tokenized = tokenize_corpus(chunk, tokenizer, parallel=False)
+            buffer = buffer.append(tokenized).last_documents(max(document_buffer, tokenized.num_documents))
+            if buffer.num_documents < 2 or not tokenized.num_documents:
                 return None
-            first = len(buffer) - len(tokenized)
-            instances = []
-            for index in range(first, len(buffer)):
-                instances.extend(create_instances_from_document(buffer, index, max_seq_length, short_seq_prob, rng))
-            if not instances:
-                return None
-            rng.shuffle(instances)
-            return pack_instances(instances, max_seq_length, tokenizer.cls_id, tokenizer.sep_id)
+            spans = create_instance_spans(buffer, 1, max_seq_length, short_seq_prob, rng, documents=np.arange(
+                buffer.num_documents - tokenized.num_documents, buffer.num_documents))
+            order = rng.permutation(len(spans["a_start"]))
+            return pack_spans(buffer.tokens, {k: v[order] for k, v in spans.items()}, max_seq_length,
+                              tokenizer.cls_id, tokenizer.sep_id)
 
         for document in documents_fn():
             seen += 1
             if seen % num_shards != shard_id:
                 continue
             chunk.append(document)
-            if len(chunk) == chunk_documents or (len(buffer) < 2 and len(chunk) == 2):
+            if len(chunk) == chunk_documents or (buffer.num_documents < 2 and len(chunk) == 2):
                 features = instances_from(chunk)
                 chunk = []
                 if features is not None:
@@ -764,13 +801,18 @@ def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predic
     dataset = dataset.prefetch(2).unbatch()
     if is_training:
         dataset = dataset.shuffle(4 * batch_size + 1000, seed=seed)
-    dataset = dataset.batch(batch_size, drop_remainder=is_training)
+    if pad_to_multiple_of:
+        dataset = padding.bucket_by_length(dataset, batch_size, max_seq_length, pad_to_multiple_of, is_training)
+    else:
+        dataset = dataset.batch(batch_size, drop_remainder=is_training)
     # One stateless seed (int64 [2]) per batch; re-iterating a training dataset draws new ones.
     mask_seed = None if seed is None else random.Random(f"{seed}-mask-{shard_id}").getrandbits(62)
     seeds = tf.data.Dataset.random(mask_seed, rerandomize_each_iteration=is_training).batch(2)
     dataset = tf.data.Dataset.zip(dataset, seeds).map(
         lambda features, mask_seed: masker({FEATURE_TO_INPUT[k]: v for k, v in features.items()}, seed=mask_seed),
         num_parallel_calls=tf.data.AUTOTUNE)
+    if pad_to_multiple_of:
+        dataset = dataset.map(lambda inputs: padding.trim_padding(inputs, pad_to_multiple_of))
     options = tf.data.Options()
     # Each input pipeline already reads only its own documents.
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF

@@ -172,6 +172,25 @@ def test_instance_spans_follow_the_documents():
             assert b[0] // 1000 == a[0] // 1000 and (b[0] % 1000) // 10 > (a[-1] % 1000) // 10
 
 
+def test_instance_spans_of_some_documents_from_a_rolling_buffer():
+    # The streaming path: a buffer of recent documents (append, keep the last n), pairs cut from the newest.
+    documents = [[[1000 * d + 10 * s + k for k in range(4)] for s in range(6)] for d in range(8)]
+    buffer = pretraining.TokenizedCorpus.empty()
+    for start in range(0, 8, 3):
+        buffer = buffer.append(pretraining.TokenizedCorpus.from_documents(documents[start:start + 3]))
+    assert [[s.tolist() for s in d] for d in buffer.to_documents()] == documents
+    buffer = buffer.last_documents(5)
+    assert [[s.tolist() for s in d] for d in buffer.to_documents()] == documents[3:]
+    spans = pretraining.create_instance_spans(buffer, 50, 24, 0.1, np.random.default_rng(0), documents=[3, 4])
+    a_documents = buffer.tokens[spans["a_start"]] // 1000
+    b_documents = buffer.tokens[spans["b_start"]] // 1000
+    assert set(a_documents) == {6, 7}
+    random_next = spans["next_sentence_labels"] == 1
+    assert (a_documents[~random_next] == b_documents[~random_next]).all()
+    assert set(b_documents[random_next]) == {3, 4, 5, 6, 7}  # from anywhere in the buffer, never A's own
+    assert (a_documents[random_next] != b_documents[random_next]).all()
+
+
 def test_instance_spans_have_the_distribution_of_the_original_loop():
     # The vectorized pairs against `create_instances_from_document` (the original's loop) on many passes.
     generator = np.random.default_rng(5)
@@ -368,7 +387,6 @@ def test_text_dataset_masking_statistics_on_real_text(real_documents, tokenizer,
     stats = pretraining.example_statistics(examples, tokenizer.mask_id)
     weights = examples["masked_lm_weights"] > 0
     assert weights.sum() > 5000, weights.sum()
-    assert abs(stats["random_next_fraction"] - 0.5) < 0.08, stats
     assert abs(stats["mask_token_fraction"] - 0.8) < 0.02, stats
     assert abs(stats["kept_fraction"] - 0.1) < 0.015, stats
     assert abs(stats["random_token_fraction"] - 0.1) < 0.015, stats
@@ -387,6 +405,20 @@ def test_text_dataset_masking_statistics_on_real_text(real_documents, tokenizer,
     ids = examples["input_ids"]
     assert (ids[:, 0] == tokenizer.cls_id).all()
     assert ((ids == tokenizer.sep_id) & (examples["input_mask"] == 1)).sum(1).min() >= 2
+
+
+def test_text_dataset_pairs_as_the_static_path(tokenizer):
+    # Random-next fraction over 8 streamed epochs (each re-paired) vs the static path on the same documents:
+    # ~0.57 on docstrings (a one-sentence chunk is always paired at random); one pass alone varies by +-0.05.
+    documents = list(iter_documents(max_bytes=150_000))
+    corpus = pretraining.tokenize_corpus(documents, tokenizer)
+    static = pretraining.create_instance_spans(corpus, 50, 64, 0.1, np.random.default_rng(0))
+    expected = static["next_sentence_labels"].mean()
+    per_epoch = len(static["a_start"]) // 50 // 32
+    dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, 32, 64, 10, seed=4)
+    labels = np.concatenate([b["next_sentence_labels"] for b in dataset.take(8 * per_epoch).as_numpy_iterator()])
+    assert 0.5 < expected < 0.65, expected
+    assert abs(labels.mean() - expected) < 0.035, (labels.mean(), expected)
 
 
 def test_text_dataset_whole_word_masking(tokenizer):

@@ -255,7 +255,8 @@ def test_tfds_input_mixed_float16(corpus, tfds_prose, tmp_path):
 
 
 def test_text_files_mixed_bfloat16_whole_words(corpus, tmp_path):
-    """Streaming from text files (an empty file and one-sentence documents among them), whole-word masks."""
+    """Streaming from text files (an empty file and one-sentence documents among them), whole-word masks,
+    batches grouped by length."""
     documents = list(iter_documents(max_bytes=80_000))
     (tmp_path / "empty.txt").write_text("")
     (tmp_path / "singles.txt").write_text("\n\n".join(d[0] for d in documents[:10]) + "\n")
@@ -265,7 +266,7 @@ def test_text_files_mixed_bfloat16_whole_words(corpus, tmp_path):
     result = run_recipe("pretrain", *flags, f"--model_dir={model_dir}", f"--input_files={tmp_path}/*.txt",
                         "--dtype=mixed_bfloat16", "--do_whole_word_mask", "--num_train_steps=6",
                         "--save_checkpoints_steps=3", "--train_batch_size=8", "--num_warmup_steps=1",
-                        "--eval_steps=2", "--eval_batch_size=8", timeout=300)
+                        "--eval_steps=2", "--eval_batch_size=8", "--pad_to_multiple_of=16", timeout=300)
     _check_mixed_precision_run(model_dir, "mixed_bfloat16", corpus["vocab_size"])
     assert "--input_files: skipped 1 file(s) with no text" in result.stderr
 

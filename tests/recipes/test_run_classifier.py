@@ -43,7 +43,8 @@ def test_mrpc_train_eval_predict(tmp_path, tiny_model):
     _write_mrpc(data_dir)
     flags = tiny_model([a + " " + b for a, b in PAIRS], max_seq_length=48)
     run_recipe("run_classifier", "--task_name=MRPC", f"--data_dir={data_dir}", "--do_predict",
-               f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4", "--eval_batch_size=4", *flags)
+               f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4", "--eval_batch_size=4",
+               "--pad_to_multiple_of=16", *flags)
 
     with open(os.path.join(out, "eval_results.json")) as f:
         results = json.load(f)

@@ -37,6 +37,7 @@ def test_swag_train_eval_predict(tmp_path, tiny_model):
     texts = [" ".join([q[0], q[1], *q[2]]) for q in QUESTIONS]
     run_recipe("run_multiple_choice", f"--train_file={train}", f"--eval_file={val}", f"--predict_file={test}",
                "--do_predict", f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4",
+               "--pad_to_multiple_of=8",
                *tiny_model(texts, max_seq_length=24))
     with open(os.path.join(out, "eval_results.json")) as f:
         results = json.load(f)

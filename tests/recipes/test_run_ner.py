@@ -29,7 +29,7 @@ def test_conll_train_eval_predict(tmp_path, tiny_model):
     dev = _write_conll(tmp_path / "eng.testa", SENTENCES)
     out = str(tmp_path / "out")
     run_recipe("run_ner", f"--train_file={train}", f"--eval_file={dev}", f"--predict_file={dev}", "--do_predict",
-               f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4",
+               f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4", "--pad_to_multiple_of=8",
                *tiny_model([" ".join(t for t, _ in s) for s in SENTENCES], max_seq_length=16))
     with open(os.path.join(out, "eval_results.json")) as f:
         results = json.load(f)

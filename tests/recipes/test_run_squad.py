@@ -47,7 +47,7 @@ def test_squad_v2_train_predict_eval(tmp_path, tiny_model):
     out = str(tmp_path / "out")
     result = run_recipe("run_squad", f"--train_file={train}", f"--predict_file={dev}", "--do_predict",
                         "--version_2_with_negative", "--doc_stride=16", "--max_query_length=12",
-                        f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4",
+                        f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4", "--pad_to_multiple_of=8",
                         *tiny_model(CONTEXTS + ["when was built who what is capital france spain slept moon where"],
                                     max_seq_length=40))
     assert "5 questions (1 skipped: answer not at its offset)" in result.stdout

@@ -1,0 +1,61 @@
+"""Padding that is not computed: batches cut to their longest sequence, and sequences grouped by length.
+
+Packed inputs are padded to `max_seq_length`, and the encoder's cost grows with the padded length. With
+`pad_to_multiple_of=m`, each batch is cut to its longest row rounded up to a multiple of m (a row is never
+cut: only padding goes), so a batch of short sentences runs at length 32 or 64 rather than 128. The
+model's outputs for the real tokens are unchanged (padding is masked out of attention; position ids count
+from 0 either way). Pre-training data, where most rows are long and a few short, is also grouped into
+batches of similar length first (`bucket_by_length`), else almost every batch would keep its full length.
+
+Each distinct batch length is a new input shape: an XLA train step compiles once for each (at most
+max_seq_length / m shapes).
+"""
+
+import tensorflow as tf
+
+SEQUENCE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def batch_length(input_mask, multiple):
+    """The longest row of `input_mask` ([..., seq], 1 on tokens) rounded up to `multiple`, capped at seq."""
+    seq = tf.shape(input_mask)[-1]
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(input_mask, tf.int32), -1))
+    return tf.minimum(seq, tf.maximum(1, -(-longest // multiple)) * multiple)
+
+
+def trim_padding(inputs, multiple, extra=()):
+    """`inputs` (dict with `input_mask` [..., seq]) with its sequence inputs, and the `extra` tensors whose
+    last axis is the sequence (e.g. per-token labels), cut to `batch_length(input_mask, multiple)`.
+
+    Returns (inputs, *extra) when `extra` is given, else inputs.
+    """
+    length = batch_length(inputs["input_mask"], multiple)
+    trimmed = {name: value[..., :length] if name in SEQUENCE_INPUTS else value for name, value in inputs.items()}
+    if not extra:
+        return trimmed
+    return (trimmed, *(value[..., :length] for value in extra))
+
+
+def bucket_by_length(dataset, batch_size, max_seq_length, multiple, drop_remainder, mask_key="input_mask"):
+    """Batches `dataset` (elements: dicts of [max_seq_length] features with `mask_key`) so that each batch
+    holds rows whose lengths fall in one bucket of width `multiple` ((0, m], (m, 2m], ...)."""
+    boundaries = list(range(multiple + 1, max_seq_length + 1, multiple))
+    return dataset.bucket_by_sequence_length(
+        lambda features: tf.reduce_sum(tf.cast(features[mask_key], tf.int32)), boundaries,
+        [batch_size] * (len(boundaries) + 1), drop_remainder=drop_remainder)
+
+
+def trim_dataset(dataset, multiple, per_token_labels=False):
+    """Maps `trim_padding` over a dataset of batches: `inputs` dicts or `(inputs, *labels)` tuples; with
+    `per_token_labels` the labels ([b, seq] each, e.g. NER tags and weights) are cut with the inputs."""
+    if not multiple:
+        return dataset
+
+    def trim(inputs, *labels):
+        if not labels:
+            return trim_padding(inputs, multiple)
+        if per_token_labels:
+            return trim_padding(inputs, multiple, labels)
+        return (trim_padding(inputs, multiple), *labels)
+
+    return dataset.map(trim, num_parallel_calls=tf.data.AUTOTUNE)

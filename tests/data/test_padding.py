@@ -1,0 +1,120 @@
+"""Padding cut from batches (pad_to_multiple_of): only padding goes, the model's outputs do not change, and
+pre-training batches group rows of similar length (streamed text and TFRecords)."""
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.data import padding, pretraining
+from keras_bert.data.default_corpus import iter_documents
+from keras_bert.models.encoder import BertEncoder
+from tests.data.test_pretraining import _build, tokenizer  # noqa: F401  (fixture)
+
+
+def _inputs(lengths, seq=128):
+    mask = (np.arange(seq)[None, :] < np.asarray(lengths)[:, None]).astype(np.int32)
+    ids = np.where(mask, np.arange(1, seq + 1)[None, :] % 50 + 5, 0).astype(np.int32)
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": (ids % 2) * mask}
+
+
+def test_trim_keeps_every_token_and_cuts_labels_alike():
+    inputs = _inputs([5, 40, 33])
+    labels = np.tile(np.arange(128), (3, 1))
+    trimmed, cut_labels, cut_weights = padding.trim_padding(inputs, 32, (labels, inputs["input_mask"]))
+    assert trimmed["input_word_ids"].shape == (3, 64) and cut_labels.shape == (3, 64) and cut_weights.shape == (3, 64)
+    for name, value in trimmed.items():
+        np.testing.assert_array_equal(value, inputs[name][:, :64])
+    assert int(tf.reduce_sum(trimmed["input_mask"])) == 5 + 40 + 33
+    # Rounded up to the multiple, never beyond the padded length; [choices] axes trim the same way.
+    assert padding.batch_length(_inputs([128, 3])["input_mask"], 32) == 128
+    assert padding.batch_length(_inputs([100, 3])["input_mask"], 48) == 128
+    assert padding.batch_length(_inputs([0, 0])["input_mask"], 16) == 16
+    choices = {k: v.reshape(1, 3, 128) for k, v in inputs.items()}
+    assert padding.trim_padding(choices, 16)["input_word_ids"].shape == (1, 3, 48)
+    # A dataset of (inputs, label) batches: the per-example labels stay as they are.
+    dataset = padding.trim_dataset(tf.data.Dataset.from_tensors((inputs, np.array([0, 1, 2]))), 32)
+    batch, label = next(iter(dataset))
+    assert batch["input_mask"].shape == (3, 64) and label.shape == (3,)
+    assert padding.trim_dataset(dataset, 0) is dataset
+
+
+def test_encoder_outputs_do_not_change(tiny_config):
+    encoder = BertEncoder(tiny_config)
+    inputs = _inputs([7, 20, 13], seq=64)
+    inputs["input_word_ids"] %= tiny_config.vocab_size
+    full = encoder(inputs)
+    cut = encoder(padding.trim_padding(inputs, 16))
+    np.testing.assert_allclose(cut["pooled_output"], full["pooled_output"], atol=1e-5)
+    mask = inputs["input_mask"][:, :32, None]
+    np.testing.assert_allclose(cut["sequence_output"] * mask, full["sequence_output"][:, :32] * mask, atol=1e-5)
+
+
+def _rows(batches, seq, grouped=True):
+    """Every row of every batch (ids, type ids and masked LM targets, padded back to `seq`) as bytes, sorted;
+    and the batch lengths seen. `grouped`: check that a batch's rows fall in one bucket of width 16."""
+    rows, lengths = [], set()
+    for batch in batches:
+        ids, real = batch["input_word_ids"], batch["input_mask"].sum(1)
+        lengths.add(ids.shape[1])
+        assert real.max() <= ids.shape[1] and (batch["masked_lm_positions"] < ids.shape[1]).all()
+        if grouped:
+            assert (real.max() - 1) // 16 == (real.min() - 1) // 16, real
+        padded = np.pad(np.stack([ids, batch["input_type_ids"]], 1), [(0, 0), (0, 0), (0, seq - ids.shape[1])])
+        rows.extend(row.tobytes() + positions.tobytes() + bytes([label]) for row, positions, label in zip(
+            padded, batch["masked_lm_positions"], batch["next_sentence_labels"], strict=True))
+    return sorted(rows), lengths
+
+
+def test_tfrecord_batches_grouped_by_length(tokenizer, tmp_path):  # noqa: F811
+    documents = pretraining.tokenize_documents(iter_documents(max_bytes=60_000), tokenizer)
+    path = str(tmp_path / "data.tfrecord")
+    pretraining.write_examples(_build(documents, tokenizer, max_seq_length=64), path)
+    plain = list(pretraining.tfrecord_dataset(path, 8, 64, 20, is_training=False).as_numpy_iterator())
+    grouped = list(pretraining.tfrecord_dataset(path, 8, 64, 20, is_training=False,
+                                                pad_to_multiple_of=16).as_numpy_iterator())
+    # The same examples (and masks), in batches of one length bucket each.
+    rows, lengths = _rows(grouped, 64)
+    assert rows == _rows(plain, 64, grouped=False)[0]
+    assert lengths <= {16, 32, 48, 64} and len(lengths) >= 3, lengths
+    assert sum(len(b["input_word_ids"]) for b in grouped) == sum(len(b["input_word_ids"]) for b in plain)
+    training = pretraining.tfrecord_dataset(path, 8, 64, 20, pad_to_multiple_of=16)
+    assert training.element_spec["input_word_ids"].shape.as_list()[1] is None
+    assert all(len(b["input_word_ids"]) == 8 for b in training.take(20).as_numpy_iterator())
+
+
+def test_streamed_batches_grouped_by_length(tokenizer):  # noqa: F811
+    documents = list(iter_documents(max_bytes=60_000))
+
+    def stream(multiple):
+        return pretraining.text_dataset(lambda: iter(documents), tokenizer, 8, 64, 10, seed=3, is_training=False,
+                                        pad_to_multiple_of=multiple)
+
+    plain, grouped = (list(stream(m).as_numpy_iterator()) for m in (0, 16))
+    _, lengths = _rows(grouped, 64)
+    assert lengths <= {16, 32, 48, 64} and len(lengths) >= 3, lengths
+    # The same pairs (masks differ: each batch is masked with its own seed).
+
+    def pairs(batches):
+        return sorted((int(m.sum()), int(label)) for b in batches
+                      for m, label in zip(b["input_mask"], b["next_sentence_labels"], strict=True))
+    assert pairs(grouped) == pairs(plain)
+    weights = np.concatenate([b["masked_lm_weights"].sum(1) for b in grouped])
+    assert (weights >= 1).all()
+
+
+def test_xla_fit_on_trimmed_batches(tiny_config):
+    import keras
+
+    from keras_bert.models.classifier import BertClassifier
+
+    model = BertClassifier(BertEncoder(tiny_config), num_classes=2)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=True)
+    batches = [_inputs(lengths, seq=64) for lengths in ([3, 9], [20, 30])]
+    for inputs in batches:
+        inputs["input_word_ids"] %= tiny_config.vocab_size
+    dataset = tf.data.Dataset.from_tensor_slices(
+        ({k: np.stack([b[k] for b in batches]) for k in batches[0]}, np.zeros([2, 2], np.int32)))
+    trimmed = padding.trim_dataset(dataset, 16)
+    assert [b["input_mask"].shape[1] for b, _ in trimmed.as_numpy_iterator()] == [16, 32]
+    history = model.fit(trimmed.repeat(2), epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
