@@ -38,8 +38,9 @@ def configure_tensorflow(threads=NUM_THREADS):
     quiet_tensorflow()
     import tensorflow as tf
 
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
-    tf.config.threading.set_inter_op_parallelism_threads(threads)
+    if tf.config.threading.get_intra_op_parallelism_threads() != threads:  # settable once, before TF runs
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
     return tf
 
 
@@ -178,3 +179,21 @@ def epoch_timer():
             self.logs.append({k: float(v) for k, v in (logs or {}).items()})
 
     return EpochTimer()
+
+
+def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b):
+    """`model.fit`: a warm-up epoch (compiles every input shape), then a timed epoch over the same batches.
+
+    `batches`: one batch (repeated for `steps` steps) or a list of batches (an epoch is the list; shapes may
+    differ). Returns (seconds per step, the timed epoch's loss, steps per epoch).
+    """
+    if len(batches) == 1:
+        dataset = tf.data.Dataset.from_tensors(to_inputs(batches[0])).repeat()
+    else:
+        dataset = tf.data.Dataset.from_tensors(to_inputs(batches[0]))
+        for batch in batches[1:]:
+            dataset = dataset.concatenate(tf.data.Dataset.from_tensors(to_inputs(batch)))
+        dataset, steps = dataset.repeat(), len(batches)
+    timer = epoch_timer()
+    model.fit(dataset.prefetch(tf.data.AUTOTUNE), steps_per_epoch=steps, epochs=2, callbacks=[timer], verbose=0)
+    return timer.times[-1] / steps, timer.logs[-1]["loss"], steps

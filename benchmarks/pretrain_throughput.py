@@ -109,24 +109,9 @@ def corpus_batches(batch_size, count, pad_to_multiple_of=0):
             for batch in dataset.take(count).as_numpy_iterator()]
 
 
-def _fit_timed(model, tf, batches, steps, to_inputs=lambda b: b):
-    """Warm-up epoch (compiles every shape), then a timed epoch over the same batches. Returns
-    (seconds per step, loss, steps in an epoch)."""
-    if len(batches) == 1:  # one synthetic batch, `steps` times
-        dataset = tf.data.Dataset.from_tensors(to_inputs(batches[0])).repeat()
-    else:
-        dataset = tf.data.Dataset.from_tensors(to_inputs(batches[0]))
-        for batch in batches[1:]:
-            dataset = dataset.concatenate(tf.data.Dataset.from_tensors(to_inputs(batch)))
-        dataset, steps = dataset.repeat(), len(batches)
-    timer = common.epoch_timer()
-    model.fit(dataset.prefetch(tf.data.AUTOTUNE), steps_per_epoch=steps, epochs=2, callbacks=[timer], verbose=0)
-    return timer.times[-1] / steps, timer.logs[-1]["loss"], steps
-
-
 def run_ours(size, dtype, batches, steps):
     tf = common.configure_tensorflow()
-    return _fit_timed(build_ours(size, dtype), tf, batches, steps)
+    return common.fit_timed(build_ours(size, dtype), tf, batches, steps)
 
 
 def run_kerashub(size, dtype, batches, steps):
@@ -150,7 +135,7 @@ def run_kerashub(size, dtype, batches, steps):
              "padding_mask": b["input_mask"].astype(bool), "mask_positions": b["masked_lm_positions"]}
         return x, b["masked_lm_ids"], b["masked_lm_weights"]
 
-    return _fit_timed(model, tf, batches, steps, to_inputs)
+    return common.fit_timed(model, tf, batches, steps, to_inputs)
 
 
 def run_transformers(size, dtype, batches, steps):
@@ -240,6 +225,7 @@ def main():
         common.emit(dict(kind="loss_curve", dtype=args.dtype, losses=run_loss_curve(args.dtype, args.steps)))
         return
     if args.data == "corpus":
+        common.configure_tensorflow()  # before the input pipeline runs TF
         batches = corpus_batches(args.batch_size, args.steps, args.pad_to_multiple_of)
     else:
         batches = [common.pretraining_batch(args.batch_size)]

@@ -19,7 +19,8 @@ import sys
 from benchmarks import common
 from benchmarks.pretrain_throughput import train_flops_per_token
 
-SECTIONS = ("peak", "pretrain", "loss_curve", "serving", "finetune", "tokenize", "create_pretraining_data")
+SECTIONS = ("peak", "pretrain", "loss_curve", "serving", "finetune", "padding", "tokenize",
+            "create_pretraining_data")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Peer benchmarks owned by the text and pre-training code (file, how it is run); their printed output is kept.
 FOREIGN = {"tokenize": ("benchmarks/tokenization.py", ["-m", "benchmarks.tokenization"]),
@@ -177,6 +178,44 @@ def bench_finetune(table, errors, quick):
                       f"{run['step_s']:.3f} s/step, peak RSS {run['peak_rss_mb']:,.0f} MiB", ratios, run=run)
 
 
+def bench_padding(table, errors, quick):
+    """Real batches (default corpus / default classification task, seq 128), mini fp32: ours with and without
+    --pad_to_multiple_of vs KerasHub on the same padded batches. Pre-training counts real tokens/s."""
+    pretrain_steps, finetune_steps = (4, 3) if quick else (24, 12)
+    runs = {}
+    for impl, multiple in (("ours", 0), ("ours", 32), ("kerashub", 0)):
+        runs[impl, multiple] = _run("pretrain_throughput", [
+            f"--impl={impl}", "--size=mini", "--data=corpus", f"--steps={pretrain_steps}",
+            f"--pad_to_multiple_of={multiple}"], errors)
+    for (impl, multiple), run in runs.items():
+        if run is None:
+            continue
+        tps = run["tokens_per_s"]
+        ratios = "" if impl == "kerashub" else "; ".join(r for r in (
+            ratio(tps, (runs["kerashub", 0] or {}).get("tokens_per_s"), "KerasHub"),
+            ratio(tps, (runs["ours", 0] or {}).get("tokens_per_s"), "ours padded") if multiple else "") if r)
+        table.add("pre-train, real data", f"mini, default corpus b32 s128 ({100 * run['real_fraction']:.0f}% real "
+                  f"tokens), computed {100 * run['computed_fraction']:.0f}%",
+                  NAMES[impl] + (f" --pad_to_multiple_of={multiple}" if multiple else ""),
+                  f"{tps:,.0f} real tokens/s ({run['step_s']:.2f} s/step)", ratios, run=run)
+    runs = {}
+    for impl, multiple in (("ours", 0), ("ours", 16), ("kerashub", 0)):
+        runs[impl, multiple] = _run("finetune", [f"--impl={impl}", "--size=mini", "--data=task",
+                                                 f"--steps={finetune_steps}", f"--pad_to_multiple_of={multiple}"],
+                                    errors)
+    for (impl, multiple), run in runs.items():
+        if run is None:
+            continue
+        ratios = "" if impl == "kerashub" else "; ".join(r for r in (
+            ratio((runs["kerashub", 0] or {}).get("step_s"), run["step_s"], "faster than KerasHub"),
+            ratio((runs["ours", 0] or {}).get("step_s"), run["step_s"], "faster than padded") if multiple else "")
+            if r)
+        table.add("fine-tune, real data", f"mini, default task b32 s128 ({100 * run['real_fraction']:.0f}% real "
+                  f"tokens), computed {100 * run['computed_fraction']:.0f}%",
+                  NAMES[impl] + (f" --pad_to_multiple_of={multiple}" if multiple else ""),
+                  f"{run['step_s']:.3f} s/step", ratios, run=run)
+
+
 def bench_foreign(name, table, errors, quick):
     """Runs a peer's benchmark script and keeps its printed output (and load) for the results file."""
     script, command = FOREIGN[name]
@@ -298,6 +337,8 @@ def main():
         bench_serving(table, errors, args.quick)
     if "finetune" in sections:
         bench_finetune(table, errors, args.quick)
+    if "padding" in sections:
+        bench_padding(table, errors, args.quick)
     for name in ("tokenize", "create_pretraining_data"):
         if name in sections:
             foreign[name] = bench_foreign(name, table, errors, args.quick)
