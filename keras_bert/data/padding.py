@@ -36,12 +36,13 @@ def trim_padding(inputs, multiple, extra=()):
     return (trimmed, *(value[..., :length] for value in extra))
 
 
-def bucket_by_length(dataset, batch_size, max_seq_length, multiple, drop_remainder, mask_key="input_mask"):
-    """Batches `dataset` (elements: dicts of [max_seq_length] features with `mask_key`) so that each batch
-    holds rows whose lengths fall in one bucket of width `multiple` ((0, m], (m, 2m], ...)."""
+def bucket_by_length(dataset, batch_size, max_seq_length, multiple, drop_remainder):
+    """Batches `dataset` (elements: a dict of [max_seq_length] features with `input_mask`, or a tuple whose
+    first item is one) so that each batch holds rows whose lengths fall in one bucket of width `multiple`:
+    (0, m], (m, 2m], ..."""
     boundaries = list(range(multiple + 1, max_seq_length + 1, multiple))
     return dataset.bucket_by_sequence_length(
-        lambda features: tf.reduce_sum(tf.cast(features[mask_key], tf.int32)), boundaries,
+        lambda features, *labels: tf.reduce_sum(tf.cast(features["input_mask"], tf.int32)), boundaries,
         [batch_size] * (len(boundaries) + 1), drop_remainder=drop_remainder)
 
 

@@ -118,3 +118,34 @@ def test_xla_fit_on_trimmed_batches(tiny_config):
     assert [b["input_mask"].shape[1] for b, _ in trimmed.as_numpy_iterator()] == [16, 32]
     history = model.fit(trimmed.repeat(2), epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+def test_classification_batches_grouped_by_length(tokenizer):  # noqa: F811
+    from keras_bert.data.classification import ClassificationExample
+    from keras_bert.data.features import classification_dataset
+    from keras_bert.text import BertPreprocessor
+
+    sentences = [" ".join(d) for d in iter_documents(max_bytes=30_000)][:200]
+    examples = [ClassificationExample(f"train-{i}", text[: 40 + 37 * (i % 11)], None, str(i % 3))
+                for i, text in enumerate(sentences)]
+    preprocessor = BertPreprocessor(tokenizer, seq_length=128)
+
+    def batches(**kwargs):
+        return list(classification_dataset(examples, preprocessor, ["0", "1", "2"], batch_size=16,
+                                           **kwargs).as_numpy_iterator())
+
+    full = np.concatenate([x["input_mask"].sum(1) for x, _ in batches()])
+    grouped = batches(shuffle=True, pad_to_multiple_of=32)
+    lengths = [x["input_mask"].shape[1] for x, _ in grouped]
+    assert set(lengths) == {32, 64, 96, 128}, lengths
+    for x, _ in grouped:  # one bucket per batch
+        real = x["input_mask"].sum(1)
+        assert (real.max() - 1) // 32 == (real.min() - 1) // 32 and real.max() <= x["input_mask"].shape[1]
+    # Every example once, none cut: the multiset of (length, label) is the full-length one.
+    labels = np.concatenate([y for _, y in batches()])
+    assert sorted(zip(np.concatenate([x["input_mask"].sum(1) for x, _ in grouped]).tolist(),
+                      np.concatenate([y for _, y in grouped]).tolist(), strict=True)) == \
+        sorted(zip(full.tolist(), labels.tolist(), strict=True))
+    # Unshuffled (evaluation): example order kept, only the padding cut.
+    ordered = batches(pad_to_multiple_of=32)
+    np.testing.assert_array_equal(np.concatenate([x["input_mask"].sum(1) for x, _ in ordered]), full)
