@@ -722,14 +722,34 @@ def tfrecord_dataset(file_patterns, batch_size, max_seq_length, max_predictions_
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
+def shuffled(items, buffer_size, rng):
+    """`items` (an iterable) in a random order through a buffer of `buffer_size`, as tf.data's shuffle: each
+    item read replaces a randomly chosen buffered one, which is yielded; the rest come out shuffled at the end.
+    With a buffer at least as large as the input, a uniform permutation; 0: the input order."""
+    if buffer_size <= 0:
+        yield from items
+        return
+    buffer = []
+    for item in items:
+        if len(buffer) < buffer_size:
+            buffer.append(item)
+            continue
+        index = rng.integers(buffer_size)
+        yield buffer[index]
+        buffer[index] = item
+    rng.shuffle(buffer)
+    yield from buffer
+
+
 def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predictions_per_seq,
                  masked_lm_prob=0.15, short_seq_prob=0.1, whole_word_mask=False, seed=0, is_training=True,
                  document_buffer=1000, chunk_documents=256, input_context=None, source="text_dataset corpus",
-                 pad_to_multiple_of=0):
+                 pad_to_multiple_of=0, document_shuffle_buffer=10_000):
     """Streams pre-training batches from raw documents, with fresh NSP pairs and masks every epoch.
 
-    A Python generator tokenizes chunks of documents and cuts them into packed, unmasked NSP pairs (with
-    `create_instance_spans`, as the TFRecord path, B segments drawn from a rolling document buffer); the
+    A Python generator reads the documents in a shuffled order, tokenizes them in chunks and cuts them into
+    packed, unmasked NSP pairs (with `create_instance_spans`, as the TFRecord path, B segments drawn from a
+    rolling document buffer); the
     batches are then masked by `MaskedLMMasker` in a parallel tf.data map (dynamic masking: a new mask for
     every batch of every epoch, reproducible from `seed`).
 
@@ -741,6 +761,9 @@ def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predic
             TFRecord path; whole_word_mask masks all pieces of a word together.
         seed: int (or None: not reproducible) for the pairs, the example order and the masks.
         document_buffer: how many recent documents the random NSP segments are drawn from.
+        document_shuffle_buffer: documents are read in a random order through a buffer of this many (the
+            original shuffles all documents; files often hold related documents next to each other, which
+            would make the random B segments related to A); 0 keeps the file order.
         is_training: repeat forever (a new epoch re-pairs and re-masks with a new seed).
         input_context: a `tf.distribute.InputContext`; each input pipeline reads every n-th document.
         source: names the input in errors (e.g. the flag and its value).
@@ -757,7 +780,7 @@ def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predic
 
     def generate(epoch):
         rng = np.random.default_rng(None if seed is None else [seed, epoch, shard_id])
-        buffer, chunk, seen = TokenizedCorpus.empty(), [], 0
+        buffer, chunk = TokenizedCorpus.empty(), []
 
         def instances_from(chunk):
             # The newest `document_buffer` documents; random B segments come from any of them.
@@ -772,10 +795,12 @@ def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predic
             return pack_spans(buffer.tokens, {k: v[order] for k, v in spans.items()}, max_seq_length,
                               tokenizer.cls_id, tokenizer.sep_id)
 
-        for document in documents_fn():
-            seen += 1
-            if seen % num_shards != shard_id:
-                continue
+        def own_documents():
+            for index, document in enumerate(documents_fn()):
+                if index % num_shards == shard_id:
+                    yield document
+
+        for document in shuffled(own_documents(), document_shuffle_buffer, rng):
             chunk.append(document)
             if len(chunk) == chunk_documents or (buffer.num_documents < 2 and len(chunk) == 2):
                 features = instances_from(chunk)

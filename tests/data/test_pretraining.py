@@ -421,6 +421,44 @@ def test_text_dataset_pairs_as_the_static_path(tokenizer):
     assert abs(labels.mean() - expected) < 0.035, (labels.mean(), expected)
 
 
+def test_shuffled_is_a_bounded_permutation():
+    items = list(range(500))
+    assert list(pretraining.shuffled(items, 0, np.random.default_rng(0))) == items
+    full = list(pretraining.shuffled(items, 1000, np.random.default_rng(0)))
+    assert sorted(full) == items and full != items
+    windowed = list(pretraining.shuffled(items, 20, np.random.default_rng(1)))
+    assert sorted(windowed) == items and windowed != items
+    # Through a buffer of 20 an item comes out at most 20 places before its input position.
+    assert min(position - item for position, item in enumerate(windowed)) >= -20
+
+
+def test_text_dataset_random_segments_come_from_anywhere(tokenizer):
+    # Document d repeats one whole-word token; a file keeps related documents together (here: d and d + 1),
+    # so random B segments must come from a shuffled order, not from the neighbours in the file.
+    words = [w for w in tokenizer.vocab[2000:4000] if w.isalpha()][:300]
+    documents = [[f"{w} {w} {w}."] * 3 for w in words]
+    document_of = {tokenizer.vocab.index(w): d for d, w in enumerate(words)}
+
+    def distances(shuffle_buffer):
+        dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, 16, 16, 2, seed=1,
+                                           is_training=False, document_buffer=10, chunk_documents=5,
+                                           document_shuffle_buffer=shuffle_buffer)
+        found = []
+        for batch in dataset.as_numpy_iterator():
+            for ids, types, label in zip(batch["input_word_ids"], batch["input_type_ids"],
+                                         batch["next_sentence_labels"], strict=True):
+                a = {document_of[t] for t in ids[types == 0] if t in document_of}
+                b = {document_of[t] for t in ids[types == 1] if t in document_of}
+                if label and len(a) == 1 and len(b) == 1:
+                    found.append(abs(a.pop() - b.pop()))
+        return np.array(found)
+
+    in_file_order, shuffled = distances(0), distances(10_000)
+    assert len(in_file_order) > 50 and len(shuffled) > 50
+    assert in_file_order.max() < 10  # the rolling buffer alone: only neighbours
+    assert np.median(shuffled) > 40, np.median(shuffled)
+
+
 def test_text_dataset_whole_word_masking(tokenizer):
     documents = list(iter_documents(max_bytes=60_000))
     examples = _streamed(pretraining.text_dataset(lambda: iter(documents), tokenizer, 32, 64, 10,
