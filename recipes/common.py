@@ -51,8 +51,8 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
     flags.DEFINE_integer("steps_per_execution", 1, "Train steps per call into the compiled function.")
     flags.DEFINE_integer("pad_to_multiple_of", 0, "Cut each batch's padding to its longest sequence rounded up "
                          "to this multiple (0: pad to --max_seq_length). Pre-training also batches sequences of "
-                         "similar length together; fine-tuning trims training and evaluation batches. Each batch "
-                         "length compiles its own XLA step.", lower_bound=0)
+                         "similar length together; fine-tuning trims training batches (classifier and multiple "
+                         "choice: evaluation too). Each batch length compiles its own XLA step.", lower_bound=0)
 
 
 def setup():

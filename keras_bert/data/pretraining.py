@@ -16,7 +16,6 @@ Both yield dicts with the model's names: `input_word_ids`, `input_mask`, `input_
 import collections
 import concurrent.futures
 import glob
-import itertools
 import os
 import random
 import re
@@ -402,20 +401,6 @@ def pack_spans(tokens, spans, max_seq_length, cls_id=None, sep_id=None):
             "next_sentence_labels": np.asarray(spans["next_sentence_labels"], np.int32)}
 
 
-def pack_instances(instances, max_seq_length, cls_id, sep_id):
-    """(tokens_a, tokens_b, is_random_next) list -> dict of numpy arrays [n, max_seq_length]:
-    `input_ids` ([CLS] a [SEP] b [SEP], 0-padded), `input_mask`, `segment_ids`, `next_sentence_labels` [n]
-    (1 = random next, as the original)."""
-    a_length = np.array([len(a) for a, _, _ in instances], np.int64)
-    b_length = np.array([len(b) for _, b, _ in instances], np.int64)
-    tokens = np.fromiter(itertools.chain.from_iterable(itertools.chain(a, b) for a, b, _ in instances), np.int32,
-                         count=int(a_length.sum() + b_length.sum()))
-    a_start = np.cumsum(a_length + b_length) - a_length - b_length
-    spans = {"a_start": a_start, "a_length": a_length, "b_start": a_start + a_length, "b_length": b_length,
-             "next_sentence_labels": np.array([int(r) for _, _, r in instances], np.int32)}
-    return pack_spans(tokens, spans, max_seq_length, cls_id, sep_id)
-
-
 def _choose_tokens(candidate, budget, rng):
     """(rows, columns) of `budget` (capped by the candidates) candidate positions per row, uniformly at
     random: row-major, columns ascending within a row."""
@@ -638,18 +623,13 @@ def write_pretraining_data(corpus, outputs, max_seq_length, max_predictions_per_
             writer.write(shard, buffer, offsets)
             totals[shard].update(counts)
 
-    try:
-        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-            for chunk in range(builder.num_chunks):
-                pending.append(pool.submit(work, chunk))
-                if len(pending) > 2 * threads:  # bounded look-ahead: encoded chunks wait in memory
-                    write_next()
-            while pending:
+    with writer, concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        for chunk in range(builder.num_chunks):
+            pending.append(pool.submit(work, chunk))
+            if len(pending) > 2 * threads:  # bounded look-ahead: encoded chunks wait in memory
                 write_next()
-    except BaseException:
-        writer.abandon()
-        raise
-    writer.finish()
+        while pending:
+            write_next()
     return [dict(_fractions(counts), output=path, examples=counts["examples"])
             for path, counts in zip(outputs, totals, strict=True)]
 
@@ -749,9 +729,8 @@ def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predic
 
     A Python generator reads the documents in a shuffled order, tokenizes them in chunks and cuts them into
     packed, unmasked NSP pairs (with `create_instance_spans`, as the TFRecord path, B segments drawn from a
-    rolling document buffer); the
-    batches are then masked by `MaskedLMMasker` in a parallel tf.data map (dynamic masking: a new mask for
-    every batch of every epoch, reproducible from `seed`).
+    rolling document buffer); the batches are then masked by `MaskedLMMasker` in a parallel tf.data map
+    (dynamic masking: a new mask for every batch of every epoch, reproducible from `seed`).
 
     Args:
         documents_fn: a callable returning an iterable of documents (lists of sentence str), e.g.
@@ -833,11 +812,12 @@ def text_dataset(documents_fn, tokenizer, batch_size, max_seq_length, max_predic
     # One stateless seed (int64 [2]) per batch; re-iterating a training dataset draws new ones.
     mask_seed = None if seed is None else random.Random(f"{seed}-mask-{shard_id}").getrandbits(62)
     seeds = tf.data.Dataset.random(mask_seed, rerandomize_each_iteration=is_training).batch(2)
-    dataset = tf.data.Dataset.zip(dataset, seeds).map(
-        lambda features, mask_seed: masker({FEATURE_TO_INPUT[k]: v for k, v in features.items()}, seed=mask_seed),
-        num_parallel_calls=tf.data.AUTOTUNE)
-    if pad_to_multiple_of:
-        dataset = dataset.map(lambda inputs: padding.trim_padding(inputs, pad_to_multiple_of))
+
+    def mask(features, mask_seed):
+        inputs = masker({FEATURE_TO_INPUT[k]: v for k, v in features.items()}, seed=mask_seed)
+        return padding.trim_padding(inputs, pad_to_multiple_of) if pad_to_multiple_of else inputs
+
+    dataset = tf.data.Dataset.zip(dataset, seeds).map(mask, num_parallel_calls=tf.data.AUTOTUNE)
     options = tf.data.Options()
     # Each input pipeline already reads only its own documents.
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF

@@ -212,7 +212,7 @@ def write_records(writer, buffer, offsets):
 
 class ShardedRecordWriter:
     """Writes encoded records to `outputs` in order; each file is written as NAME.tmp and renamed when complete,
-    so a reader never sees half a file."""
+    so a reader never sees half a file. As a context manager: `finish` on success, `abandon` on an error."""
 
     def __init__(self, outputs):
         self.outputs, self.shard, self.writer = outputs, -1, None
@@ -243,16 +243,20 @@ class ShardedRecordWriter:
             os.remove(self.outputs[self.shard] + ".tmp")
             self.writer = None
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, error_type, error, traceback):
+        if error_type is None:
+            self.finish()
+        else:
+            self.abandon()
+
 
 def write_examples_file(features, path):
     """Writes dict name -> numpy [n, k] as one TFRecord file of tf.train.Examples (via `path`.tmp, then renamed
     so a reader never sees half a file); returns n."""
     buffer, offsets = encode_examples(features)
-    writer = ShardedRecordWriter([path])
-    try:
+    with ShardedRecordWriter([path]) as writer:
         writer.write(0, buffer, offsets)
-    except BaseException:
-        writer.abandon()
-        raise
-    writer.finish()
     return len(offsets) - 1

@@ -61,9 +61,9 @@ def test_statistics_on_real_corpus(real_documents, tokenizer):
 
 
 def test_masked_ids_are_the_original_tokens(real_documents, tokenizer):
-    features = pretraining.pack_instances(
-        pretraining.create_instances_from_document(real_documents, 0, 128, 0.0, random.Random(1)),
-        128, tokenizer.cls_id, tokenizer.sep_id)
+    corpus = pretraining.TokenizedCorpus.from_documents(real_documents)
+    spans = pretraining.create_instance_spans(corpus, 1, 128, 0.0, np.random.default_rng(1), documents=[0])
+    features = pretraining.pack_spans(corpus.tokens, spans, 128, tokenizer.cls_id, tokenizer.sep_id)
     masked = pretraining.mask_tokens(features, 20, 0.15, tokenizer.vocab_size, tokenizer.mask_id,
                                      tokenizer.special_ids, np.random.default_rng(0))
     rows = np.nonzero(masked["masked_lm_weights"])[0]
