@@ -8,7 +8,8 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.text import BertTokenizer
-from keras_bert.text.vocab import learn_wordpiece_vocab, load_vocab
+from keras_bert.text.vocab import load_vocab
+from keras_bert.text.vocab_learner import learn_wordpiece_vocab
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
