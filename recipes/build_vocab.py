@@ -10,6 +10,7 @@ The vocab starts with [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4), then single char
 from absl import app, flags, logging
 
 from keras_bert.text import vocab as vocab_lib
+from keras_bert.text import vocab_learner
 
 flags.DEFINE_list("input_files", None, "Comma-separated text files or globs, one example per line.")
 flags.DEFINE_string("output_file", None, "Where to write vocab.txt.")
@@ -25,7 +26,7 @@ def main(argv):
     del argv
     if not FLAGS.input_files or not FLAGS.output_file:
         raise app.UsageError("--input_files and --output_file are required.")
-    vocab = vocab_lib.learn_wordpiece_vocab(
+    vocab = vocab_learner.learn_wordpiece_vocab(
         FLAGS.input_files,
         vocab_size=FLAGS.vocab_size,
         lower_case=FLAGS.do_lower_case,

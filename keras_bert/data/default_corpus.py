@@ -92,7 +92,8 @@ def default_corpus_path(max_bytes=DEFAULT_MAX_BYTES, cache_dir=None):
 
 def default_vocab_file(vocab_size=8192, lower_case=True, cache_dir=None):
     """Path of a WordPiece vocab learned on the default corpus (cached beside it; ~1 min the first time)."""
-    from keras_bert.text.vocab import learn_wordpiece_vocab, save_vocab
+    from keras_bert.text.vocab import save_vocab
+    from keras_bert.text.vocab_learner import learn_wordpiece_vocab
 
     corpus = default_corpus_path(cache_dir=cache_dir)
     path = f"{os.path.splitext(corpus)[0]}_vocab{vocab_size}_{'uncased' if lower_case else 'cased'}.txt"

@@ -22,11 +22,11 @@ import json
 import logging
 import math
 import os
-import unicodedata
 
 import numpy as np
 
 from keras_bert.data.formats import DataFormatError, open_text
+from keras_bert.text.unicode_rules import basic_tokenize
 
 # ---------------------------------------------------------------------------------------------------------------
 # Reading
@@ -330,61 +330,6 @@ def make_squad_features(example, example_index, tokenize, max_seq_length, doc_st
 # ---------------------------------------------------------------------------------------------------------------
 # Post-processing: logits -> answer text
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def _is_whitespace(ch):
-    return ch in " \t\n\r" or unicodedata.category(ch) == "Zs"
-
-
-def _is_control(ch):
-    return ch not in "\t\n\r" and unicodedata.category(ch) in ("Cc", "Cf")
-
-
-def _is_punctuation(ch):
-    cp = ord(ch)
-    # All non-alphanumeric ASCII counts as punctuation ("$", "^", "`"), as in BERT's basic tokenizer.
-    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
-        return True
-    return unicodedata.category(ch).startswith("P")
-
-
-def _is_cjk(cp):
-    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
-            or 0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF
-            or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
-
-
-def basic_tokenize(text, do_lower_case):
-    """BERT's basic (pre-WordPiece) tokenization: clean, split CJK characters, whitespace and punctuation;
-    with `do_lower_case` also lower-case and strip accents. Returns a list of str."""
-    cleaned = []
-    for ch in text:
-        cp = ord(ch)
-        if cp == 0 or cp == 0xFFFD or _is_control(ch):
-            continue
-        if _is_whitespace(ch):
-            cleaned.append(" ")
-        elif _is_cjk(cp):
-            cleaned.append(f" {ch} ")
-        else:
-            cleaned.append(ch)
-    tokens = []
-    for token in "".join(cleaned).split():
-        if do_lower_case:
-            token = "".join(c for c in unicodedata.normalize("NFD", token.lower())
-                            if unicodedata.category(c) != "Mn")
-        piece = ""
-        for ch in token:
-            if _is_punctuation(ch):
-                if piece:
-                    tokens.append(piece)
-                tokens.append(ch)
-                piece = ""
-            else:
-                piece += ch
-        if piece:
-            tokens.append(piece)
-    return tokens
 
 
 def _strip_spaces(text):

@@ -1,165 +1,40 @@
 """BERT WordPiece tokenization in TensorFlow ops, with the ids of Google's original `tokenization.py`.
 
-Google's `FullTokenizer` (BasicTokenizer + WordpieceTokenizer) does, per string:
-  1. drop U+0000, U+FFFD and control characters (category Cc/Cf other than \\t \\n \\r); whitespace → " ";
-  2. put spaces around CJK ideographs; split on whitespace (Python `str.split`, so U+2028/U+2029 too);
-  3. uncased only: per whitespace token, Python `str.lower()` (full case mapping, final sigma), NFD, drop Mn;
-  4. split on punctuation (ASCII 33-47, 58-64, 91-96, 123-126 and Unicode category P*);
-  5. WordPiece greedy longest-match-first with "##", [UNK] for words over 100 characters.
-
-Here each step works on code points with lookup tables computed from Python's `unicodedata` (the
-database the original runs on), so character classes, case mapping and decomposition agree with it by
-construction rather than through ICU/RE2 versions; tf-text's NFKC-based lower-casing is not used. Every
-output character keeps the byte span of the input character it came from, so offsets point into the
-original string even when normalization changes lengths. WordPiece is `tf_text.FastWordpieceTokenizer`.
+Google's `FullTokenizer` is BasicTokenizer (steps 1-4 of `unicode_rules`, run here by `BasicWordSplitter`
+on code points) + WordPiece greedy longest-match-first with "##" and [UNK] for words over
+`MAX_CHARS_PER_WORD` characters, here `tf_text.FastWordpieceTokenizer`.
 
 Fast path: a string of only printable ASCII, space, \t, \n and \r (see `ASCII_ROW_PATTERN`) needs none
-of that. The original keeps every such character (none is Cc/Cf other than \t \n \r), its only
-whitespace is " \t\n\r", its punctuation is exactly the ASCII non-alphanumerics !-/ :-@ [-` {-~, lower()
-only maps A-Z, and NFD/Mn stripping change nothing. So those rows take byte-level lower-casing and one
-end-to-end FastWordpiece op (tf-text's BERT pre-tokenization splits such text exactly like the original,
-and with one character = one byte its byte limit is the 100-character [UNK] rule); their words alone
-(split_words_with_offsets) come from one RegexSplitWithOffsets. Rows with anything else (control
+of the code point work. The original keeps every such character (none is Cc/Cf other than \t \n \r), its
+only whitespace is " \t\n\r", its punctuation is exactly the ASCII non-alphanumerics !-/ :-@ [-` {-~,
+lower() only maps A-Z, and NFD/Mn stripping change nothing. So those rows take byte-level lower-casing and
+one end-to-end FastWordpiece op (tf-text's BERT pre-tokenization splits such text exactly like the
+original, and with one character = one byte its byte limit is the 100-character [UNK] rule); their words
+alone (split_words_with_offsets) come from one RegexSplitWithOffsets. Rows with anything else (control
 characters, DEL, non-ASCII, invalid UTF-8) take the code point path; results are merged in input order.
-Ops used at call time: RegexFullMatch, StringLower, RegexSplitWithOffsets, UnicodeDecodeWithOffsets,
-UnicodeEncode, gathers, cumsums, SearchSorted, FastWordpieceTokenizeWithOffsets (tf-text) and core ragged
-ops; no Python per string.
+Ops used at call time: RegexFullMatch, StringLower, RegexSplitWithOffsets, FastWordpieceTokenizeWithOffsets
+(tf-text), the splitter's ops and core ragged ops; no Python per string.
 """
 
-import functools
 import os
-import unicodedata
 
 import keras
-import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert.text import vocab as vocab_lib
-
-MAX_CHARS_PER_WORD = 100  # the original's max_input_chars_per_word
-
-# Layout of one packed int32 entry of the character table.
-_VALUE_BITS = 21  # mapped code point, or row of the multi-character table when length > 1
-_LEN_SHIFT, _CLASS_SHIFT = 21, 23
-_PUNCT_BIT, _IGNORABLE_BIT, _CASED_BIT = 1 << 25, 1 << 26, 1 << 27
-_OTHER, _DROP, _SPACE, _CJK = 0, 1, 2, 3
-_MAX_MAPPED = 3  # longest lower+NFD+strip result (Hangul LVT syllables)
-_BLOCK = 128  # two-level table: block index from cp >> 7, then entry within the block
-_CAPITAL_SIGMA, _SMALL_SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C3, 0x3C2
+from keras_bert.text.ragged_ops import exclusive_cumsum, ragged_from_rows, row_ids, shift_right, utf8_length
+from keras_bert.text.splitter import BasicWordSplitter
+from keras_bert.text.unicode_rules import ASCII_PUNCTUATION_RANGES, KEPT_WHITESPACE, MAX_CHARS_PER_WORD
 
 # Rows the fast path takes: printable ASCII (0x20-0x7E) and the three control characters the original
 # keeps as whitespace. \x0b, \x0c, \x1c-\x1f are whitespace to str.split but Cc, so the original DROPS them
 # (no word boundary); they, \x00-\x1f and \x7f go to the code point path.
 ASCII_ROW_PATTERN = r"[\x20-\x7e\t\n\r]*"
-_ASCII_PUNCT = r"[!-/:-@\[-`{-~]"  # the original's ASCII punctuation: every printable non-alphanumeric
-_ASCII_DELIMITERS = r"[ \t\n\r]|" + _ASCII_PUNCT
-
-_CJK_RANGES = (
-    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
-)  # fmt: skip
-
-
-def _is_punctuation(char):
-    cp = ord(char)
-    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
-        return True
-    return unicodedata.category(char).startswith("P")
-
-
-def _lower_and_strip(char):
-    """The uncased mapping of one character: str.lower, NFD, drop Mn."""
-    decomposed = unicodedata.normalize("NFD", char.lower())
-    return "".join(c for c in decomposed if unicodedata.category(c) != "Mn")
-
-
-@functools.lru_cache(maxsize=2)
-def _character_tables(lower_case):
-    """Builds the code point tables (about 1 s, once per process and setting).
-
-    Returns:
-        (block_index int32 [0x110000 / 128], blocks int32 [n * 128], multi int32 [m, 3]): the packed
-        entry of code point c is blocks[block_index[c >> 7] * 128 + (c & 127)].
-    """
-    size = 0x110000
-    table = np.zeros(size, np.int64)
-    table[:] = np.arange(size) | (1 << _LEN_SHIFT)  # default: kept as itself, one character
-    multi = [(0, 0, 0)]
-    for cp in range(size):
-        char = chr(cp)
-        category = unicodedata.category(char)
-        if category in ("Cn", "Co", "Cs"):
-            continue  # unassigned/private/surrogate: not control, space, punctuation; lower/NFD keep it
-        entry = 0
-        if cp == 0 or cp == 0xFFFD or (category in ("Cc", "Cf") and char not in "\t\n\r"):
-            # Dropped: no output, no token boundary, skipped by the final-sigma rule.
-            table[cp] = (_DROP << _CLASS_SHIFT) | _IGNORABLE_BIT
-            continue
-        if char in " \t\n\r" or category == "Zs" or char.isspace():
-            table[cp] = _SPACE << _CLASS_SHIFT
-            continue
-        if any(low <= cp <= high for low, high in _CJK_RANGES):
-            entry |= _CJK << _CLASS_SHIFT
-        mapped = char
-        if lower_case:
-            mapped = _lower_and_strip(char)
-            # Python's final-sigma rule needs Unicode's Case_Ignorable and Cased properties; read them off
-            # str.lower itself so they come from the same database.
-            before = (char + "\u03a3").lower()[-1] == "\u03c2"  # char is cased and not case-ignorable
-            after_cased = ("A" + char + "\u03a3").lower()[-1] == "\u03c2"
-            if before:
-                entry |= _CASED_BIT
-            elif after_cased:
-                entry |= _IGNORABLE_BIT
-        if len(mapped) > _MAX_MAPPED:
-            raise AssertionError(f"U+{cp:04X} maps to {len(mapped)} characters")
-        # The punctuation bit describes the output character(s): NFD can turn U+1FEF into "`".
-        if any(_is_punctuation(c) for c in mapped):
-            if len(mapped) != 1:
-                raise AssertionError(f"U+{cp:04X} maps to several characters, one of them punctuation")
-            entry |= _PUNCT_BIT
-        if len(mapped) == 1:
-            entry |= ord(mapped) | (1 << _LEN_SHIFT)
-        elif len(mapped) > 1:
-            entry |= len(multi) | (len(mapped) << _LEN_SHIFT)
-            multi.append(tuple(ord(c) for c in mapped) + (0,) * (_MAX_MAPPED - len(mapped)))
-        table[cp] = entry
-    table = table.astype(np.int32).reshape(-1, _BLOCK)
-    blocks, block_index = np.unique(table, axis=0, return_inverse=True)
-    return (
-        block_index.reshape(-1).astype(np.int32),
-        blocks.reshape(-1).astype(np.int32),
-        np.asarray(multi, np.int32),
-    )
-
-
-def _utf8_length(code_points):
-    """Bytes of each code point in UTF-8 (int64, same shape)."""
-    cp = tf.cast(code_points, tf.int64)
-    return (
-        1 + tf.cast(cp >= 0x80, tf.int64) + tf.cast(cp >= 0x800, tf.int64) + tf.cast(cp >= 0x10000, tf.int64)
-    )
-
-
-def _exclusive_cumsum(x):
-    return tf.math.cumsum(x, exclusive=True)
-
-
-def _row_ids(row_splits):
-    """Row of each value, from row splits (int64); faster than RaggedTensor.value_rowids."""
-    return tf.searchsorted(row_splits[1:], tf.range(row_splits[-1]), side="right", out_type=tf.int64)
-
-
-def _ragged_from_rows(values, sorted_rows, nrows):
-    """RaggedTensor with values grouped by sorted int64 row ids; faster than from_value_rowids."""
-    splits = tf.searchsorted(sorted_rows, tf.range(nrows + 1), side="left", out_type=tf.int64)
-    return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
-
-
-def _shift_right(x, first):
-    """x[i-1] for i > 0 and `first` at i = 0 (1-D)."""
-    return tf.concat([tf.fill([1], first), x[:-1]], axis=0)
+# RE2 character classes of the rules' ASCII punctuation and kept whitespace (every ASCII punctuation
+# character may be backslash-escaped in RE2).
+_ASCII_PUNCT = "[" + "".join(f"\\{chr(low)}-\\{chr(high)}" for low, high in ASCII_PUNCTUATION_RANGES) + "]"
+_ASCII_DELIMITERS = "[" + KEPT_WHITESPACE.encode("unicode_escape").decode("ascii") + "]|" + _ASCII_PUNCT
 
 
 def _by_row_kind(strings, ascii_fn, exact_fn):
@@ -175,131 +50,6 @@ def _by_row_kind(strings, ascii_fn, exact_fn):
     return tuple(
         tf.gather(tf.concat([a, b], axis=0), order) for a, b in zip(ascii_out, other_out, strict=True)
     )
-
-
-class BasicWordSplitter:
-    """The original BasicTokenizer in TF ops: strings → normalized words with byte offsets.
-
-    Not a Keras layer; `BertTokenizer` and the vocab learner use it. Call `split_with_offsets` on a 1-D
-    tf.string tensor.
-    """
-
-    def __init__(self, lower_case=True):
-        self.lower_case = bool(lower_case)
-        block_index, blocks, multi = _character_tables(self.lower_case)
-        self._block_index = tf.constant(block_index)
-        self._blocks = tf.constant(blocks)
-        self._multi = tf.constant(multi.reshape(-1))
-
-    def _lookup(self, code_points):
-        block = tf.gather(self._block_index, tf.bitwise.right_shift(code_points, 7))
-        return tf.gather(self._blocks, block * _BLOCK + tf.bitwise.bitwise_and(code_points, _BLOCK - 1))
-
-    def _final_sigma(self, code_points, entries, row_ids):
-        """Bool [n]: capital sigma at a final-sigma position (Python str.lower's rule, per token)."""
-        cls = tf.bitwise.right_shift(entries, _CLASS_SHIFT) & 3
-        boundary = (cls == _SPACE) | (cls == _CJK)
-        # Anchors are the characters the rule does not skip; spaces and CJK end the token, so they are
-        # anchors that are not cased.
-        anchor = boundary | (tf.bitwise.bitwise_and(entries, _IGNORABLE_BIT) == 0)
-        anchor_cased = ~boundary & (tf.bitwise.bitwise_and(entries, _CASED_BIT) != 0)
-        anchors = tf.cast(tf.where(anchor)[:, 0], tf.int32)
-        sigmas = tf.cast(tf.where(tf.equal(code_points, _CAPITAL_SIGMA))[:, 0], tf.int32)
-        n_anchors = tf.size(anchors)
-        before = tf.searchsorted(anchors, sigmas, side="left") - 1
-        after = tf.searchsorted(anchors, sigmas, side="right")
-        prev = tf.gather(anchors, tf.maximum(before, 0))
-        nxt = tf.gather(anchors, tf.minimum(after, n_anchors - 1))
-        sigma_rows = tf.gather(row_ids, sigmas)
-        prev_cased = (
-            (before >= 0) & tf.equal(tf.gather(row_ids, prev), sigma_rows) & tf.gather(anchor_cased, prev)
-        )
-        next_cased = (
-            (after < n_anchors) & tf.equal(tf.gather(row_ids, nxt), sigma_rows) & tf.gather(anchor_cased, nxt)
-        )
-        final = tf.cast(prev_cased & ~next_cased, tf.int32)
-        return tf.scatter_nd(sigmas[:, None], final, tf.shape(code_points)) > 0
-
-    def split_chars(self, strings, with_offsets=True):
-        """Runs steps 1-4 on a 1-D tf.string tensor.
-
-        Returns:
-            dict of flat tensors over the output characters of all strings, in order:
-            `code_points` int32 [n], `word_ids` int64 [n] (global word number), `word_first_char` int64
-            [w], `word_rows` int64 [w] (the string each word is in), `batch_size`, and with_offsets:
-            `starts`/`ends` int64 [n] (byte span in the input string of the character it came from).
-        """
-        strings = tf.convert_to_tensor(strings, tf.string)
-        # Invalid UTF-8 becomes U+FFFD, which step 1 drops: the same as the original's decode(errors="ignore").
-        if with_offsets:
-            decoded, offsets = tf.strings.unicode_decode_with_offsets(
-                strings, "UTF-8", errors="replace", replacement_char=0xFFFD
-            )
-        else:
-            decoded = tf.strings.unicode_decode(strings, "UTF-8", errors="replace", replacement_char=0xFFFD)
-        code_points = decoded.flat_values
-        row_ids = _row_ids(decoded.row_splits)
-        entries = self._lookup(code_points)
-        cls = tf.bitwise.right_shift(entries, _CLASS_SHIFT) & 3
-        is_boundary = tf.equal(cls, _SPACE) | tf.equal(cls, _CJK)
-        # A whitespace token starts at a new string, after a space and around each CJK ideograph; dropped
-        # characters (no output) carry their token on to the next character.
-        new_row = tf.not_equal(row_ids, _shift_right(row_ids, tf.constant(-1, row_ids.dtype)))
-        token_start = new_row | _shift_right(is_boundary, True) | tf.equal(cls, _CJK)
-        token_ids = tf.math.cumsum(tf.cast(token_start, tf.int64))
-        value = tf.bitwise.bitwise_and(entries, (1 << _VALUE_BITS) - 1)
-        if self.lower_case:
-            # No tf.cond around this: in tf.data, cond branches cost each new iterator tens of ms to set up.
-            value = tf.where(self._final_sigma(code_points, entries, row_ids), _FINAL_SIGMA, value)
-        lengths = tf.bitwise.right_shift(entries, _LEN_SHIFT) & 3
-        # Expand each character into its 0..3 output characters (0: space, dropped, lone accent).
-        source = tf.repeat(tf.range(tf.size(lengths)), lengths)
-        source_value = tf.gather(value, source)
-        is_multi = tf.gather(lengths, source) > 1
-        within = tf.range(tf.size(source)) - tf.gather(_exclusive_cumsum(lengths), source)
-        multi_index = tf.where(is_multi, source_value * _MAX_MAPPED + within, 0)
-        out_cp = tf.where(is_multi, tf.gather(self._multi, multi_index), source_value)
-        out_token = tf.gather(token_ids, source)
-        punct = tf.gather(tf.bitwise.bitwise_and(entries, _PUNCT_BIT) != 0, source)
-        word_start = (
-            tf.not_equal(out_token, _shift_right(out_token, tf.constant(-1, tf.int64)))
-            | punct
-            | _shift_right(punct, False)
-        )
-        word_ids = tf.math.cumsum(tf.cast(word_start, tf.int64)) - 1
-        word_first_char = tf.where(word_start)[:, 0]
-        result = {
-            "code_points": out_cp,
-            "word_ids": word_ids,
-            "word_first_char": word_first_char,
-            "word_rows": tf.gather(row_ids, tf.gather(source, word_first_char)),
-            "batch_size": decoded.nrows(),
-        }
-        if with_offsets:
-            starts = offsets.flat_values
-            result["starts"] = tf.gather(starts, source)
-            result["ends"] = result["starts"] + _utf8_length(tf.gather(code_points, source))
-        return result
-
-    def split_with_offsets(self, strings):
-        """1-D tf.string [batch] → (words, starts, ends): ragged [batch, (words)] tf.string / int64 / int64.
-
-        Words are the original BasicTokenizer's output (lower-cased and accent-stripped when uncased);
-        starts/ends are byte offsets of each word in the input string (end exclusive).
-        """
-        chars = self.split_chars(strings)
-        n_words = tf.size(chars["word_first_char"], out_type=tf.int64)
-        word_chars = _ragged_from_rows(chars["code_points"], chars["word_ids"], n_words)
-        words = tf.strings.unicode_encode(word_chars, "UTF-8")
-        last_char = chars["word_first_char"] + word_chars.row_lengths() - 1
-        starts = tf.gather(chars["starts"], chars["word_first_char"])
-        ends = tf.gather(chars["ends"], last_char)
-        rows = chars["word_rows"]
-        return tuple(_ragged_from_rows(t, rows, chars["batch_size"]) for t in (words, starts, ends))
-
-    def split(self, strings):
-        """1-D tf.string [batch] → ragged tf.string [batch, (words)]."""
-        return self.split_with_offsets(strings)[0]
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -408,8 +158,14 @@ class BertTokenizer(keras.layers.Layer):
         return self._token_to_id[token]
 
     def id_to_token(self, token_id):
-        """The token (str) of `token_id` (int)."""
-        return self._vocab[int(token_id)]
+        """The token (str) of `token_id` (int); IndexError if it is not in [0, vocab_size)."""
+        index = int(token_id)
+        if not 0 <= index < len(self._vocab):  # a negative id would otherwise count from the end
+            raise IndexError(
+                f"token id {index} is out of range for the vocabulary of "
+                f"{self.vocab_file or 'this tokenizer'}; expected 0 <= id < {len(self._vocab)}"
+            )
+        return self._vocab[index]
 
     # ------------------------------------------------------------------------------------ the work
     def _tokenize_flat(self, strings, outputs):
@@ -442,7 +198,7 @@ class BertTokenizer(keras.layers.Layer):
             # with "##"); number the starts within each row.
             starts_word = tf.cast(~tf.gather(self._is_suffix, ids.flat_values), tf.int32)
             count = tf.math.cumsum(starts_word)
-            row_base = tf.gather(_shift_right(count, 0), tf.gather(ids.row_splits, _row_ids(ids.row_splits)))
+            row_base = tf.gather(shift_right(count, 0), tf.gather(ids.row_splits, row_ids(ids.row_splits)))
             values["word_ids"] = count - row_base - 1
         return tuple(
             tf.RaggedTensor.from_row_splits(values[name], ids.row_splits, validate=False) for name in outputs
@@ -454,7 +210,7 @@ class BertTokenizer(keras.layers.Layer):
         chars = self._splitter.split_chars(strings, with_offsets=with_offsets)
         first = chars["word_first_char"]
         n_words = tf.size(first, out_type=tf.int64)
-        word_chars = _ragged_from_rows(chars["code_points"], chars["word_ids"], n_words)
+        word_chars = ragged_from_rows(chars["code_points"], chars["word_ids"], n_words)
         n_chars = word_chars.row_lengths()
         too_long = n_chars > MAX_CHARS_PER_WORD
         words = tf.where(too_long, vocab_lib.UNK, tf.strings.unicode_encode(word_chars, "UTF-8"))
@@ -465,16 +221,16 @@ class BertTokenizer(keras.layers.Layer):
             ids = self._wordpiece.tokenize(words)
         values["ids"] = ids.flat_values
         # Regroup pieces from [words, (pieces)] to [strings, (pieces)].
-        word_splits = _ragged_from_rows(first, chars["word_rows"], chars["batch_size"]).row_splits
+        word_splits = ragged_from_rows(first, chars["word_rows"], chars["batch_size"]).row_splits
         piece_splits = tf.gather(ids.row_splits, word_splits)
         if with_offsets or "word_ids" in outputs:
-            piece_word = _row_ids(ids.row_splits)
+            piece_word = row_ids(ids.row_splits)
         if "word_ids" in outputs:
             piece_rows = tf.gather(chars["word_rows"], piece_word)
             values["word_ids"] = tf.cast(piece_word - tf.gather(word_splits, piece_rows), tf.int32)
         if with_offsets:
             # Byte offsets inside each word → output character → byte span of its source character.
-            char_bytes = _exclusive_cumsum(_utf8_length(chars["code_points"]))
+            char_bytes = exclusive_cumsum(utf8_length(chars["code_points"]))
             word_base = tf.gather(tf.gather(char_bytes, first), piece_word)
             first_char = (
                 tf.searchsorted(char_bytes, word_base + piece_starts.flat_values, "right", tf.int64) - 1

@@ -7,7 +7,8 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.text import BertTokenizer
-from keras_bert.text.vocab import learn_wordpiece_vocab, load_vocab, save_vocab
+from keras_bert.text.vocab import load_vocab, save_vocab
+from keras_bert.text.vocab_learner import learn_wordpiece_vocab
 from tests.text.tokenization_reference import OriginalFullTokenizer
 
 

@@ -112,6 +112,10 @@ def test_properties_and_detokenize(uncased_tokenizer):
         102,
         103,
     )
+    assert (tok.id_to_token(0), tok.id_to_token(30521)) == ("[PAD]", "##～")
+    for out_of_range in (-1, 30522):
+        with pytest.raises(IndexError, match=f"token id {out_of_range} is out of range .* < 30522"):
+            tok.id_to_token(out_of_range)
     ids = tok(tf.constant(["Hello, unaffable World!", "naïve café"]))
     assert tok.detokenize(ids).numpy().tolist() == [
         b"hello, unaffable world!".replace(b",", b" ,").replace(b"!", b" !"),

@@ -8,7 +8,8 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.text import BertTokenizer
-from keras_bert.text.vocab import learn_wordpiece_vocab, load_vocab
+from keras_bert.text.vocab import load_vocab
+from keras_bert.text.vocab_learner import learn_wordpiece_vocab
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -21,8 +22,19 @@ def test_load_vocab_strips_and_checks(tmp_path):
     with pytest.raises(ValueError, match="lines 6 and 7"):
         load_vocab(path)
     path.write_bytes(b"[PAD]\n[UNK]\n\xff\n")
-    with pytest.raises(ValueError, match="line 3 is not valid UTF-8"):
+    with pytest.raises(ValueError, match=f"{path}: line 3 is not valid UTF-8"):
         load_vocab(path)
+
+
+def test_load_vocab_removes_byte_order_mark(tmp_path, caplog):
+    # With the BOM kept, [PAD] would be missing ("\ufeff[PAD]") or the first word would never match.
+    path = tmp_path / "vocab.txt"
+    path.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n", encoding="utf-8-sig")
+    with caplog.at_level("WARNING", logger="keras_bert"):
+        assert load_vocab(path)[:2] == ["[PAD]", "[UNK]"]
+    assert f"{path}: removed the UTF-8 byte order mark" in caplog.text
+    path.write_text("hello\n[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8-sig")
+    assert BertTokenizer(str(path))(tf.constant(["hello x"])).to_list() == [[0, 2]]
 
 
 def test_learned_vocab_tokenizes_its_corpus(tmp_path):
