@@ -30,7 +30,7 @@ def warmup_requests(export_dir):
     path = os.path.join(export_dir, "assets.extra", "tf_serving_warmup_requests")
     if not os.path.exists(path):
         return []
-    protos()
+    protos()  # tensorflow_serving's *_pb2 import tensorflow.core protos: through the stub, not TF Python
     try:
         from tensorflow_serving.apis import prediction_log_pb2
     except ImportError:
