@@ -11,7 +11,6 @@ on the inputs of --expected, an .npz from `servability.save_check_arrays`, compa
 the signatures, every non-core op with the first TF Serving release that has it, and the outputs as JSON.
 """
 
-import importlib.util
 import json
 import os
 import sys
@@ -46,13 +45,12 @@ def rest_response(outputs, request_format):
 
 
 def _load_servability():
-    # Loaded by file path: importing the keras_bert package would import keras and TensorFlow's Python side.
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "keras_bert", "export",
-                        "servability.py")
-    spec = importlib.util.spec_from_file_location("servability", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    # Imported as the top-level `servability` package: importing keras_bert would import keras and
+    # TensorFlow's Python side (see keras_bert/export/servability/worker.py).
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "keras_bert", "export"))
+    import servability
+
+    return servability
 
 
 def main(argv):
@@ -60,7 +58,7 @@ def main(argv):
     servability = _load_servability()
     runs = []
     if FLAGS.expected:
-        runs.append((FLAGS.signature, *servability._split_npz(FLAGS.expected)))
+        runs.append((FLAGS.signature, *servability.load_check_arrays(FLAGS.expected)))
     elif FLAGS.text:
         inputs = {"text": np.array([t.encode() for t in FLAGS.text], dtype=object)}
         if FLAGS.text_b:

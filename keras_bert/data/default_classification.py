@@ -15,7 +15,7 @@ import random
 import sys
 import sysconfig
 
-from keras_bert.data.default_corpus import _DOCSTRING, _prose_sentences
+from keras_bert.data.default_corpus import DOCSTRING, prose_sentences
 
 TOPICS = {"email": ("email",), "asyncio": ("asyncio",), "gui": ("tkinter",), "web": ("http", "urllib")}
 
@@ -33,8 +33,8 @@ def topic_sentences(topics=None, stdlib=None):
                 for name in sorted(f for f in files if f.endswith(".py")):
                     with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as f:
                         source = f.read()
-                    for docstring in _DOCSTRING.findall(source):
-                        sentences.update(_prose_sentences(docstring))
+                    for docstring in DOCSTRING.findall(source):
+                        sentences.update(prose_sentences(docstring))
         result[label] = sorted(sentences)
     # A sentence found under two topics says nothing about either.
     shared = {s for a in result for b in result if a < b for s in set(result[a]) & set(result[b])}

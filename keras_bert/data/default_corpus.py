@@ -14,7 +14,8 @@ import sysconfig
 from keras_bert.data.pretraining import split_sentences
 
 DEFAULT_MAX_BYTES = 8_000_000
-_DOCSTRING = re.compile(r'"""(.*?)"""', re.DOTALL)
+# A triple-quoted string of Python source; group 1 is its text.
+DOCSTRING = re.compile(r'"""(.*?)"""', re.DOTALL)
 # Where a docstring's reference sections begin: the prose ends there.
 _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises|Examples?|Notes?|Yields|Attributes|"
                       r"See Also|References|Usage|Warning|Call arguments|Input shape|Output shape)\s*:?\s*$"
@@ -22,7 +23,8 @@ _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises|Examples?|
 _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?[,;:]?$")
 
 
-def _prose_sentences(docstring):
+def prose_sentences(docstring):
+    """The English prose sentences of a docstring (str list), up to its first reference section."""
     match = _SECTION.search(docstring)
     text = docstring[:match.start()] if match else docstring
     sentences = []
@@ -58,8 +60,8 @@ def iter_documents(roots=None, max_bytes=DEFAULT_MAX_BYTES):
                 except (UnicodeDecodeError, OSError):
                     continue
                 sentences = []
-                for docstring in _DOCSTRING.findall(source):
-                    prose = _prose_sentences(docstring)
+                for docstring in DOCSTRING.findall(source):
+                    prose = prose_sentences(docstring)
                     key = hashlib.md5("\n".join(prose).encode()).digest()
                     if prose and key not in seen:  # docstrings repeated across modules are kept once
                         seen.add(key)

@@ -53,7 +53,8 @@ def model_kind(model):
                       "BertPretrainer)")
 
 
-def _encoder_of(model):
+def encoder_of(model):
+    """The `BertEncoder` of `model`: the model itself, or a task model's `.encoder`."""
     return model if isinstance(model, BertEncoder) else model.encoder
 
 
@@ -154,7 +155,7 @@ def _example_features(model, signature, seq_length):
 
 def check_compatible(model, preprocessor):
     """Raises ExportError if `preprocessor` cannot feed `model`: vocab size or sequence length."""
-    config = _encoder_of(model).config
+    config = encoder_of(model).config
     tokenizer = preprocessor.tokenizer
     if tokenizer.vocab_size != config.vocab_size:
         source = tokenizer.vocab_file or "the tokenizer's vocabulary"
@@ -302,7 +303,7 @@ def write_warmup(version_dir, requests):
     return path
 
 
-def _publish(export_dir, version, write):
+def publish_version(export_dir, version, write):
     """Runs `write(tmp_dir)` in a hidden temporary directory of `export_dir`, then renames it to
     `<export_dir>/<version>`: a server polling `export_dir` (it ignores non-numeric names) sees the
     version whole or not at all."""
@@ -353,4 +354,4 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
         if warmup:
             write_warmup(tmp_dir, [("serving_default", warmup_inputs(model, signature, preprocessor))])
 
-    return _publish(export_dir, version, write)
+    return publish_version(export_dir, version, write)

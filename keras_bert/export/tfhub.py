@@ -14,7 +14,7 @@ Both SavedModels also carry a `serving_default` signature, so TF Serving loads e
 import keras
 import tensorflow as tf
 
-from keras_bert.export.saved_model import _encoder_of, _publish, check_compatible
+from keras_bert.export.saved_model import check_compatible, encoder_of, publish_version
 from keras_bert.models.encoder import INPUT_NAMES
 
 _RAGGED_IDS = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)
@@ -50,12 +50,12 @@ def export_tfhub(encoder, preprocessor, export_dir, version=None):
     `encoder_outputs_<i>` [b, s, h] per layer; it is the `__call__` and `serving_default` of the SavedModel
     and the root has `variables` / `trainable_variables`. Returns (preprocess_dir, encoder_dir).
     """
-    encoder = _encoder_of(encoder)
+    encoder = encoder_of(encoder)
     check_compatible(encoder, preprocessor)
     if not preprocessor.built:
         preprocessor(tf.constant([""]))  # built on first call, as export needs
     module = _Preprocessing(preprocessor)
-    preprocess_dir = _publish(f"{export_dir}/preprocess", version, lambda tmp: tf.saved_model.save(
+    preprocess_dir = publish_version(f"{export_dir}/preprocess", version, lambda tmp: tf.saved_model.save(
         module, tmp, signatures={"serving_default": module.__call__.get_concrete_function()}))
 
     def call(inputs):
@@ -72,5 +72,5 @@ def export_tfhub(encoder, preprocessor, export_dir, version=None):
     spec = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
     archive.add_endpoint("serving_default", call, input_signature=[spec])
     archive.add_endpoint("__call__", call, input_signature=[spec])
-    encoder_dir = _publish(f"{export_dir}/encoder", version, lambda tmp: archive.write_out(tmp, verbose=False))
+    encoder_dir = publish_version(f"{export_dir}/encoder", version, lambda tmp: archive.write_out(tmp, verbose=False))
     return preprocess_dir, encoder_dir

@@ -1,10 +1,10 @@
-"""Task heads on top of the encoder: pooler, masked-LM and next-sentence prediction."""
+"""The masked-LM head (the pooler and the next-sentence classifier are plain Dense layers in models/)."""
 
 import keras
 from keras import ops
 
 from keras_bert.layers.initializers import truncated_normal
-from keras_bert.layers.transformer import _ACTIVATIONS
+from keras_bert.layers.transformer import ACTIVATIONS
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -28,7 +28,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         hidden_size = embedding_layer.output_dim
         self.transform = keras.layers.Dense(
-            hidden_size, activation=_ACTIVATIONS[hidden_act],
+            hidden_size, activation=ACTIVATIONS[hidden_act],
             kernel_initializer=truncated_normal(initializer_range), dtype=self.dtype_policy, name="transform")
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="layer_norm")

@@ -8,7 +8,8 @@ from keras import ops
 from keras_bert.layers.dropout import HashDropout
 from keras_bert.layers.initializers import truncated_normal
 
-_ACTIVATIONS = {
+# `hidden_act` names -> activation functions, shared by the block and the masked-LM head.
+ACTIVATIONS = {
     "gelu": lambda x: keras.activations.gelu(x, approximate=False),
     "gelu_tanh": lambda x: keras.activations.gelu(x, approximate=True),
     "relu": keras.activations.relu,
@@ -40,8 +41,8 @@ class TransformerBlock(keras.layers.Layer):
                  hidden_dropout=0.1, attention_dropout=0.1, initializer_range=0.02, layer_norm_eps=1e-12,
                  **kwargs):
         super().__init__(**kwargs)
-        if hidden_act not in _ACTIVATIONS:
-            raise ValueError(f"hidden_act={hidden_act!r}; expected one of {sorted(_ACTIVATIONS)}")
+        if hidden_act not in ACTIVATIONS:
+            raise ValueError(f"hidden_act={hidden_act!r}; expected one of {sorted(ACTIVATIONS)}")
         self.hidden_size = hidden_size
         self.num_attention_heads = num_attention_heads
         self.head_size = hidden_size // num_attention_heads
@@ -61,7 +62,7 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_output = dense(hidden_size, "attention_output")
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="attention_layer_norm")
-        self.intermediate = dense(intermediate_size, "intermediate", activation=_ACTIVATIONS[hidden_act])
+        self.intermediate = dense(intermediate_size, "intermediate", activation=ACTIVATIONS[hidden_act])
         self.output_dense = dense(hidden_size, "output")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm")

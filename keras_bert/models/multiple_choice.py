@@ -23,7 +23,7 @@ class BertMultipleChoice(EncoderTaskModel):
         flatten = _FlattenChoices(name="flatten_choices")
         dropout_layer = HashDropout(dropout, name="choice_dropout")
         head = dense_head(1, config.initializer_range, "choice_score", dtype="float32")
-        unflatten = _UnflattenChoices(num_choices, name="choice_logits")
+        unflatten = _UnflattenChoices(num_choices, dtype="float32", name="choice_logits")  # logits stay float32
         # === Functional model ===
         inputs = encoder_inputs(prefix_shape=(num_choices,))
         flat = {name: flatten(inputs[name]) for name in INPUT_NAMES}

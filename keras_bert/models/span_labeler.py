@@ -19,7 +19,7 @@ class BertSpanLabeler(EncoderTaskModel):
         config = encoder.config
         # === Layers ===
         head = dense_head(2, config.initializer_range, "span_head", dtype="float32")
-        split = _SplitSpanLogits(name="span_logits")
+        split = _SplitSpanLogits(dtype="float32", name="span_logits")  # float32 logits under mixed precision too
         # === Functional model ===
         inputs = encoder_inputs()
         logits = head(encoder(inputs)["sequence_output"])

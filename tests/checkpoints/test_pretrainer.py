@@ -22,7 +22,7 @@ from tests.checkpoints.conftest import (
 TOL = 1e-4
 
 
-def _assert_logits_match(pretrainer, reference, batch):
+def assert_logits_match(pretrainer, reference, batch):
     mlm, nsp = ours_pretraining_logits(pretrainer, batch)
     ref_mlm, ref_nsp = reference
     assert mlm.shape == ref_mlm.shape == (3, 3, TINY["vocab_size"])
@@ -35,7 +35,7 @@ def test_huggingface_pretraining_heads_match_transformers(tiny_hf_pretraining, t
     with caplog.at_level(logging.WARNING, logger="keras_bert"):
         pretrainer = BertPretrainer.from_pretrained(directory)
     assert not [r for r in caplog.records if "initialised" in r.getMessage()]
-    _assert_logits_match(pretrainer, hf_pretraining_logits(hf_model, tiny_batch), tiny_batch)
+    assert_logits_match(pretrainer, hf_pretraining_logits(hf_model, tiny_batch), tiny_batch)
 
 
 def test_pytorch_bin_loads_like_safetensors(tiny_hf_pretraining, tiny_batch, tmp_path):
@@ -45,7 +45,7 @@ def test_pytorch_bin_loads_like_safetensors(tiny_hf_pretraining, tiny_batch, tmp
     shutil.copy(os.path.join(directory, "config.json"), tmp_path / "bin")
     torch.save(hf_model.state_dict(), tmp_path / "bin" / "pytorch_model.bin")
     pretrainer = load_pretrainer(str(tmp_path / "bin"))
-    _assert_logits_match(pretrainer, hf_pretraining_logits(hf_model, tiny_batch), tiny_batch)
+    assert_logits_match(pretrainer, hf_pretraining_logits(hf_model, tiny_batch), tiny_batch)
 
 
 def test_google_checkpoint_with_cls_heads(tiny_hf_pretraining, tiny_batch, tmp_path):
@@ -61,7 +61,7 @@ def test_google_checkpoint_with_cls_heads(tiny_hf_pretraining, tiny_batch, tmp_p
     assert shapes["bert/encoder/layer_1/attention/self/query/kernel"] == [h, h]
     # 5 embedding + 16 per layer + 2 pooler + 5 masked-LM + 2 next-sentence variables.
     assert len(shapes) == 5 + 16 * TINY["num_hidden_layers"] + 2 + 5 + 2
-    _assert_logits_match(load_pretrainer(prefix), reference, tiny_batch)
+    assert_logits_match(load_pretrainer(prefix), reference, tiny_batch)
 
 
 def test_save_huggingface_pretrainer_loads_in_transformers(tiny_hf_pretraining, tiny_batch, tmp_path):

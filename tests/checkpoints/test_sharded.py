@@ -13,7 +13,7 @@ from safetensors.numpy import load_file, save_file
 
 from keras_bert.checkpoints import CheckpointError, detect_format, load_pretrainer
 from tests.checkpoints.conftest import TINY, hf_pretraining_logits, randomize
-from tests.checkpoints.test_pretrainer import _assert_logits_match
+from tests.checkpoints.test_pretrainer import assert_logits_match
 
 # The tiny model is ~90 KB of float32: 20 KB shards give several files.
 SHARD_SIZE = "20KB"
@@ -54,7 +54,7 @@ def test_sharded_checkpoint_matches_transformers(sharded_hf, tiny_batch):
     directory, model, _, _ = sharded_hf
     assert detect_format(str(directory)) == "huggingface"
     reference = hf_pretraining_logits(model, tiny_batch)
-    _assert_logits_match(load_pretrainer(str(directory)), reference, tiny_batch)
+    assert_logits_match(load_pretrainer(str(directory)), reference, tiny_batch)
     # transformers reads the same shards back: the hand-written .bin index is the real format.
     reloaded = transformers.BertForPreTraining.from_pretrained(str(directory)).eval()
     for ours, ref in zip(hf_pretraining_logits(reloaded, tiny_batch), reference, strict=True):

@@ -68,6 +68,7 @@ def _run(tmp_path, label, signature, inputs, expected):
     return {"signature": signature, "arrays": path}
 
 
+@pytest.mark.slow
 def test_every_model_kind_loads_and_runs_in_the_c_api(preprocessor, tmp_path):
     encoder = BertEncoder(tiny_config())
     texts = np.array(TEXTS, dtype=object)

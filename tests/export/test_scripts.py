@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from export import client
@@ -25,6 +26,7 @@ def _script(name, *args):
     return proc.stdout
 
 
+@pytest.mark.slow
 def test_tfhub_export_from_checkpoint_and_check_servable_cli(tmp_path):
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("\n".join(WORDS) + "\n")

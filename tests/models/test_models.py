@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 import keras_bert as kb
+from tests.harness import check_mixed_precision, run_model_test
 
 
 def _inputs(batch=3, seq=10, vocab=60, seed=0, prefix=()):
@@ -22,14 +23,14 @@ def _inputs(batch=3, seq=10, vocab=60, seed=0, prefix=()):
     }
 
 
-def test_encoder_returns_tf_hub_names_and_shapes(tiny_config):
+def test_encoder_returns_tf_hub_names_and_shapes(tiny_config, tmp_path):
     encoder = kb.BertEncoder(tiny_config)
+    shapes = {"sequence_output": (3, 10, 32), "pooled_output": (3, 32), "encoder_outputs": [(3, 10, 32)] * 2}
+    restored = run_model_test(lambda: kb.BertEncoder(tiny_config), _inputs(), shapes, tmp_path, "bfloat16",
+                              model=encoder)
     outputs = encoder(_inputs())
-    assert set(outputs) == {"sequence_output", "pooled_output", "encoder_outputs"}
-    assert outputs["sequence_output"].shape == (3, 10, 32)
-    assert outputs["pooled_output"].shape == (3, 32)
-    assert len(outputs["encoder_outputs"]) == 2
     np.testing.assert_array_equal(outputs["encoder_outputs"][-1], outputs["sequence_output"])
+    assert restored.config == tiny_config
 
 
 def test_padding_does_not_change_real_positions(tiny_config):
@@ -107,40 +108,48 @@ def test_pretrainer_fits_with_one_dict_dataset_and_reports_metrics(tiny_config):
     assert results["masked_lm_accuracy"] > 0.34  # above chance among the 3 ids used
 
 
+# Output shapes for the batch of 4 examples of 10 tokens (3 choices) in the test below.
+TASK_SHAPES = {"pretrainer": {"masked_lm_logits": (4, 2, 60), "next_sentence_logits": (4, 2)},
+               "classifier": (4, 3), "span": {"start_logits": (4, 10), "end_logits": (4, 10)},
+               "token": (4, 10, 5), "choice": (4, 3)}
+
+
+def _task_model(kind, config):
+    encoder = kb.BertEncoder(config)
+    return {"pretrainer": lambda: kb.BertPretrainer(encoder),
+            "classifier": lambda: kb.BertClassifier(encoder, num_classes=3),
+            "span": lambda: kb.BertSpanLabeler(encoder),
+            "token": lambda: kb.BertTokenClassifier(encoder, num_classes=5),
+            "choice": lambda: kb.BertMultipleChoice(encoder, num_choices=3)}[kind]()
+
+
 @pytest.mark.parametrize("kind", ["pretrainer", "classifier", "span", "token", "choice"])
 def test_task_models_fit_and_round_trip_through_keras_file(kind, tiny_config, tmp_path):
-    encoder = kb.BertEncoder(tiny_config)
+    model = _task_model(kind, tiny_config)
     x = _inputs(batch=4)
     if kind == "pretrainer":
-        model = kb.BertPretrainer(encoder)
         x["masked_lm_positions"] = np.array([[1, 2]] * 4, "int32")
         y, loss = None, None
     elif kind == "classifier":
-        model, y = kb.BertClassifier(encoder, num_classes=3), np.array([0, 1, 2, 1])
+        y = np.array([0, 1, 2, 1])
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     elif kind == "span":
-        model = kb.BertSpanLabeler(encoder)
         y = {"start_logits": np.array([1, 2, 3, 4]), "end_logits": np.array([2, 3, 4, 5])}
         loss = {"start_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                 "end_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
     elif kind == "token":
-        model, y = kb.BertTokenClassifier(encoder, num_classes=5), np.zeros((4, 10), "int32")
+        y = np.zeros((4, 10), "int32")
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     else:
         x = _inputs(batch=4, prefix=(3,))
-        model, y = kb.BertMultipleChoice(encoder, num_choices=3), np.array([0, 1, 2, 0])
+        y = np.array([0, 1, 2, 0])
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     if y is not None:
         model.compile(optimizer="adam", loss=loss, jit_compile=False)
         model.fit(x, y, epochs=1, verbose=0)
-    before = model.predict(x, verbose=0)
-    path = str(tmp_path / f"{kind}.keras")
-    model.save(path)
-    restored = keras.models.load_model(path)
-    assert type(restored) is type(model)
-    after = restored.predict(x, verbose=0)
-    for a, b in zip(tf.nest.flatten(before), tf.nest.flatten(after), strict=True):
-        np.testing.assert_array_equal(a, b)
+    # Task heads compute their logits in float32 under mixed precision (documented per model).
+    restored = run_model_test(lambda: _task_model(kind, tiny_config), x, TASK_SHAPES[kind], tmp_path, "float32",
+                              model=model)
     assert restored.encoder.config == tiny_config
 
 
@@ -159,15 +168,8 @@ def test_mlm_output_weights_are_tied_to_word_embeddings(tiny_config):
 
 
 def test_mixed_bfloat16_keeps_layer_norm_and_softmax_in_float32(tiny_config):
-    fp32 = kb.BertEncoder(tiny_config)
-    x = _inputs()
-    reference = fp32(x)["sequence_output"]
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    mixed = kb.BertEncoder(tiny_config)
-    mixed.set_weights(fp32.get_weights())
+    # bf16 keeps ~3 significant digits; LayerNorm output is O(1).
+    mixed = check_mixed_precision(lambda: kb.BertEncoder(tiny_config), _inputs(),
+                                  lambda model, x: model(x)["sequence_output"], "bfloat16", atol=0.1)
     assert all(w.dtype == "float32" for w in mixed.weights)
     assert mixed.transformer_layers[0].attention_layer_norm.compute_dtype == "float32"
-    out = mixed(x)["sequence_output"]
-    assert out.dtype == "bfloat16"
-    # bf16 keeps ~3 significant digits; LayerNorm output is O(1).
-    assert np.abs(np.asarray(out, "float32") - np.asarray(reference)).max() < 0.1

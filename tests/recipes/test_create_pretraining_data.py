@@ -26,6 +26,7 @@ def _options(**overrides):
     return dict(options, **overrides)
 
 
+@pytest.mark.slow
 def test_recipe_writes_shards_of_the_original_format(tmp_path):
     documents = list(iter_documents(max_bytes=150_000))
     for name, part in (("a.txt", documents[::2]), ("b.txt", documents[1::2]), ("empty.txt", [])):

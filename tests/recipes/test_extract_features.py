@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_bert import BertEncoder, save_pretrained
@@ -13,6 +14,7 @@ from tests.recipes.conftest import run_recipe, write_vocab
 LINES = ["The quick brown fox.", "Who jumped? ||| The quick brown fox jumped over the dog.", "", "Dogs sleep."]
 
 
+@pytest.mark.slow
 def test_layers_of_single_and_pair_lines(tmp_path):
     vocab, size = write_vocab(tmp_path / "vocab.txt", LINES)
     encoder = BertEncoder(BertConfig(vocab_size=size, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,

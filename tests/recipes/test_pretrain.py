@@ -60,6 +60,7 @@ def _latest_step(model_dir):
     return int(first.rsplit("-", 1)[1].strip().strip('"'))
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill(corpus, tmp_path):
     model_dir = str(tmp_path / "run")
     flags = [*corpus["flags"], f"--model_dir={model_dir}", "--num_train_steps=40", "--save_checkpoints_steps=5",
@@ -233,6 +234,7 @@ def _check_mixed_precision_run(model_dir, dtype, vocab_size):
     assert {"bfloat16" if dtype == "mixed_bfloat16" else "float16"} == ops["BatchMatMulV2"], ops
 
 
+@pytest.mark.slow
 def test_tfds_input_mixed_float16(corpus, tfds_prose, tmp_path):
     model_dir = str(tmp_path / "run")
     flags = [f for f in corpus["flags"] if not f.startswith(("--input_files", "--eval_input_files", "--eval_steps"))]
@@ -254,6 +256,7 @@ def test_tfds_input_mixed_float16(corpus, tfds_prose, tmp_path):
         next(pretraining.tfds_documents("tiny_prose/de", tfds_prose["data_dir"]))
 
 
+@pytest.mark.slow
 def test_text_files_mixed_bfloat16_whole_words(corpus, tmp_path):
     """Streaming from text files (an empty file and one-sentence documents among them), whole-word masks,
     batches grouped by length."""
@@ -271,6 +274,7 @@ def test_text_files_mixed_bfloat16_whole_words(corpus, tmp_path):
     assert "--input_files: skipped 1 file(s) with no text" in result.stderr
 
 
+@pytest.mark.slow
 def test_text_input_needs_two_documents(corpus, tmp_path):
     (tmp_path / "one.txt").write_text("The only document has one sentence.\nAnd a second one.\n")
     flags = [f for f in corpus["flags"] if not f.startswith(("--input_files", "--eval_input_files"))]

@@ -38,6 +38,7 @@ def _write_mrpc(directory):
             f.write(f"{i + 10}\t{i}\t{i + 100}\t{b}\t{a}\n")
 
 
+@pytest.mark.slow
 def test_mrpc_train_eval_predict(tmp_path, tiny_model):
     data_dir, out = str(tmp_path / "MRPC"), str(tmp_path / "out")
     _write_mrpc(data_dir)
@@ -77,6 +78,7 @@ def _write_csv(path, rows, header=("text", "label")):
     return str(path)
 
 
+@pytest.mark.slow
 def test_custom_csv_unknown_label_names_file_and_line(tmp_path, tiny_model):
     train = _write_csv(tmp_path / "train.csv", [("good day", "pos"), ("bad day", "neg")])
     dev = _write_csv(tmp_path / "dev.csv", [("good", "pos"), ("so so", "meh")])

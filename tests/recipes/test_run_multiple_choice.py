@@ -29,6 +29,7 @@ def _write_swag(path, questions, labeled=True):
     return str(path)
 
 
+@pytest.mark.slow
 def test_swag_train_eval_predict(tmp_path, tiny_model):
     train = _write_swag(tmp_path / "train.csv", QUESTIONS * 3)
     val = _write_swag(tmp_path / "val.csv", QUESTIONS)

@@ -24,6 +24,7 @@ def _write_conll(path, sentences):
     return str(path)
 
 
+@pytest.mark.slow
 def test_conll_train_eval_predict(tmp_path, tiny_model):
     train = _write_conll(tmp_path / "eng.train", SENTENCES * 4)
     dev = _write_conll(tmp_path / "eng.testa", SENTENCES)
@@ -46,6 +47,7 @@ def test_conll_train_eval_predict(tmp_path, tiny_model):
     assert os.path.isfile(os.path.join(out, "test_predictions.txt"))
 
 
+@pytest.mark.slow
 def test_unknown_tag_in_eval_file_names_the_line(tmp_path, tiny_model):
     train = _write_conll(tmp_path / "eng.train", SENTENCES)
     dev = _write_conll(tmp_path / "eng.testa", [[("Rome", "I-GPE")]])

@@ -4,6 +4,8 @@ question, and a training answer that does not match its offset (skipped and coun
 import json
 import os
 
+import pytest
+
 from keras_bert.metrics.squad import evaluate_v2
 from tests.recipes.conftest import run_recipe
 
@@ -31,6 +33,7 @@ def _write(path, questions_per_context):
     return str(path)
 
 
+@pytest.mark.slow
 def test_squad_v2_train_predict_eval(tmp_path, tiny_model):
     a, b, c = CONTEXTS
     train = _write(tmp_path / "train.json", [

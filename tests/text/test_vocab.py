@@ -51,6 +51,7 @@ def test_learned_vocab_tokenizes_its_corpus(tmp_path):
         learn_wordpiece_vocab(["", "  "], vocab_size=50)
 
 
+@pytest.mark.slow
 def test_build_vocab_recipe(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("Hello World, HELLO tokenizer!\nA cased vocab keeps Case.\n" * 30, encoding="utf-8")

@@ -1,0 +1,79 @@
+"""Which ops a SavedModel uses, and which TF Serving release registers each non-core one."""
+
+import os
+
+from .errors import ServabilityError
+from .protos import protos
+
+# tensorflow-text version compiled into the `tensorflow/serving` model server, by Serving release
+# (tensorflow_serving/workspace.bzl, `org_tensorflow_text`). Serving links all of tf-text's `ops_lib`.
+SERVING_TF_TEXT_VERSION = {
+    "2.2": "2.2.0",
+    "2.8": "2.8.2",
+    "2.12": "2.12.1",
+    "2.20": "2.20.0",
+}
+
+# First TF Serving release known to register each tensorflow-text op (as named in the graph).
+#  2.2:  the ops of Serving's own tf-text regression model (tensorflow/text oss_scripts/model_server).
+#  2.12: ops present in tf-text 2.12.1, which Serving 2.12-2.19 embed (they may be older; not claimed).
+#  2.20: ops added to tf-text after 2.12.1 (RoundRobinTrim: "Op type not registered" on Serving <= 2.19,
+#        tensorflow/serving#2267 and #4057).
+# An op outside TF core and outside this table is flagged: no Serving release is known to have it.
+TF_TEXT_OP_FIRST_SERVING = {
+    **dict.fromkeys([
+        "CaseFoldUTF8", "NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets",
+        "WhitespaceTokenizeWithOffsets", "UnicodeScriptTokenizeWithOffsets", "SplitMergeTokenizeWithOffsets",
+        "ConstrainedSequence", "MaxSpanningTree", "SentenceFragments", "RougeL", "SentencepieceOp",
+        "SentencepieceTokenizeOp", "SentencepieceTokenizeWithOffsetsOp", "SentencepieceDetokenizeOp",
+        "SentencepieceVocabSizeOp", "SentencepieceIdToStringOp", "SentencepieceStringToIdOp",
+    ], "2.2"),
+    **dict.fromkeys([
+        "FastWordpieceTokenizeWithOffsets", "TFText>FastWordpieceDetokenize", "FastBertNormalize",
+        "NormalizeUTF8WithOffsetsMap", "FindSourceOffsets", "TFText>WhitespaceTokenizeWithOffsetsV2",
+        "TFText>NgramsStringJoin", "SentenceFragmentsV2", "TokenizerFromLogits",
+    ], "2.12"),
+    **dict.fromkeys(["TFText>RoundRobinTrim", "TFText>RoundRobinGenerateMasks"], "2.20"),
+}
+
+DEFAULT_SERVING_VERSION = "2.20"
+
+
+def saved_model_ops(export_dir, tag="serve"):
+    """Op names used by the `tag` MetaGraph of `export_dir/saved_model.pb`: its graph and every function of
+    its library (where tf.function bodies, hence the signatures' ops, live)."""
+    saved_model = protos().saved_model.SavedModel()
+    path = os.path.join(export_dir, "saved_model.pb")
+    with open(path, "rb") as f:
+        saved_model.ParseFromString(f.read())
+    graphs = [m for m in saved_model.meta_graphs if tag in m.meta_info_def.tags]
+    if not graphs:
+        raise ServabilityError(f"{path} has no MetaGraph tagged {tag!r}")
+    graph = graphs[0].graph_def
+    ops = {node.op for node in graph.node}
+    for function in graph.library.function:
+        ops.update(node.op for node in function.node_def)
+    # Calls of library functions appear as ops named after the function; they are not kernels.
+    return ops - {f.signature.name for f in graph.library.function}
+
+
+def _version_tuple(version):
+    return tuple(int(p) for p in version.split("."))
+
+
+def op_report(ops, core_ops, tf_text_ops, serving_version=DEFAULT_SERVING_VERSION):
+    """Sorts the non-core `ops` of a graph: returns dict with `tf_text` ({op: first Serving version}),
+    `missing` ({op: why}: ops that Serving `serving_version` would not have) and `min_serving_version`."""
+    report = {"tf_text": {}, "missing": {}, "min_serving_version": "2.2"}
+    for op in sorted(set(ops) - set(core_ops)):
+        first = TF_TEXT_OP_FIRST_SERVING.get(op)
+        if first is None:
+            origin = "tensorflow-text" if op in tf_text_ops else "no library loaded here"
+            report["missing"][op] = f"registered by {origin}, but in no TF Serving release known to this check"
+            continue
+        report["tf_text"][op] = first
+        if _version_tuple(first) > _version_tuple(report["min_serving_version"]):
+            report["min_serving_version"] = first
+        if _version_tuple(first) > _version_tuple(serving_version):
+            report["missing"][op] = f"first in TF Serving {first} (checked against {serving_version})"
+    return report

@@ -1,0 +1,40 @@
+"""Every layer through the shared harness: shapes, config and `.keras` round trips, mixed_bfloat16."""
+
+import keras
+import numpy as np
+
+from keras_bert.layers import BertEmbeddings, HashDropout, MaskedLMHead, TransformerBlock, attention_bias
+from tests.harness import run_layer_test
+
+RNG = np.random.default_rng(0)
+HIDDEN = RNG.normal(size=(2, 5, 8)).astype("float32")
+MASK = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], "int32")
+IDS = RNG.integers(0, 11, (2, 5)).astype("int32")
+TYPE_IDS = np.array([[0, 0, 1, 1, 1], [0, 0, 0, 0, 0]], "int32")
+BLOCK = {"hidden_size": 8, "num_attention_heads": 2, "intermediate_size": 16, "hidden_act": "gelu_tanh",
+         "hidden_dropout": 0.1, "attention_dropout": 0.2, "initializer_range": 0.5, "layer_norm_eps": 1e-6}
+EMBEDDINGS = {"vocab_size": 11, "hidden_size": 8, "max_position_embeddings": 7, "type_vocab_size": 2,
+              "initializer_range": 0.5, "layer_norm_eps": 1e-6, "dropout": 0.1}
+
+
+def test_transformer_block(tmp_path):
+    bias = keras.ops.convert_to_numpy(attention_bias(MASK))
+    run_layer_test(TransformerBlock, BLOCK, (HIDDEN, bias), (2, 5, 8), tmp_path)
+
+
+def test_bert_embeddings(tmp_path):
+    run_layer_test(BertEmbeddings, EMBEDDINGS, (IDS, TYPE_IDS), (2, 5, 8), tmp_path)
+
+
+def test_hash_dropout(tmp_path):
+    run_layer_test(HashDropout, {"rate": 0.3, "seed": 7}, (HIDDEN,), (2, 5, 8), tmp_path)
+
+
+def test_masked_lm_head(tmp_path):
+    word_embeddings = keras.layers.Embedding(11, 8)
+    word_embeddings.build(None)
+    positions = np.array([[0, 4], [2, 2]], "int32")
+    # Logits are float32 under mixed precision too (documented); the tied table is not in its config.
+    run_layer_test(MaskedLMHead, {"hidden_act": "relu", "initializer_range": 0.5, "layer_norm_eps": 1e-6},
+                   (HIDDEN, positions), (2, 2, 11), tmp_path, mixed_output_dtype="float32",
+                   rebuild_kwargs={"embedding_layer": word_embeddings})

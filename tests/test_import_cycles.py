@@ -1,0 +1,103 @@
+"""No import cycles in keras_bert/: every import (module level and inside functions), read statically."""
+
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE_ROOT = pathlib.Path(__file__).resolve().parent.parent / "keras_bert"
+
+
+def module_files(root=PACKAGE_ROOT):
+    """{dotted module name: path} of every .py file under `root` (a package's name is its __init__'s)."""
+    modules = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _resolve(node, module, is_package):
+    """The absolute names an import node may refer to: `from a import b` yields `a.b` (if b is a module)
+    and `a`."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = node.module or ""
+    if node.level:
+        anchor = module.split(".")
+        anchor = anchor if is_package else anchor[:-1]
+        anchor = anchor[: len(anchor) - (node.level - 1)]
+        base = ".".join(anchor + ([base] if base else []))
+    return [base] + [f"{base}.{alias.name}" for alias in node.names]
+
+
+def import_graph(modules):
+    """{module: set of keras_bert modules it imports directly}, from every Import/ImportFrom node."""
+    graph = {}
+    for module, path in modules.items():
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            names = _resolve(node, module, path.name == "__init__.py")
+            if isinstance(node, ast.ImportFrom):
+                # `from pkg import mod` imports the module mod, `from pkg import name` only pkg.
+                named = [n for n in names[1:] if n in modules]
+                names = named or names[:1]
+            edges.update(n for n in names if n in modules and n != module)
+        graph[module] = edges
+    return graph
+
+
+def cycles(graph):
+    """The strongly connected components of more than one module (sorted lists), found by Tarjan's algorithm."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in sorted(graph[node]):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_finds_a_cycle_through_a_function_level_import(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("from .b import B\n")
+    (package / "a.py").write_text("def f():\n    from pkg.sub import b\n")
+    (package / "sub" / "b.py").write_text("from .. import a\nB = 1\n")
+    (package / "c.py").write_text("import pkg.a\n")
+    graph = import_graph(module_files(package))
+    assert graph == {"pkg": set(), "pkg.a": {"pkg.sub.b"}, "pkg.c": {"pkg.a"}, "pkg.sub": {"pkg.sub.b"},
+                     "pkg.sub.b": {"pkg.a"}}
+    assert cycles(graph) == [["pkg.a", "pkg.sub.b"]]
+
+
+@pytest.mark.xfail(strict=False, reason="checkpoints <-> models and text/tokenizer <-> text/vocab, being removed "
+                                        "by the h2-tasks and h3-text branches")
+def test_keras_bert_has_no_import_cycles():
+    found = cycles(import_graph(module_files()))
+    assert not found, "modules that import each other in a cycle:\n" + "\n".join(", ".join(c) for c in found)
