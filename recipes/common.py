@@ -108,7 +108,7 @@ def build_encoder(vocab_size):
     from keras_bert.models.encoder import BertEncoder
 
     if FLAGS.init_checkpoint:
-        from keras_bert.checkpoints import load_encoder
+        from keras_bert.models.encoder import load_encoder
 
         return load_encoder(FLAGS.init_checkpoint, dtype=FLAGS.dtype)
     return BertEncoder(bert_config(vocab_size), dtype=FLAGS.dtype)
