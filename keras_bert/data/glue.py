@@ -295,6 +295,15 @@ _TFDS_SPLITS = {
 }
 
 
+def tfds_eval_splits(tfds_name):
+    """(validation splits, test splits) of a TFDS glue config: MNLI's matched and mismatched ones, else
+    ("validation",), ("test",)."""
+    if tfds_name.partition("/")[2] == "mnli":
+        return (tuple(s for s in _TFDS_SPLITS if s.startswith("validation_")),
+                tuple(s for s in _TFDS_SPLITS if s.startswith("test_")))
+    return ("validation",), ("test",)
+
+
 def parse_tfds_name(tfds_name, tfds_split=None):
     """Maps a TFDS name (and split) to ours: ("glue/mnli_matched", "validation") -> ("mnli", "dev_matched").
 
