@@ -63,7 +63,8 @@ def setup():
     keras.mixed_precision.set_global_policy(FLAGS.dtype)
     os.makedirs(FLAGS.model_dir, exist_ok=True)
     distribute.fix_keras_multi_worker()
-    return distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+    with flag_errors("distribution_strategy"):
+        return distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
 
 
 def jit_compile(strategy):

@@ -311,7 +311,7 @@ def parse_tfds_name(tfds_name, tfds_split=None):
     """
     dataset, _, config = tfds_name.partition("/")
     if dataset != "glue" or config not in _TFDS_CONFIGS:
-        raise ValueError(f"--tfds_name {tfds_name!r}: expected glue/<config> with config one of "
+        raise ValueError(f"TFDS name {tfds_name!r}: expected glue/<config> with config one of "
                          f"{', '.join(_TFDS_CONFIGS)}")
     task_name = _TFDS_CONFIGS[config][0]
     if tfds_split is None:
@@ -381,7 +381,7 @@ def load_tfds_examples(tfds_name, tfds_split, data_dir=None):
     task_name, split = parse_tfds_name(tfds_name, tfds_split)
     builder = tfds.builder(tfds_name, data_dir=data_dir)
     if not builder.is_prepared():
-        raise FileNotFoundError(f"--tfds_name {tfds_name}: not prepared under --tfds_data_dir "
+        raise FileNotFoundError(f"TFDS dataset {tfds_name}: not prepared under the data_dir "
                                 f"{builder.data_dir!r}; prepare it with `tfds build {tfds_name}` first")
     expected_names = _TFDS_CONFIGS[tfds_name.partition("/")[2]][2]
     names = getattr(builder.info.features["label"], "names", None)
