@@ -16,6 +16,8 @@ the predictions (GLUE: the submission file, e.g. MNLI-m.tsv / AX.tsv; custom: pr
 `index<TAB>prediction`), model.keras (the fine-tuned BertClassifier) and labels.json.
 """
 
+import contextlib
+
 from absl import app, flags
 
 from recipes import common
@@ -65,7 +67,8 @@ def load_task():
         train_file, eval_file = default_classification_files()
         predict_file = eval_file
         print(f"No data flags: the default task (stdlib docstring topics), {train_file} and {eval_file}")
-    with common.flag_errors("train_file", "init_checkpoint"):
+    # Without a training file the classes come from --init_checkpoint's labels.json.
+    with contextlib.nullcontext() if train_file else common.flag_errors("train_file", "init_checkpoint"):
         return classification.custom_task(
             train_file, eval_file if FLAGS.do_eval else None, predict_file if FLAGS.do_predict else None,
             is_regression=FLAGS.is_regression, label_list=read_labels(FLAGS.init_checkpoint),
