@@ -83,7 +83,7 @@ def flag_errors(*names):
     try:
         yield
     except (ValueError, FileNotFoundError) as e:
-        e.add_note("given as " + ", ".join(f"--{name}={FLAGS[name].value}" for name in names))
+        e.add_note("given as " + ", ".join(FLAGS[name].serialize() or f"--{name}=None" for name in names))
         raise
 
 
