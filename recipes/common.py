@@ -4,6 +4,7 @@ results files. A recipe calls `define_flags(...)` at import, then in `main`: `st
 Nothing here is specific to a task; task recipes add their own flags next to these.
 """
 
+import contextlib
 import json
 import logging
 import os
@@ -62,7 +63,8 @@ def setup():
     keras.mixed_precision.set_global_policy(FLAGS.dtype)
     os.makedirs(FLAGS.model_dir, exist_ok=True)
     distribute.fix_keras_multi_worker()
-    return distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+    with flag_errors("distribution_strategy"):
+        return distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
 
 
 def jit_compile(strategy):
@@ -72,6 +74,17 @@ def jit_compile(strategy):
             logger.warning("--jit_compile is off for multi_worker_mirrored on CPU (no XLA CPU collectives)")
             return False
     return FLAGS.jit_compile
+
+
+@contextlib.contextmanager
+def flag_errors(*names):
+    """Adds to a library ValueError / FileNotFoundError raised inside the block a note naming the flags
+    its data came from (the library names the data, a recipe the flag)."""
+    try:
+        yield
+    except (ValueError, FileNotFoundError) as e:
+        e.add_note("given as " + ", ".join(FLAGS[name].serialize() or f"--{name}=None" for name in names))
+        raise
 
 
 def vocab_file():
@@ -94,24 +107,23 @@ def vocab_file():
 
 def bert_config(vocab_size):
     """The architecture from --bert_config_file or --preset, checked against the vocab's size."""
+    from keras_bert.tasks.finetuning import check_vocab_size
+
     if FLAGS.bert_config_file:
         config = BertConfig.from_json_file(FLAGS.bert_config_file)
-        if config.vocab_size != vocab_size:
-            raise ValueError(f"--bert_config_file={FLAGS.bert_config_file} has vocab_size={config.vocab_size} but "
-                             f"the vocab file has {vocab_size} tokens")
+        with flag_errors("bert_config_file"):
+            check_vocab_size(config, vocab_size)
         return config
     return BertConfig.from_preset(FLAGS.preset, vocab_size=vocab_size)
 
 
 def build_encoder(vocab_size):
     """A BertEncoder: loaded from --init_checkpoint if given, else fresh from the config flags."""
-    from keras_bert.models.encoder import BertEncoder
+    from keras_bert.tasks.finetuning import build_encoder
 
-    if FLAGS.init_checkpoint:
-        from keras_bert.checkpoints import load_encoder
-
-        return load_encoder(FLAGS.init_checkpoint, dtype=FLAGS.dtype)
-    return BertEncoder(bert_config(vocab_size), dtype=FLAGS.dtype)
+    config = None if FLAGS.init_checkpoint else bert_config(vocab_size)
+    with flag_errors("init_checkpoint"):
+        return build_encoder(FLAGS.init_checkpoint, config, FLAGS.dtype)
 
 
 def build_optimizer(num_train_steps, num_warmup_steps=None):
@@ -160,12 +172,12 @@ def define_finetuning_flags(output_dir, learning_rate=5e-5, train_batch_size=32,
     flags.DEFINE_bool("do_predict", False, "Predict the test data; writes the predictions file.")
 
 
-def require_data_files():
-    """Each --do_train/--do_eval/--do_predict needs its --train_file/--eval_file/--predict_file."""
-    for flag, needed in (("train_file", FLAGS.do_train), ("eval_file", FLAGS.do_eval),
-                         ("predict_file", FLAGS.do_predict)):
-        if needed and not FLAGS[flag].value:
-            raise ValueError(f"--do_{flag.split('_')[0]} needs --{flag}")
+def require_data_files(eval_file="eval_file"):
+    """Each --do_train/--do_eval/--do_predict needs its --train_file/--<eval_file>/--predict_file (SQuAD
+    scores its --predict_file: `eval_file="predict_file"`)."""
+    for step, flag in (("train", "train_file"), ("eval", eval_file), ("predict", "predict_file")):
+        if FLAGS[f"do_{step}"].value and not FLAGS[flag].value:
+            raise ValueError(f"--do_{step} needs --{flag}")
 
 
 def finetuning_tokenizer():
@@ -176,34 +188,28 @@ def finetuning_tokenizer():
 
 
 def build_task_model(tokenizer, model_class, make_model):
-    """The task model: a fine-tuned `model_class` .keras file given as --init_checkpoint as it is, else
-    `make_model(encoder)` on the encoder of --init_checkpoint (any format) or a fresh one. Call it inside
-    `strategy.scope()`. Checks the vocab and --max_seq_length against the encoder's config."""
-    from keras_bert.checkpoints.ours import keras_file
+    """The task model of --init_checkpoint (`keras_bert.tasks.finetuning.build_task_model`: a fine-tuned
+    `model_class` continues as it is, else `make_model(encoder)`), or `make_model` on a fresh encoder of the
+    config flags. Call it inside `strategy.scope()`. Checks the vocab and --max_seq_length against it."""
+    from keras_bert.tasks import finetuning
 
-    model = None
-    path = FLAGS.init_checkpoint and keras_file(FLAGS.init_checkpoint)
-    if path:
-        loaded = keras.saving.load_model(path, compile=False)
-        model = loaded if isinstance(loaded, model_class) else None
-    if model is None:
-        model = make_model(build_encoder(tokenizer.vocab_size))
+    config = None if FLAGS.init_checkpoint else bert_config(tokenizer.vocab_size)
+    with flag_errors("init_checkpoint"):
+        model = finetuning.build_task_model(model_class, make_model, FLAGS.init_checkpoint, config, FLAGS.dtype)
     config = model.encoder.config
-    if config.vocab_size != tokenizer.vocab_size:
-        raise ValueError(f"the model has vocab_size={config.vocab_size} but the vocab file {tokenizer.vocab_file} "
-                         f"has {tokenizer.vocab_size} tokens (pass the checkpoint's --vocab_file)")
-    if FLAGS.max_seq_length > config.max_position_embeddings:
-        raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the model's max_position_embeddings="
-                         f"{config.max_position_embeddings}")
+    with flag_errors("init_checkpoint", "vocab_file"):
+        finetuning.check_vocab_size(config, tokenizer.vocab_size, tokenizer.vocab_file)
+    with flag_errors("max_seq_length"):
+        finetuning.check_seq_length(config, FLAGS.max_seq_length)
     return model
 
 
 def finetuning_steps(num_train_examples):
     """(steps_per_epoch, num_train_steps, num_warmup_steps) from the batch size, epochs and warmup flags."""
-    steps_per_epoch = max(1, -(-num_train_examples // FLAGS.train_batch_size))
-    num_train_steps = max(1, int(round(steps_per_epoch * FLAGS.num_train_epochs)))
-    num_warmup_steps = FLAGS.num_warmup_steps or int(num_train_steps * FLAGS.warmup_proportion)
-    return steps_per_epoch, num_train_steps, num_warmup_steps
+    from keras_bert.tasks.finetuning import finetuning_steps as steps
+
+    return steps(num_train_examples, FLAGS.train_batch_size, FLAGS.num_train_epochs, FLAGS.warmup_proportion,
+                 FLAGS.num_warmup_steps)
 
 
 def compile_task(model, strategy, loss, metrics=None, num_train_examples=None, loss_weights=None):
@@ -237,24 +243,14 @@ def fit_task(model, train_data, num_train_examples):
 def save_task_model(model, strategy, labels=None):
     """Writes the fine-tuned model to <output_dir>/model.keras (and its label list to labels.json) on the
     chief; returns the path."""
+    from keras_bert.tasks.labels import write_labels
+
     path = os.path.join(FLAGS.model_dir, "model.keras")
     if distribute.is_chief(strategy):
         model.save(path)
         if labels is not None:
-            write_json(os.path.join(FLAGS.model_dir, "labels.json"), {"labels": list(labels)})
+            write_labels(FLAGS.model_dir, labels)
     return path
-
-
-def saved_labels():
-    """The label list saved beside a fine-tuned .keras --init_checkpoint (labels.json), or None."""
-    from keras_bert.checkpoints.ours import keras_file
-
-    model_file = FLAGS.init_checkpoint and keras_file(FLAGS.init_checkpoint)
-    path = model_file and os.path.join(os.path.dirname(model_file), "labels.json")
-    if not path or not os.path.isfile(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)["labels"]
 
 
 def write_eval_results(results, strategy):

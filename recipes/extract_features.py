@@ -10,10 +10,6 @@ for every packed token ([CLS], pieces, [SEP]; padding dropped), values rounded t
 the last transformer layer, 0 the first.
 """
 
-import json
-
-import numpy as np
-import tensorflow as tf
 from absl import app, flags
 
 from recipes import common
@@ -26,23 +22,9 @@ flags.DEFINE_list("layers", ["-1", "-2", "-3", "-4"], "Encoder layers to output 
 flags.DEFINE_integer("batch_size", 32, "Lines per batch.")
 
 
-def read_lines(path):
-    """[(text_a, text_b or None)] of the non-empty lines of `path`; an empty file is an error naming it."""
-    pairs = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            text_a, separator, text_b = line.partition(" ||| ")
-            pairs.append((text_a, text_b if separator else None))
-    if not pairs:
-        raise ValueError(f"--input_file={path}: no non-empty lines")
-    return pairs
-
-
 def main(argv):
     del argv
+    from keras_bert.tasks import feature_extraction
     from keras_bert.text import BertPreprocessor
 
     if not FLAGS.input_file or not FLAGS.output_file:
@@ -50,34 +32,13 @@ def main(argv):
     common.setup()
     tokenizer = common.finetuning_tokenizer()
     encoder = common.build_encoder(tokenizer.vocab_size)
-    num_layers = encoder.config.num_hidden_layers
     layers = [int(layer) for layer in FLAGS.layers]
-    bad = [layer for layer in layers if not -num_layers <= layer < num_layers]
-    if bad:
-        raise ValueError(f"--layers={','.join(FLAGS.layers)}: {bad} out of range for {num_layers} layers")
-    preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
-    pairs = read_lines(FLAGS.input_file)
-    extract = tf.function(lambda inputs: [encoder(inputs)["encoder_outputs"][layer] for layer in layers])
-    with open(FLAGS.output_file, "w", encoding="utf-8") as out:
-        for begin in range(0, len(pairs), FLAGS.batch_size):
-            batch = pairs[begin : begin + FLAGS.batch_size]
-            written = {}
-            # Pairs and single texts are packed apart: a pair batch needs a text_b for every line.
-            for has_b in (False, True):
-                rows = [(begin + i, a, b) for i, (a, b) in enumerate(batch) if (b is not None) == has_b]
-                if not rows:
-                    continue
-                texts = [tf.constant([a for _, a, _ in rows])] + ([tf.constant([b for *_, b in rows])] if has_b else [])
-                inputs = preprocessor(tuple(texts))
-                values = [np.asarray(v, np.float32) for v in extract(inputs)]
-                ids, mask = np.asarray(inputs["input_word_ids"]), np.asarray(inputs["input_mask"])
-                for row, (line_index, _, _) in enumerate(rows):
-                    tokens = [{"token": tokenizer.id_to_token(ids[row, t]),
-                               "layers": [{"index": layer, "values": [round(float(x), 6) for x in value[row, t]]}
-                                          for layer, value in zip(layers, values, strict=True)]}
-                              for t in range(int(mask[row].sum()))]
-                    written[line_index] = json.dumps({"linex_index": line_index, "features": tokens})
-            out.writelines(written[index] + "\n" for index in sorted(written))
+    with common.flag_errors("layers"):
+        feature_extraction.check_layers(layers, encoder.config.num_hidden_layers)
+    with common.flag_errors("input_file"):
+        pairs = feature_extraction.read_lines(FLAGS.input_file)
+    feature_extraction.write_features(encoder, BertPreprocessor(tokenizer, FLAGS.max_seq_length), pairs, layers,
+                                      FLAGS.output_file, FLAGS.batch_size)
     print(f"Features of {len(pairs)} lines: {FLAGS.output_file}")
 
 

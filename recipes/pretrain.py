@@ -128,7 +128,7 @@ def main(argv):
     tokenizer = BertTokenizer(vocab_file, lower_case=FLAGS.do_lower_case)
     with strategy.scope():
         if FLAGS.init_checkpoint:
-            from keras_bert.checkpoints import load_pretrainer
+            from keras_bert.models.pretrainer import load_pretrainer
 
             model = load_pretrainer(FLAGS.init_checkpoint, dtype=FLAGS.dtype)
         else:

@@ -16,11 +16,8 @@ the predictions (GLUE: the submission file, e.g. MNLI-m.tsv / AX.tsv; custom: pr
 `index<TAB>prediction`), model.keras (the fine-tuned BertClassifier) and labels.json.
 """
 
-import csv
-import os
+import contextlib
 
-import keras
-import numpy as np
 from absl import app, flags
 
 from recipes import common
@@ -41,145 +38,48 @@ flags.DEFINE_string("predict_file", None, "Custom task: CSV/TSV to predict (labe
 flags.DEFINE_bool("is_regression", False, "Custom task: labels are numbers (one output, MSE loss).")
 
 
-class Task:
-    """What the run needs: the examples (all read up front, so bad input fails before training) and how to
-    score and write them. `evals`/`predicts` are lists of (split name, examples)."""
-
-    def __init__(self, name, label_list, is_regression, train=None, evals=(), predicts=(), glue_name=None):
-        self.name, self.label_list, self.is_regression = name, label_list, is_regression
-        self.train, self.evals, self.predicts = train, list(evals), list(predicts)
-        self.glue_name = glue_name
-
-    @property
-    def num_classes(self):
-        return 1 if self.is_regression else len(self.label_list)
-
-    def metrics(self, predictions, labels):
-        from keras_bert.metrics import glue as glue_metrics
-
-        if self.glue_name:
-            return glue_metrics.compute_metrics(self.glue_name, predictions, labels)
-        if self.is_regression:
-            return {"pearson": glue_metrics.pearson(predictions, labels),
-                    "spearmanr": glue_metrics.spearman(predictions, labels)}
-        return {"accuracy": glue_metrics.accuracy(predictions, labels)}
-
-    def write_predictions(self, split, examples, predictions):
-        if self.glue_name:
-            from keras_bert.data.glue import write_glue_predictions
-
-            # AX is predicted by the MNLI model into its own submission file.
-            name, split = ("ax", "test") if split == "ax" else (self.glue_name, split)
-            return write_glue_predictions(name, split, examples, predictions, FLAGS.output_dir)
-        path = os.path.join(FLAGS.output_dir, "predictions.tsv" if split == "predict" else f"{split}_predictions.tsv")
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            writer = csv.writer(f, delimiter="\t", lineterminator="\n")
-            writer.writerow(["index", "prediction"])
-            for example, prediction in zip(examples, predictions, strict=True):
-                value = f"{float(prediction):.3f}" if self.is_regression else self.label_list[int(prediction)]
-                writer.writerow([example.index, value])
-        return path
-
-
-def _glue_task():
-    from keras_bert.data import glue
-
-    task = glue.get_glue_task(FLAGS.task_name)
-    if task.name == "ax":
-        raise ValueError("--task_name=AX has no training data: fine-tune --task_name=MNLI and pass --ax_data_dir")
-    if not FLAGS.data_dir:
-        raise ValueError(f"--task_name={FLAGS.task_name} needs --data_dir (the GLUE {task.display_name} directory)")
-    def read(split):
-        return split, glue.read_glue_examples(task.name, FLAGS.data_dir, split)
-
-    evals = [read(s) for s in task.split_files if s.startswith("dev")] if FLAGS.do_eval else []
-    predicts = [read(s) for s in task.split_files if s.startswith("test")] if FLAGS.do_predict else []
-    if FLAGS.do_predict and task.name == "mnli" and FLAGS.ax_data_dir:
-        predicts.append(("ax", glue.read_glue_examples("ax", FLAGS.ax_data_dir, "test")))
-    return Task(task.name, task.label_list and list(task.label_list), task.is_regression,
-                train=read("train")[1] if FLAGS.do_train else None, evals=evals, predicts=predicts,
-                glue_name=task.name)
-
-
-def _tfds_task():
-    from keras_bert.data import glue
-
-    task = glue.get_glue_task(glue.parse_tfds_name(FLAGS.tfds_name)[0])
-    config = FLAGS.tfds_name.partition("/")[2]
-    dev, test = ("validation", "test")
-    if config == "mnli":
-        dev, test = ("validation_matched", "validation_mismatched"), ("test_matched", "test_mismatched")
-    dev, test = (dev,) if isinstance(dev, str) else dev, (test,) if isinstance(test, str) else test
-
-    def load(tfds_split):
-        return glue.load_tfds_examples(FLAGS.tfds_name, tfds_split, FLAGS.tfds_data_dir)[2]
-
-    def named(tfds_split):
-        return glue.parse_tfds_name(FLAGS.tfds_name, tfds_split)[1], load(tfds_split)
-
-    return Task(task.name, task.label_list and list(task.label_list), task.is_regression,
-                train=load("train") if FLAGS.do_train else None,
-                evals=[named(s) for s in dev] if FLAGS.do_eval else [],
-                predicts=[named(s) for s in test] if FLAGS.do_predict else [], glue_name=task.name)
-
-
-def _custom_task(train_file, eval_file, predict_file):
-    from keras_bert.data.classification import collect_labels, read_classification_file
-
-    label_list = None
-    train_examples = None
-    if not FLAGS.is_regression:
-        if train_file:
-            train_examples = read_classification_file(train_file)
-            label_list = collect_labels(train_examples, train_file)
-        else:
-            label_list = common.saved_labels()
-            if label_list is None:
-                raise ValueError("a custom classification task needs --train_file (its labels are the classes), "
-                                 "or a fine-tuned model.keras --init_checkpoint with labels.json beside it")
-    elif train_file:
-        train_examples = read_classification_file(train_file, is_regression=True)
-
-    def read(path):
-        return read_classification_file(path, label_list=label_list, is_regression=FLAGS.is_regression)
-
-    if FLAGS.do_train and not train_file:
-        raise ValueError("--do_train needs --train_file")
-    if FLAGS.do_eval and not eval_file:
-        raise ValueError("--do_eval needs --eval_file")
-    if FLAGS.do_predict and not predict_file:
-        raise ValueError("--do_predict needs --predict_file")
-    return Task("custom", label_list, FLAGS.is_regression,
-                train=train_examples if FLAGS.do_train else None,
-                evals=[("eval", read(eval_file))] if FLAGS.do_eval else [],
-                predicts=[("predict", read(predict_file))] if FLAGS.do_predict else [])
-
-
 def load_task():
-    """The Task of the data flags (see the module docstring)."""
+    """The ClassificationTask of the data flags (see the module docstring)."""
+    from keras_bert.data import glue
+    from keras_bert.tasks import classification
+    from keras_bert.tasks.labels import read_labels
+
+    splits = {"train": FLAGS.do_train, "evaluate": FLAGS.do_eval, "predict": FLAGS.do_predict}
     if FLAGS.tfds_name:
-        return _tfds_task()
+        with common.flag_errors("tfds_name", "tfds_data_dir"):
+            return classification.tfds_task(FLAGS.tfds_name, FLAGS.tfds_data_dir, **splits)
     if FLAGS.task_name and FLAGS.task_name.lower() != "custom":
-        return _glue_task()
+        with common.flag_errors("task_name"):
+            task = glue.get_glue_task(FLAGS.task_name)
+        if task.name == "ax":
+            raise ValueError("--task_name=AX has no training data: fine-tune --task_name=MNLI and pass --ax_data_dir")
+        if not FLAGS.data_dir:
+            raise ValueError(f"--task_name={FLAGS.task_name} needs --data_dir (the GLUE {task.display_name} "
+                             "directory)")
+        with common.flag_errors("data_dir"):
+            return classification.glue_task(task.name, FLAGS.data_dir, ax_data_dir=FLAGS.ax_data_dir, **splits)
     if FLAGS.train_file or FLAGS.eval_file or FLAGS.predict_file:
-        return _custom_task(FLAGS.train_file, FLAGS.eval_file, FLAGS.predict_file)
-    from keras_bert.data.default_classification import default_classification_files
+        common.require_data_files()
+        train_file, eval_file, predict_file = FLAGS.train_file, FLAGS.eval_file, FLAGS.predict_file
+    else:
+        from keras_bert.data.default_classification import default_classification_files
 
-    train_file, dev_file = default_classification_files()
-    print(f"No data flags: the default task (stdlib docstring topics), {train_file} and {dev_file}")
-    return _custom_task(train_file, dev_file, dev_file if FLAGS.do_predict else None)
-
-
-def _predict(model, dataset, is_regression):
-    """(model outputs [n, classes], predictions: class ids [n] or values [n])."""
-    outputs = model.predict(dataset, verbose=0)
-    return outputs, outputs[:, 0] if is_regression else np.argmax(outputs, axis=-1)
+        train_file, eval_file = default_classification_files()
+        predict_file = eval_file
+        print(f"No data flags: the default task (stdlib docstring topics), {train_file} and {eval_file}")
+    # Without a training file the classes come from --init_checkpoint's labels.json.
+    with contextlib.nullcontext() if train_file else common.flag_errors("train_file", "init_checkpoint"):
+        return classification.custom_task(
+            train_file, eval_file if FLAGS.do_eval else None, predict_file if FLAGS.do_predict else None,
+            is_regression=FLAGS.is_regression, label_list=read_labels(FLAGS.init_checkpoint),
+            train=FLAGS.do_train)
 
 
 def main(argv):
     del argv
     from keras_bert.data import features
     from keras_bert.models.classifier import BertClassifier
+    from keras_bert.tasks.finetuning import check_num_classes
     from keras_bert.text import BertPreprocessor
 
     strategy = common.setup()
@@ -193,39 +93,32 @@ def main(argv):
             examples, preprocessor, task.label_list, task.is_regression, batch_size, shuffle=shuffle,
             seed=FLAGS.seed, with_labels=with_labels, pad_to_multiple_of=FLAGS.pad_to_multiple_of)
 
+    def predict(examples):
+        return model.predict(dataset(examples, FLAGS.eval_batch_size, with_labels=False), verbose=0)
+
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertClassifier,
                                         lambda encoder: BertClassifier(encoder, task.num_classes))
-        if model.num_classes != task.num_classes:
-            raise ValueError(f"--init_checkpoint={FLAGS.init_checkpoint} is a classifier with {model.num_classes} "
-                             f"outputs but the task has {task.num_classes}")
-        if task.is_regression:
-            loss, metrics = keras.losses.MeanSquaredError(), []
-        else:
-            loss, metrics = keras.losses.SparseCategoricalCrossentropy(from_logits=True), ["accuracy"]
-        common.compile_task(model, strategy, loss, metrics, len(train_examples) if train_examples else None)
+        with common.flag_errors("init_checkpoint"):
+            check_num_classes(model, task.num_classes)
+        common.compile_task(model, strategy, *task.loss_and_metrics(),
+                            len(train_examples) if train_examples else None)
     if train_examples:
         common.fit_task(model, dataset(train_examples, FLAGS.train_batch_size, shuffle=True), len(train_examples))
         common.save_task_model(model, strategy, task.label_list)
 
     results = {}
     for split, examples in task.evals:
-        outputs, predictions = _predict(model, dataset(examples, FLAGS.eval_batch_size, with_labels=False),
-                                        task.is_regression)
-        labels = features.classification_labels(examples, task.label_list, task.is_regression)
-        # The loss from the predicted outputs: one pass over the data, no separate evaluate() graph.
-        eval_loss = model.loss(labels[:, None] if task.is_regression else labels, outputs)
-        values = {**task.metrics(predictions, labels), "eval_loss": float(eval_loss), "num_examples": len(examples)}
+        values, predictions = task.eval_results(model, examples, predict(examples))
         prefix = f"{split}/" if len(task.evals) > 1 else ""
         results.update({prefix + name: value for name, value in values.items()})
         if not task.glue_name:  # GLUE dev predictions have no official file; custom ones are kept
-            task.write_predictions(split, examples, predictions)
+            task.write_predictions(split, examples, predictions, FLAGS.output_dir)
     if results:
         common.write_eval_results(results, strategy)
     for split, examples in task.predicts:
-        _, predictions = _predict(model, dataset(examples, FLAGS.eval_batch_size, with_labels=False),
-                                  task.is_regression)
-        print(f"Predictions: {task.write_predictions(split, examples, predictions)}")
+        predictions = task.predictions(predict(examples))
+        print(f"Predictions: {task.write_predictions(split, examples, predictions, FLAGS.output_dir)}")
 
 
 if __name__ == "__main__":

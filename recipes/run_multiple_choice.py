@@ -8,11 +8,8 @@ Writes to --output_dir: eval_results.json (accuracy, eval_loss), eval_prediction
 (`swag_id,label,prob0..prob3` per question; label is the predicted ending), model.keras.
 """
 
-import csv
 import os
 
-import keras
-import numpy as np
 from absl import app, flags
 
 from recipes import common
@@ -24,22 +21,12 @@ flags.DEFINE_string("eval_file", None, "SWAG val.csv (with labels).")
 flags.DEFINE_string("predict_file", None, "SWAG test.csv (labels not needed).")
 
 
-def _write_predictions(path, examples, logits):
-    probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, lineterminator="\n")
-        writer.writerow(["swag_id", "label", *(f"prob{i}" for i in range(probabilities.shape[1]))])
-        for example, row in zip(examples, probabilities, strict=True):
-            writer.writerow([example.swag_id, int(np.argmax(row)), *(f"{p:.6f}" for p in row)])
-    return path
-
-
 def main(argv):
     del argv
     from keras_bert.data import features
     from keras_bert.data.swag import NUM_CHOICES, read_swag_examples
-    from keras_bert.metrics.glue import accuracy
     from keras_bert.models.multiple_choice import BertMultipleChoice
+    from keras_bert.tasks import multiple_choice
     from keras_bert.text import BertPreprocessor
 
     common.require_data_files()
@@ -52,30 +39,28 @@ def main(argv):
         return common.without_padding(features.multiple_choice_dataset(
             examples, preprocessor, batch_size, shuffle=shuffle, seed=FLAGS.seed, with_labels=with_labels))
 
+    def predict(examples):
+        return model.predict(dataset(examples, FLAGS.eval_batch_size, with_labels=False), verbose=0)
+
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertMultipleChoice,
                                         lambda encoder: BertMultipleChoice(encoder, NUM_CHOICES))
-        common.compile_task(model, strategy, keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                            ["accuracy"], len(train) if train else None)
+        common.compile_task(model, strategy, multiple_choice.choice_loss(), ["accuracy"], len(train) if train else None)
     if train:
         common.fit_task(model, dataset(train, FLAGS.train_batch_size, shuffle=True), len(train))
         common.save_task_model(model, strategy)
 
     if FLAGS.do_eval:
         examples = read_swag_examples(FLAGS.eval_file)
-        if any(example.label is None for example in examples):
-            raise ValueError(f"--eval_file={FLAGS.eval_file} has no label column")
-        labels = np.asarray([example.label for example in examples])
-        logits = model.predict(dataset(examples, FLAGS.eval_batch_size, with_labels=False), verbose=0)
-        _write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), examples, logits)
-        common.write_eval_results({"accuracy": accuracy(np.argmax(logits, axis=-1), labels),
-                                   "eval_loss": float(model.loss(labels, logits)),
-                                   "num_examples": len(examples)}, strategy)
+        logits = predict(examples)
+        with common.flag_errors("eval_file"):
+            results = multiple_choice.eval_results(model, examples, logits, FLAGS.eval_file)
+        multiple_choice.write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), examples, logits)
+        common.write_eval_results(results, strategy)
     if FLAGS.do_predict:
         examples = read_swag_examples(FLAGS.predict_file)
-        logits = model.predict(dataset(examples, FLAGS.eval_batch_size, with_labels=False), verbose=0)
-        print("Predictions: " + _write_predictions(os.path.join(FLAGS.output_dir, "predictions.csv"), examples,
-                                                   logits))
+        path = os.path.join(FLAGS.output_dir, "predictions.csv")
+        print("Predictions: " + multiple_choice.write_predictions(path, examples, predict(examples)))
 
 
 if __name__ == "__main__":

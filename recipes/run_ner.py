@@ -15,7 +15,6 @@ input of conlleval.pl), model.keras and labels.json (the tag list).
 
 import os
 
-import keras
 import tensorflow as tf
 from absl import app, flags
 
@@ -29,69 +28,43 @@ flags.DEFINE_string("predict_file", None, "CoNLL file to predict (--do_predict).
 flags.DEFINE_bool("iobes", False, "Tags use the IOBES scheme (E-/S- chunk rules).")
 
 
-def _tag_list():
-    from keras_bert.data import conll
-
-    if FLAGS.train_file:
-        train = conll.read_conll_file(FLAGS.train_file)
-        return train, conll.collect_tags(train)
-    tags = common.saved_labels()
-    if tags is None:
-        raise ValueError("the tag set comes from --train_file, or from labels.json beside a fine-tuned "
-                         "model.keras --init_checkpoint: pass one of them")
-    return None, tags
-
-
 def main(argv):
     del argv
-    from keras_bert.data import conll, features
-    from keras_bert.metrics.conll import conlleval
+    from keras_bert.data import features
     from keras_bert.models.token_classifier import BertTokenClassifier
+    from keras_bert.tasks import ner
+    from keras_bert.tasks.finetuning import check_num_classes
+    from keras_bert.tasks.labels import read_labels
 
     common.require_data_files()
     strategy = common.setup()
     tokenizer = common.finetuning_tokenizer()
     lookup = features.WordPieceLookup(tokenizer)
-    train, tags = _tag_list()
-
-    def arrays(sentences):
-        return features.ner_arrays(sentences, lookup, tags, FLAGS.max_seq_length)
+    with common.flag_errors("train_file", "init_checkpoint"):
+        train, tags = ner.tag_list(FLAGS.train_file, read_labels(FLAGS.init_checkpoint))
 
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertTokenClassifier,
                                         lambda encoder: BertTokenClassifier(encoder, len(tags)))
-        if model.num_classes != len(tags):
-            raise ValueError(f"--init_checkpoint={FLAGS.init_checkpoint} predicts {model.num_classes} tags but "
-                             f"the task has {len(tags)}: {tags}")
-        # Per-piece sample weights: only each word's first piece carries a label (the others weigh 0).
-        common.compile_task(model, strategy, keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                            num_train_examples=len(train) if FLAGS.do_train else None)
+        with common.flag_errors("init_checkpoint"):
+            check_num_classes(model, tags)
+        common.compile_task(model, strategy, ner.token_loss(), num_train_examples=len(train) if FLAGS.do_train else None)
     if FLAGS.do_train:
-        inputs, labels, weights, _ = arrays(train)
+        inputs, labels, weights, _ = features.ner_arrays(train, lookup, tags, FLAGS.max_seq_length)
         dataset = tf.data.Dataset.from_tensor_slices((inputs, labels, weights)).shuffle(len(train), seed=FLAGS.seed)
         batches = common.without_padding(dataset.batch(FLAGS.train_batch_size), per_token_labels=True)
         common.fit_task(model, batches, len(train))
         common.save_task_model(model, strategy, tags)
 
-    def predict(path, name):
-        sentences = conll.read_conll_file(path, tag_list=tags)
-        inputs, labels, weights, pieces_per_word = arrays(sentences)
-        logits = model.predict(inputs, batch_size=FLAGS.eval_batch_size, verbose=0)
-        predicted = features.ner_word_tags(logits, pieces_per_word, tags)
-        conll.write_conll_predictions(os.path.join(FLAGS.output_dir, f"{name}_predictions.txt"), sentences,
-                                      predicted)
-        loss = model.loss(labels, logits, sample_weight=weights)
-        return sentences, predicted, float(loss) * weights.size / max(weights.sum(), 1.0)
+    def predict(flag, name):
+        with common.flag_errors(flag):
+            return ner.predict_file(model, FLAGS[flag].value, lookup, tags, FLAGS.max_seq_length,
+                                    os.path.join(FLAGS.output_dir, f"{name}_predictions.txt"), FLAGS.eval_batch_size)
 
     if FLAGS.do_eval:
-        sentences, predicted, eval_loss = predict(FLAGS.eval_file, "eval")
-        scores = conlleval([list(s.tags) for s in sentences], predicted, iobes=FLAGS.iobes)
-        results = {name: scores[name] for name in ("precision", "recall", "f1", "accuracy")}
-        results.update(eval_loss=eval_loss, num_sentences=len(sentences),
-                       **{f"{kind}/f1": value["f1"] for kind, value in scores["per_type"].items()})
-        common.write_eval_results(results, strategy)
+        common.write_eval_results(ner.eval_results(*predict("eval_file", "eval"), iobes=FLAGS.iobes), strategy)
     if FLAGS.do_predict:
-        predict(FLAGS.predict_file, "test")
+        predict("predict_file", "test")
         print(f"Predictions: {os.path.join(FLAGS.output_dir, 'test_predictions.txt')}")
 
 

@@ -14,10 +14,6 @@ questions whose answer text is not found at its offset are skipped (their number
 v2.0 adds HasAns/NoAns splits and the best null threshold).
 """
 
-import json
-
-import keras
-import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
@@ -39,65 +35,45 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0, "v2.0: predict no answer wh
 
 def main(argv):
     del argv
-    from keras_bert.data import features, squad
-    from keras_bert.metrics import squad as squad_metrics
+    from keras_bert.data import features
     from keras_bert.models.span_labeler import BertSpanLabeler
+    from keras_bert.tasks import squad
 
-    if FLAGS.do_train and not FLAGS.train_file:
-        raise ValueError("--do_train needs --train_file (a SQuAD JSON file)")
-    if (FLAGS.do_eval or FLAGS.do_predict) and not FLAGS.predict_file:
-        raise ValueError("--do_eval/--do_predict need --predict_file (a SQuAD JSON file)")
+    common.require_data_files(eval_file="predict_file")
     strategy = common.setup()
     tokenizer = common.finetuning_tokenizer()
     lookup = features.WordPieceLookup(tokenizer)
-
-    def windows(examples, is_training):
-        found = features.squad_features(examples, lookup, FLAGS.max_seq_length, FLAGS.doc_stride,
-                                        FLAGS.max_query_length, is_training)
-        return found, features.squad_arrays(found, lookup, FLAGS.max_seq_length)
+    settings = squad.SquadSettings(
+        max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
+        version_2_with_negative=FLAGS.version_2_with_negative, n_best_size=FLAGS.n_best_size,
+        max_answer_length=FLAGS.max_answer_length, null_score_diff_threshold=FLAGS.null_score_diff_threshold,
+        do_lower_case=FLAGS.do_lower_case)
 
     train = None
     if FLAGS.do_train:
-        examples, skipped = squad.read_squad_examples(FLAGS.train_file, True, FLAGS.version_2_with_negative)
-        if not examples:
-            raise ValueError(f"--train_file={FLAGS.train_file}: no usable training questions "
-                             f"({len(skipped)} skipped)")
-        train_features, train = windows(examples, True)
-        print(f"Training: {len(examples)} questions ({len(skipped)} skipped: answer not at its offset), "
-              f"{len(train_features)} windows")
+        with common.flag_errors("train_file", "max_seq_length", "doc_stride", "max_query_length"):
+            train = squad.training_windows(FLAGS.train_file, lookup, settings)
+        print(f"Training: {train.num_questions} questions ({train.num_skipped} skipped: answer not at its "
+              f"offset), {train.num_windows} windows")
 
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertSpanLabeler, BertSpanLabeler)
-        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        # The original's loss: the mean of the start and end cross-entropies.
-        common.compile_task(model, strategy, {"start_logits": loss, "end_logits": loss},
-                            num_train_examples=len(train[0]["input_word_ids"]) if train else None,
-                            loss_weights={"start_logits": 0.5, "end_logits": 0.5})
+        loss, loss_weights = squad.span_loss()
+        common.compile_task(model, strategy, loss, num_train_examples=train.num_windows if train else None,
+                            loss_weights=loss_weights)
     if train:
-        dataset = tf.data.Dataset.from_tensor_slices(train).shuffle(len(train[0]["input_word_ids"]), seed=FLAGS.seed)
-        common.fit_task(model, common.without_padding(dataset.batch(FLAGS.train_batch_size)),
-                        len(train[0]["input_word_ids"]))
+        dataset = tf.data.Dataset.from_tensor_slices(train.arrays).shuffle(train.num_windows, seed=FLAGS.seed)
+        common.fit_task(model, common.without_padding(dataset.batch(FLAGS.train_batch_size)), train.num_windows)
         common.save_task_model(model, strategy)
 
     if not (FLAGS.do_eval or FLAGS.do_predict):
         return
-    examples, _ = squad.read_squad_examples(FLAGS.predict_file, False, FLAGS.version_2_with_negative)
-    predict_features, (inputs, _) = windows(examples, False)
-    outputs = model.predict(inputs, batch_size=FLAGS.eval_batch_size, verbose=0)
-    result = squad.postprocess_predictions(
-        examples, predict_features, np.asarray(outputs["start_logits"]), np.asarray(outputs["end_logits"]),
-        n_best_size=FLAGS.n_best_size, max_answer_length=FLAGS.max_answer_length,
-        do_lower_case=FLAGS.do_lower_case, version_2_with_negative=FLAGS.version_2_with_negative,
-        null_score_diff_threshold=FLAGS.null_score_diff_threshold)
+    with common.flag_errors("predict_file", "max_seq_length", "doc_stride", "max_query_length"):
+        examples, windows, result = squad.predict(model, FLAGS.predict_file, lookup, settings, FLAGS.eval_batch_size)
     print("Predictions: " + ", ".join(result.save(FLAGS.output_dir)))
     if FLAGS.do_eval:
-        with open(FLAGS.predict_file, encoding="utf-8-sig") as f:
-            dataset = json.load(f)["data"]
-        if FLAGS.version_2_with_negative:
-            scores = squad_metrics.evaluate_v2(dataset, result.predictions, na_probs=result.null_odds)
-        else:
-            scores = squad_metrics.evaluate_v1(dataset, result.predictions)
-        scores.update(num_questions=len(examples), num_windows=len(predict_features))
+        scores = squad.evaluate(FLAGS.predict_file, result, settings)
+        scores.update(num_questions=len(examples), num_windows=len(windows))
         common.write_eval_results(scores, strategy)
 
 

@@ -96,8 +96,6 @@ def test_finds_a_cycle_through_a_function_level_import(tmp_path):
     assert cycles(graph) == [["pkg.a", "pkg.sub.b"]]
 
 
-@pytest.mark.xfail(strict=False, reason="checkpoints <-> models and text/tokenizer <-> text/vocab, being removed "
-                                        "by the h2-tasks and h3-text branches")
 def test_keras_bert_has_no_import_cycles():
     found = cycles(import_graph(module_files()))
     assert not found, "modules that import each other in a cycle:\n" + "\n".join(", ".join(c) for c in found)

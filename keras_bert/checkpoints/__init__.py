@@ -1,6 +1,8 @@
-"""Loading and saving BERT weights: Google TF1 checkpoints, Hugging Face directories and our own saves.
+"""Reading and writing BERT weights: Google TF1 checkpoints, Hugging Face directories and our own saves.
 
-`load_encoder(path)` / `load_pretrainer(path)` detect the format of `path`:
+This floor knows no model class: `read_checkpoint(path)` returns `(config, weights)` and the models
+(`BertEncoder.from_pretrained`, `BertPretrainer.from_pretrained`, one floor up) build themselves and copy
+the weights in with `assign_encoder` / `assign_heads`. The format of `path` is detected:
   - Google TF1: a prefix such as `.../bert_model.ckpt`, or a directory holding it, with `bert_config.json`;
   - Hugging Face: a directory with `config.json` + `model.safetensors` (or `pytorch_model.bin`), or
     sharded: `model.safetensors.index.json` (or `pytorch_model.bin.index.json`) + the shards it lists;
@@ -15,20 +17,34 @@ import os
 from keras_bert.checkpoints.files import find_vocab_file
 from keras_bert.checkpoints.google import checkpoint_prefix, read_google_checkpoint, save_google_checkpoint
 from keras_bert.checkpoints.huggingface import is_huggingface_directory, read_huggingface, save_huggingface
-from keras_bert.checkpoints.mapping import CheckpointError, assign_encoder, assign_heads
+from keras_bert.checkpoints.mapping import (
+    CheckpointError,
+    CheckpointWeights,
+    assign_encoder,
+    assign_heads,
+    split_model,
+)
 from keras_bert.checkpoints.ours import keras_file, load_keras, read_keras, save_pretrained
+from keras_bert.config import BertConfig
 
 logger = logging.getLogger("keras_bert")
 
 __all__ = [
     "CheckpointError",
+    "CheckpointWeights",
+    "assign_encoder",
+    "assign_heads",
     "detect_format",
     "find_vocab_file",
-    "load_encoder",
-    "load_pretrainer",
+    "keras_file",
+    "load_keras",
+    "read_checkpoint",
+    "report_missing_heads",
+    "report_unused",
     "save_google_checkpoint",
     "save_huggingface",
     "save_pretrained",
+    "split_model",
 ]
 
 
@@ -52,7 +68,10 @@ def detect_format(path: str) -> str:
         f"pytorch_model.bin.index.json) or a keras_bert save (model.keras)")
 
 
-def _read(path):
+def read_checkpoint(path) -> tuple[BertConfig, CheckpointWeights]:
+    """(config, weights under Google's names) of the checkpoint at `path`, in any supported format. Knows
+    no model class: a model builds itself from `config` and copies `weights` with `assign_encoder` /
+    `assign_heads`."""
     path = os.fspath(path)
     fmt = detect_format(path)
     if fmt == "keras":
@@ -62,51 +81,15 @@ def _read(path):
     return read_google_checkpoint(checkpoint_prefix(path))
 
 
-def _report_ignored(weights, used):
+def report_unused(weights: CheckpointWeights, used: set[str]) -> None:
+    """Logs, in one line, the checkpoint variables a model did not take."""
     ignored = weights.ignored + sorted(weights.file_name(n) for n in weights.arrays if n not in used)
     if ignored:
         logger.info("%s: %d checkpoint variables not used by the model: %s", weights.path, len(ignored),
                     ", ".join(ignored[:6]) + (", ..." if len(ignored) > 6 else ""))
 
 
-def _report_missing_heads(path, missing):
+def report_missing_heads(path, missing: list[str]) -> None:
+    """Warns, in one line, of the heads a checkpoint lacks (initialised randomly)."""
     if missing:
         logger.warning("%s: no %s head in the checkpoint; initialised randomly", path, " or ".join(missing))
-
-
-def load_encoder(path, dtype=None):
-    """A `BertEncoder` with the weights at `path` (any supported format; heads in the checkpoint are
-    ignored). `dtype` is the Keras dtype policy to build with (e.g. "mixed_bfloat16"); default float32.
-    Raises CheckpointError naming the variable on a missing or misshapen encoder variable."""
-    from keras_bert.models.encoder import BertEncoder
-
-    if dtype is None and detect_format(path) == "keras":
-        return load_keras(os.fspath(path))[0]
-    config, weights = _read(path)
-    encoder = BertEncoder(config, dtype=dtype)
-    _report_ignored(weights, assign_encoder(encoder, weights))
-    return encoder
-
-
-def load_pretrainer(path, dtype=None):
-    """A `BertPretrainer` with encoder and heads from `path`. A head the checkpoint does not have (e.g.
-    an encoder-only Hugging Face `BertModel`) is initialised and reported in one warning line; a head
-    present only in part, or any encoder mismatch, raises CheckpointError."""
-    from keras_bert.models.encoder import BertEncoder
-    from keras_bert.models.pretrainer import BertPretrainer
-
-    if dtype is None and detect_format(path) == "keras":
-        # Our own save is returned as loaded, without a second build.
-        encoder, pretrainer = load_keras(os.fspath(path))
-        if pretrainer is None:
-            pretrainer = BertPretrainer(encoder)
-            _report_missing_heads(path, ["masked_lm", "next_sentence"])
-        return pretrainer
-    config, weights = _read(path)
-    encoder = BertEncoder(config, dtype=dtype)
-    used = assign_encoder(encoder, weights)
-    pretrainer = BertPretrainer(encoder)
-    head_names, missing = assign_heads(pretrainer, weights)
-    _report_missing_heads(weights.path, missing)
-    _report_ignored(weights, used | head_names)
-    return pretrainer

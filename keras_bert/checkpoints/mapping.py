@@ -171,16 +171,14 @@ def collect_weights(encoder, pretrainer=None) -> dict[str, np.ndarray]:
 
 
 def split_model(model):
-    """(encoder, pretrainer or None) of a `BertEncoder`, a `BertPretrainer` or a task model with
-    `.encoder`; raises TypeError for anything else."""
-    from keras_bert.models.encoder import BertEncoder
-    from keras_bert.models.pretrainer import BertPretrainer
-
-    if isinstance(model, BertPretrainer):
-        return model.encoder, model
-    if isinstance(model, BertEncoder):
+    """(encoder, pretrainer or None) of a keras_bert model, told apart by its `task_kind` class attribute
+    ("encoder", "pretrainer", or a task's), or of any model whose `.encoder` is a BertEncoder; raises
+    TypeError for anything else."""
+    kind = getattr(model, "task_kind", None)
+    if kind == "encoder":
         return model, None
-    if isinstance(getattr(model, "encoder", None), BertEncoder):
-        return model.encoder, None
-    raise TypeError(f"Expected a BertEncoder, a BertPretrainer or a task model with .encoder, got "
-                    f"{type(model).__name__}")
+    encoder = getattr(model, "encoder", None)
+    if kind is None and getattr(encoder, "task_kind", None) != "encoder":
+        raise TypeError(f"Expected a BertEncoder, a BertPretrainer or a task model with .encoder, got "
+                        f"{type(model).__name__}")
+    return encoder, model if kind == "pretrainer" else None

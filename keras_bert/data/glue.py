@@ -295,6 +295,15 @@ _TFDS_SPLITS = {
 }
 
 
+def tfds_eval_splits(tfds_name):
+    """(validation splits, test splits) of a TFDS glue config: MNLI's matched and mismatched ones, else
+    ("validation",), ("test",)."""
+    if tfds_name.partition("/")[2] == "mnli":
+        return (tuple(s for s in _TFDS_SPLITS if s.startswith("validation_")),
+                tuple(s for s in _TFDS_SPLITS if s.startswith("test_")))
+    return ("validation",), ("test",)
+
+
 def parse_tfds_name(tfds_name, tfds_split=None):
     """Maps a TFDS name (and split) to ours: ("glue/mnli_matched", "validation") -> ("mnli", "dev_matched").
 
@@ -302,7 +311,7 @@ def parse_tfds_name(tfds_name, tfds_split=None):
     """
     dataset, _, config = tfds_name.partition("/")
     if dataset != "glue" or config not in _TFDS_CONFIGS:
-        raise ValueError(f"--tfds_name {tfds_name!r}: expected glue/<config> with config one of "
+        raise ValueError(f"TFDS name {tfds_name!r}: expected glue/<config> with config one of "
                          f"{', '.join(_TFDS_CONFIGS)}")
     task_name = _TFDS_CONFIGS[config][0]
     if tfds_split is None:
@@ -372,7 +381,7 @@ def load_tfds_examples(tfds_name, tfds_split, data_dir=None):
     task_name, split = parse_tfds_name(tfds_name, tfds_split)
     builder = tfds.builder(tfds_name, data_dir=data_dir)
     if not builder.is_prepared():
-        raise FileNotFoundError(f"--tfds_name {tfds_name}: not prepared under --tfds_data_dir "
+        raise FileNotFoundError(f"TFDS dataset {tfds_name}: not prepared under the data_dir "
                                 f"{builder.data_dir!r}; prepare it with `tfds build {tfds_name}` first")
     expected_names = _TFDS_CONFIGS[tfds_name.partition("/")[2]][2]
     names = getattr(builder.info.features["label"], "names", None)

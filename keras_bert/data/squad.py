@@ -226,9 +226,9 @@ def doc_spans(num_doc_tokens, max_tokens_for_doc, doc_stride):
     starting `doc_stride` tokens apart (the last one ends at the document's end)."""
     if max_tokens_for_doc <= 0:
         raise ValueError(f"no room for document tokens: max_tokens_for_doc={max_tokens_for_doc} "
-                         "(increase --max_seq_length or decrease --max_query_length)")
+                         "(increase max_seq_length or decrease max_query_length)")
     if doc_stride <= 0:
-        raise ValueError(f"--doc_stride must be positive, got {doc_stride}")
+        raise ValueError(f"doc_stride must be positive, got {doc_stride}")
     spans, start = [], 0
     while start < num_doc_tokens:
         length = min(num_doc_tokens - start, max_tokens_for_doc)

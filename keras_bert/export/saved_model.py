@@ -23,12 +23,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.models.classifier import BertClassifier
-from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
-from keras_bert.models.multiple_choice import BertMultipleChoice
-from keras_bert.models.pretrainer import BertPretrainer
-from keras_bert.models.span_labeler import BertSpanLabeler
-from keras_bert.models.token_classifier import BertTokenClassifier
+from keras_bert.checkpoints import split_model
+from keras_bert.models.encoder import INPUT_NAMES
 
 SIGNATURES = ("text", "text_pair", "token_ids")
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
@@ -41,21 +37,19 @@ class ExportError(ValueError):
 
 
 def model_kind(model):
-    """The task of `model`: "encoder", "classifier", "span_labeler", "token_classifier",
+    """The task of `model` (its `task_kind`): "encoder", "classifier", "span_labeler", "token_classifier",
     "multiple_choice" or "pretrainer"."""
-    for cls, kind in ((BertEncoder, "encoder"), (BertClassifier, "classifier"),
-                      (BertSpanLabeler, "span_labeler"), (BertTokenClassifier, "token_classifier"),
-                      (BertMultipleChoice, "multiple_choice"), (BertPretrainer, "pretrainer")):
-        if isinstance(model, cls):
-            return kind
-    raise ExportError(f"cannot export a {type(model).__name__}: expected a BertEncoder or a keras_bert task "
-                      "model (BertClassifier, BertSpanLabeler, BertTokenClassifier, BertMultipleChoice, "
-                      "BertPretrainer)")
+    kind = getattr(model, "task_kind", None)
+    if kind is None:
+        raise ExportError(f"cannot export a {type(model).__name__}: expected a BertEncoder or a keras_bert task "
+                          "model (BertClassifier, BertSpanLabeler, BertTokenClassifier, BertMultipleChoice, "
+                          "BertPretrainer)")
+    return kind
 
 
 def encoder_of(model):
     """The `BertEncoder` of `model`: the model itself, or a task model's `.encoder`."""
-    return model if isinstance(model, BertEncoder) else model.encoder
+    return split_model(model)[0]
 
 
 def _classes(logits):

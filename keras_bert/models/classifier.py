@@ -20,6 +20,8 @@ class BertClassifier(EncoderTaskModel):
     predicted value [batch, 1]). Compile with e.g. SparseCategoricalCrossentropy(from_logits=True).
     """
 
+    task_kind = "classifier"
+
     def __init__(self, encoder, num_classes, dropout=None, **kwargs):
         config = encoder.config
         dropout = config.hidden_dropout_prob if dropout is None else dropout

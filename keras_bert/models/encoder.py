@@ -1,7 +1,16 @@
 """BertEncoder: the BERT network as a functional Keras model with TF Hub input/output names."""
 
+import os
+
 import keras
 
+from keras_bert.checkpoints import (
+    assign_encoder,
+    detect_format,
+    load_keras,
+    read_checkpoint,
+    report_unused,
+)
 from keras_bert.config import BertConfig
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.initializers import truncated_normal
@@ -29,6 +38,9 @@ class BertEncoder(keras.Model):
         pooled_output: [batch, hidden], tanh(dense(sequence_output[:, 0])), the [CLS] summary;
         encoder_outputs: list of num_hidden_layers tensors [batch, seq, hidden], one per layer.
     """
+
+    # What `checkpoints.split_model` and the export tell models apart by (each task model sets its own).
+    task_kind = "encoder"
 
     def __init__(self, config, dtype=None, **kwargs):
         if isinstance(config, dict):
@@ -94,11 +106,22 @@ class BertEncoder(keras.Model):
         return cls(**config)
 
     @classmethod
-    def from_pretrained(cls, path, **kwargs):
-        """Loads an encoder from a Google TF1 checkpoint, a Hugging Face directory or our own save."""
-        from keras_bert.checkpoints import load_encoder
+    def from_pretrained(cls, path, dtype=None):
+        """Loads an encoder from a Google TF1 checkpoint, a Hugging Face directory or our own save (see
+        `load_encoder`)."""
+        return load_encoder(path, dtype=dtype)
 
-        return load_encoder(path, **kwargs)
+
+def load_encoder(path, dtype=None):
+    """A `BertEncoder` with the weights at `path` (any supported format; heads in the checkpoint are
+    ignored). `dtype` is the Keras dtype policy to build with (e.g. "mixed_bfloat16"); default float32.
+    Raises CheckpointError naming the variable on a missing or misshapen encoder variable."""
+    if dtype is None and detect_format(path) == "keras":
+        return load_keras(os.fspath(path))[0]
+    config, weights = read_checkpoint(path)
+    encoder = BertEncoder(config, dtype=dtype)
+    report_unused(weights, assign_encoder(encoder, weights))
+    return encoder
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -16,6 +16,8 @@ class BertMultipleChoice(EncoderTaskModel):
     [batch, num_choices].
     """
 
+    task_kind = "multiple_choice"
+
     def __init__(self, encoder, num_choices, dropout=None, **kwargs):
         config = encoder.config
         dropout = config.hidden_dropout_prob if dropout is None else dropout

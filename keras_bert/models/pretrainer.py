@@ -1,12 +1,24 @@
 """BertPretrainer: masked-LM + next-sentence prediction on a BertEncoder, with its own losses."""
 
+import os
+
 import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert.checkpoints import (
+    assign_encoder,
+    assign_heads,
+    detect_format,
+    load_keras,
+    read_checkpoint,
+    report_missing_heads,
+    report_unused,
+)
 from keras_bert.layers.heads import MaskedLMHead
 from keras_bert.layers.initializers import truncated_normal
-from keras_bert.models.encoder import INPUT_NAMES, encoder_inputs
+from keras_bert.models.encoder import INPUT_NAMES, BertEncoder, encoder_inputs
+from keras_bert.models.task_base import EncoderTaskModel
 
 # Feature names of a pre-training example (the original TFRecord's, with TF Hub names for the inputs).
 PRETRAINING_FEATURES = INPUT_NAMES + (
@@ -22,7 +34,7 @@ def _global_sum(value):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertPretrainer(keras.Model):
+class BertPretrainer(EncoderTaskModel):
     """BERT's pre-training model: the encoder, a masked-LM head tied to the word embeddings, and a
     next-sentence head on the pooled output.
 
@@ -38,6 +50,8 @@ class BertPretrainer(keras.Model):
     (weighted mean MLM cross-entropy over real predictions + mean NSP cross-entropy) and reports
     `masked_lm_accuracy`, `masked_lm_loss`, `next_sentence_accuracy`, `next_sentence_loss`.
     """
+
+    task_kind = "pretrainer"
 
     def __init__(self, encoder, **kwargs):
         config = encoder.config
@@ -116,21 +130,32 @@ class BertPretrainer(keras.Model):
         # The total-loss tracker exists once the model is compiled.
         return ([self._loss_tracker] if self._loss_tracker is not None else []) + trackers
 
-    def get_config(self):
-        return {"encoder": keras.saving.serialize_keras_object(self.encoder), "name": self.name,
-                "trainable": self.trainable}
+    def _task_config(self):
+        return {}
 
     @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+    def from_pretrained(cls, path, dtype=None):
+        """Loads encoder and heads from a Google TF1 checkpoint, a Hugging Face directory or our save
+        (see `load_pretrainer`)."""
+        return load_pretrainer(path, dtype=dtype)
 
-    @classmethod
-    def from_pretrained(cls, path, **kwargs):
-        """Loads encoder and heads from a Google TF1 checkpoint, a Hugging Face directory or our save.
-        Heads missing from the checkpoint are initialised (and reported in one line)."""
-        from keras_bert.checkpoints import load_pretrainer
 
-        return load_pretrainer(path, **kwargs)
-
+def load_pretrainer(path, dtype=None):
+    """A `BertPretrainer` with encoder and heads from `path`. A head the checkpoint does not have (e.g.
+    an encoder-only Hugging Face `BertModel`) is initialised and reported in one warning line; a head
+    present only in part, or any encoder mismatch, raises CheckpointError."""
+    if dtype is None and detect_format(path) == "keras":
+        # Our own save is returned as loaded, without a second build.
+        encoder, pretrainer = load_keras(os.fspath(path))
+        if pretrainer is None:
+            pretrainer = BertPretrainer(encoder)
+            report_missing_heads(path, ["masked_lm", "next_sentence"])
+        return pretrainer
+    config, weights = read_checkpoint(path)
+    encoder = BertEncoder(config, dtype=dtype)
+    used = assign_encoder(encoder, weights)
+    pretrainer = BertPretrainer(encoder)
+    head_names, missing = assign_heads(pretrainer, weights)
+    report_missing_heads(weights.path, missing)
+    report_unused(weights, used | head_names)
+    return pretrainer

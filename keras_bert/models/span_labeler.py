@@ -15,6 +15,8 @@ class BertSpanLabeler(EncoderTaskModel):
     Padding positions get a large negative logit so they are never predicted.
     """
 
+    task_kind = "span_labeler"
+
     def __init__(self, encoder, **kwargs):
         config = encoder.config
         # === Layers ===

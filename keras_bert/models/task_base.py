@@ -4,8 +4,11 @@ import keras
 
 
 class EncoderTaskModel(keras.Model):
-    """Base of the task models: holds `encoder`, and round-trips through `.keras` by its constructor
-    arguments (the encoder nested as a serialized object)."""
+    """Base of the task models (and the pretrainer): holds `encoder`, names its task in the class
+    attribute `task_kind` (what checkpoint writers and the export dispatch on), and round-trips through
+    `.keras` by its constructor arguments (the encoder nested as a serialized object)."""
+
+    task_kind = None
 
     def _task_config(self):
         raise NotImplementedError

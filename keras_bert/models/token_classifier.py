@@ -16,6 +16,8 @@ class BertTokenClassifier(EncoderTaskModel):
     piece).
     """
 
+    task_kind = "token_classifier"
+
     def __init__(self, encoder, num_classes, dropout=None, **kwargs):
         config = encoder.config
         dropout = config.hidden_dropout_prob if dropout is None else dropout

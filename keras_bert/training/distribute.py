@@ -24,7 +24,7 @@ def get_strategy(name="one_device", tpu_address=None):
         return tf.distribute.MirroredStrategy()
     if name == "multi_worker_mirrored":
         if "TF_CONFIG" not in os.environ:
-            raise ValueError("--distribution_strategy=multi_worker_mirrored needs the TF_CONFIG environment "
+            raise ValueError("strategy 'multi_worker_mirrored' needs the TF_CONFIG environment "
                              "variable (cluster 'worker' addresses and this process's 'task')")
         try:
             json.loads(os.environ["TF_CONFIG"])
@@ -36,7 +36,7 @@ def get_strategy(name="one_device", tpu_address=None):
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver)
-    raise ValueError(f"--distribution_strategy must be one of {STRATEGIES}, got {name!r}")
+    raise ValueError(f"strategy name must be one of {STRATEGIES}, got {name!r}")
 
 
 def task_info(strategy):

@@ -9,8 +9,8 @@ import tensorflow as tf
 import torch
 import transformers
 
-from keras_bert import BertPretrainer, find_vocab_file, save_huggingface
-from keras_bert.checkpoints import load_encoder, load_pretrainer, save_google_checkpoint, save_pretrained
+from keras_bert import BertPretrainer, find_vocab_file, load_encoder, load_pretrainer, save_huggingface
+from keras_bert.checkpoints import save_google_checkpoint, save_pretrained
 from tests.checkpoints.conftest import (
     TINY,
     hf_inputs,

@@ -11,7 +11,8 @@ import torch
 import transformers
 from safetensors.numpy import load_file, save_file
 
-from keras_bert.checkpoints import CheckpointError, detect_format, load_pretrainer
+from keras_bert import load_pretrainer
+from keras_bert.checkpoints import CheckpointError, detect_format
 from tests.checkpoints.conftest import TINY, hf_pretraining_logits, randomize
 from tests.checkpoints.test_pretrainer import assert_logits_match
 

@@ -187,5 +187,5 @@ def test_parse_tfds_name():
 
 def test_load_tfds_examples_not_prepared(tmp_path):
     pytest.importorskip("tensorflow_datasets")
-    with pytest.raises(FileNotFoundError, match="not prepared under --tfds_data_dir"):
+    with pytest.raises(FileNotFoundError, match=f"glue/rte: not prepared under the data_dir '{tmp_path}/glue/rte/"):
         glue.load_tfds_examples("glue/rte", "train", data_dir=str(tmp_path))

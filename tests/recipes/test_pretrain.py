@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.checkpoints import load_pretrainer
+from keras_bert import load_pretrainer
 from keras_bert.config import BertConfig
 from keras_bert.data import pretraining
 from keras_bert.data.default_corpus import iter_documents

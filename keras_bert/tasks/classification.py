@@ -1,0 +1,151 @@
+"""Sentence (pair) classification and regression: GLUE from its TSV directories or TFDS `glue/*`, and custom
+CSV/TSV files. A `ClassificationTask` holds the examples of every split (all read up front, so bad input
+fails before training) and knows the task's loss, metrics and prediction files.
+
+    task = glue_task("MRPC", "glue_data/MRPC", predict=True)
+    model = BertClassifier(encoder, task.num_classes); model.compile(optimizer, *task.loss_and_metrics())
+    for split, examples in task.evals: results, predictions = task.eval_results(model, examples, outputs)
+    task.write_predictions("test", examples, predictions, output_dir)      # GLUE: MRPC.tsv
+"""
+
+import csv
+import dataclasses
+import os
+
+import keras
+import numpy as np
+
+from keras_bert.data import glue
+from keras_bert.data.classification import collect_labels, read_classification_file
+from keras_bert.data.features import classification_labels
+from keras_bert.metrics import glue as glue_metrics
+
+
+@dataclasses.dataclass
+class ClassificationTask:
+    """The examples of a run and how to score and write them.
+
+    Attributes:
+        name: "custom" or the GLUE task's canonical name ("mrpc", "mnli", ...).
+        label_list: class names in id order, or None for regression.
+        is_regression: one output, mean squared error (STS-B, custom numbers).
+        train: the training `ClassificationExample`s, or None.
+        evals, predicts: lists of (split name, examples) to score / to predict.
+        glue_name: the GLUE task whose official metrics and submission files apply, or None (custom).
+    """
+
+    name: str
+    label_list: list | None
+    is_regression: bool
+    train: list | None = None
+    evals: list = dataclasses.field(default_factory=list)
+    predicts: list = dataclasses.field(default_factory=list)
+    glue_name: str | None = None
+
+    @property
+    def num_classes(self):
+        return 1 if self.is_regression else len(self.label_list)
+
+    def loss_and_metrics(self):
+        """(loss, metrics) to compile a `BertClassifier` with: MSE for regression, else sparse
+        cross-entropy on logits with accuracy."""
+        if self.is_regression:
+            return keras.losses.MeanSquaredError(), []
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True), ["accuracy"]
+
+    def predictions(self, outputs):
+        """Model outputs float [n, num_classes] -> class ids int [n] (regression: the values [n])."""
+        return outputs[:, 0] if self.is_regression else np.argmax(outputs, axis=-1)
+
+    def metrics(self, predictions, labels):
+        """The task's official metrics (GLUE), else accuracy or Pearson/Spearman (regression)."""
+        if self.glue_name:
+            return glue_metrics.compute_metrics(self.glue_name, predictions, labels)
+        if self.is_regression:
+            return {"pearson": glue_metrics.pearson(predictions, labels),
+                    "spearmanr": glue_metrics.spearman(predictions, labels)}
+        return {"accuracy": glue_metrics.accuracy(predictions, labels)}
+
+    def eval_results(self, model, examples, outputs):
+        """(results, predictions) of a compiled `model`'s `outputs` [n, num_classes] on labeled `examples`:
+        the metrics, `eval_loss` (the compiled loss, from the outputs: no second pass) and `num_examples`."""
+        predictions = self.predictions(outputs)
+        labels = classification_labels(examples, self.label_list, self.is_regression)
+        eval_loss = model.loss(labels[:, None] if self.is_regression else labels, outputs)
+        results = {**self.metrics(predictions, labels), "eval_loss": float(eval_loss), "num_examples": len(examples)}
+        return results, predictions
+
+    def write_predictions(self, split, examples, predictions, output_dir):
+        """Writes the predictions of `split` and returns the path: GLUE test splits as their submission
+        file (MNLI-m.tsv, AX.tsv for the split "ax", ...); custom tasks as predictions.tsv (split "predict")
+        or <split>_predictions.tsv, `index<TAB>prediction` with label names (regression: 3 decimals)."""
+        if self.glue_name:
+            # AX is predicted by the MNLI model into its own submission file.
+            name, split = ("ax", "test") if split == "ax" else (self.glue_name, split)
+            return glue.write_glue_predictions(name, split, examples, predictions, output_dir)
+        path = os.path.join(output_dir, "predictions.tsv" if split == "predict" else f"{split}_predictions.tsv")
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f, delimiter="\t", lineterminator="\n")
+            writer.writerow(["index", "prediction"])
+            for example, prediction in zip(examples, predictions, strict=True):
+                value = f"{float(prediction):.3f}" if self.is_regression else self.label_list[int(prediction)]
+                writer.writerow([example.index, value])
+        return path
+
+
+def glue_task(task_name, data_dir, train=True, evaluate=True, predict=False, ax_data_dir=None):
+    """The GLUE task `task_name` read from its official TSV directory `data_dir`: train.tsv when `train`,
+    its dev splits when `evaluate`, its test splits when `predict` (MNLI: also AX's diagnostic.tsv from
+    `ax_data_dir` when given)."""
+    task = glue.get_glue_task(task_name)
+
+    def read(split):
+        return split, glue.read_glue_examples(task.name, data_dir, split)
+
+    evals = [read(s) for s in task.split_files if s.startswith("dev")] if evaluate else []
+    predicts = [read(s) for s in task.split_files if s.startswith("test")] if predict else []
+    if predict and task.name == "mnli" and ax_data_dir:
+        predicts.append(("ax", glue.read_glue_examples("ax", ax_data_dir, "test")))
+    return ClassificationTask(task.name, task.label_list and list(task.label_list), task.is_regression,
+                              train=read("train")[1] if train else None, evals=evals, predicts=predicts,
+                              glue_name=task.name)
+
+
+def tfds_task(tfds_name, data_dir=None, train=True, evaluate=True, predict=False):
+    """The GLUE task of a prepared TFDS dataset `tfds_name` ("glue/<config>") under `data_dir`; its
+    validation splits are scored, its test splits predicted (MNLI: matched and mismatched each)."""
+    task = glue.get_glue_task(glue.parse_tfds_name(tfds_name)[0])
+    dev, test = glue.tfds_eval_splits(tfds_name)
+
+    def named(tfds_split):
+        _, split, examples = glue.load_tfds_examples(tfds_name, tfds_split, data_dir)
+        return split, examples
+
+    return ClassificationTask(task.name, task.label_list and list(task.label_list), task.is_regression,
+                              train=named("train")[1] if train else None,
+                              evals=[named(s) for s in dev] if evaluate else [],
+                              predicts=[named(s) for s in test] if predict else [], glue_name=task.name)
+
+
+def custom_task(train_file=None, eval_file=None, predict_file=None, is_regression=False, label_list=None,
+                train=True):
+    """A task of custom CSV/TSV files (`text`, optional `text_b`, `label`). The classes are the sorted labels
+    of `train_file` (read for them even when not `train`), else `label_list` (e.g. the labels.json of a
+    fine-tuned model); a label outside them in another file is an error naming its line. `eval_file` is
+    scored as the split "eval", `predict_file` predicted as "predict" (each when given)."""
+    train_examples = None
+    if train_file:
+        train_examples = read_classification_file(train_file, is_regression=is_regression)
+        if not is_regression:
+            label_list = collect_labels(train_examples, train_file)
+    elif not is_regression and label_list is None:
+        raise ValueError("a custom classification task needs a training file (its labels are the classes) or "
+                         "the label list of a fine-tuned model (labels.json beside its model.keras)")
+
+    def read(path):
+        return read_classification_file(path, label_list=label_list, is_regression=is_regression)
+
+    return ClassificationTask("custom", label_list, is_regression,
+                              train=train_examples if train else None,
+                              evals=[("eval", read(eval_file))] if eval_file else [],
+                              predicts=[("predict", read(predict_file))] if predict_file else [])

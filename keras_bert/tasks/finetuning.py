@@ -1,0 +1,70 @@
+"""What every fine-tuning run shares: which model to build from which checkpoint, the checks of that model
+against the vocab, sequence length and classes of the task, and the step arithmetic of the run."""
+
+import keras
+
+from keras_bert.checkpoints import keras_file
+from keras_bert.models.encoder import BertEncoder, load_encoder
+
+
+def build_task_model(model_class, make_model, init_checkpoint=None, config=None, dtype=None):
+    """The model to fine-tune. Call it inside `strategy.scope()`.
+
+    Args:
+        model_class: the task model class, e.g. `BertClassifier`.
+        make_model: `encoder -> model_class instance` (the task's head on a given encoder).
+        init_checkpoint: None, or a checkpoint in any format. A `.keras` save of a `model_class` (the same
+            `task_kind`) is returned as it is, so a fine-tuned model continues with its head; any other
+            checkpoint gives its encoder (built with `dtype`) to `make_model`.
+        config: the `BertConfig` of a fresh encoder when `init_checkpoint` is None.
+        dtype: the Keras dtype policy of an encoder built here.
+    """
+    if init_checkpoint and keras_file(init_checkpoint):
+        loaded = keras.saving.load_model(keras_file(init_checkpoint), compile=False)
+        if getattr(loaded, "task_kind", None) == model_class.task_kind:
+            return loaded
+    return make_model(build_encoder(init_checkpoint, config, dtype))
+
+
+def build_encoder(init_checkpoint=None, config=None, dtype=None):
+    """The `BertEncoder` of `init_checkpoint` (any format; heads ignored), else a fresh one of the
+    `BertConfig` `config`; built with the Keras dtype policy `dtype`."""
+    if init_checkpoint:
+        return load_encoder(init_checkpoint, dtype=dtype)
+    return BertEncoder(config, dtype=dtype)
+
+
+def check_vocab_size(config, vocab_size, vocab_file=None):
+    """Raises ValueError when the vocab file's `vocab_size` tokens are not the `config.vocab_size` the
+    model's embeddings have (`vocab_file`: the path, named in the message)."""
+    if config.vocab_size != vocab_size:
+        named = f" {vocab_file}" if vocab_file else ""
+        raise ValueError(f"the model has vocab_size={config.vocab_size} but the vocab file{named} has "
+                         f"{vocab_size} tokens")
+
+
+def check_seq_length(config, seq_length):
+    """Raises ValueError when `seq_length` exceeds the model's position embeddings."""
+    if seq_length > config.max_position_embeddings:
+        raise ValueError(f"sequence length {seq_length} exceeds the model's max_position_embeddings="
+                         f"{config.max_position_embeddings}")
+
+
+def check_num_classes(model, labels):
+    """Raises ValueError when a classifier's `model.num_classes` outputs differ from the task's classes:
+    `labels` is the label list, or the number of classes (1: regression)."""
+    num_classes = labels if isinstance(labels, int) else len(labels)
+    if model.num_classes != num_classes:
+        listed = "" if isinstance(labels, int) else f": {list(labels)}"
+        raise ValueError(f"the model has {model.num_classes} outputs but the task has {num_classes} "
+                         f"classes{listed}")
+
+
+def finetuning_steps(num_train_examples, batch_size, num_train_epochs, warmup_proportion, num_warmup_steps=0):
+    """(steps_per_epoch, num_train_steps, num_warmup_steps) of `num_train_epochs` (fractions allowed) over
+    `num_train_examples` in global batches of `batch_size`; warmup is `num_warmup_steps`, or when 0 the
+    `warmup_proportion` of the train steps."""
+    steps_per_epoch = max(1, -(-num_train_examples // batch_size))
+    num_train_steps = max(1, int(round(steps_per_epoch * num_train_epochs)))
+    num_warmup_steps = num_warmup_steps or int(num_train_steps * warmup_proportion)
+    return steps_per_epoch, num_train_steps, num_warmup_steps

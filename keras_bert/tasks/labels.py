@@ -1,0 +1,30 @@
+"""labels.json: the label list of a fine-tuned model, saved beside its model.keras as {"labels": [...]}."""
+
+import json
+import os
+
+from keras_bert.checkpoints import keras_file
+
+LABELS_FILE = "labels.json"
+
+
+def write_labels(directory, labels):
+    """Writes `labels` (list of str, in class-id order) to `<directory>/labels.json` atomically; returns
+    the path."""
+    path = os.path.join(directory, LABELS_FILE)
+    with open(f"{path}.tmp", "w", encoding="utf-8") as f:
+        json.dump({"labels": list(labels)}, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(f"{path}.tmp", path)
+    return path
+
+
+def read_labels(model_path):
+    """The label list saved beside the `.keras` model at `model_path` (the file or our save directory), or
+    None when `model_path` is not such a model or has no labels.json beside it."""
+    model_file = model_path and keras_file(model_path)
+    path = model_file and os.path.join(os.path.dirname(model_file), LABELS_FILE)
+    if not path or not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["labels"]

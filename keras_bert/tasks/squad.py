@@ -1,0 +1,101 @@
+"""SQuAD v1.1 / v2.0 extractive question answering: the training windows, the loss, predictions with their
+files (predictions.json, nbest_predictions.json, null_odds.json) and the official EM/F1.
+
+    settings = SquadSettings(max_seq_length=384, version_2_with_negative=True)
+    train = training_windows("train-v2.0.json", lookup, settings)
+    model.compile(optimizer, *span_loss()); model.fit(...)
+    examples, windows, result = predict(model, "dev-v2.0.json", lookup, settings)
+    result.save(output_dir); scores = evaluate("dev-v2.0.json", result, settings)
+"""
+
+import dataclasses
+import json
+
+import keras
+import numpy as np
+
+from keras_bert.data import features, squad
+from keras_bert.metrics import squad as squad_metrics
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadSettings:
+    """How questions and contexts are windowed and answers chosen (the original run_squad.py's flags).
+
+    Attributes:
+        max_seq_length: pieces per window ([CLS] question [SEP] context [SEP]).
+        doc_stride: pieces between the starts of consecutive context windows.
+        max_query_length: questions are cut to this many pieces.
+        version_2_with_negative: SQuAD v2.0, questions may have no answer.
+        n_best_size: candidates considered (and listed in nbest_predictions.json).
+        max_answer_length: longest answer, in pieces.
+        null_score_diff_threshold: v2.0: no answer when null score - best span score exceeds this.
+        do_lower_case: the tokenizer's casing (to map answers back onto the original text).
+    """
+
+    max_seq_length: int = 384
+    doc_stride: int = 128
+    max_query_length: int = 64
+    version_2_with_negative: bool = False
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    null_score_diff_threshold: float = 0.0
+    do_lower_case: bool = True
+
+
+@dataclasses.dataclass
+class TrainingWindows:
+    """The training data of a SQuAD file: `arrays` (inputs dict, targets) of int32 [num_windows, ...] and
+    the counts of questions used, questions skipped (answer not at its offset) and windows."""
+
+    arrays: tuple
+    num_questions: int
+    num_skipped: int
+    num_windows: int
+
+
+def _windows(examples, lookup, settings, is_training):
+    found = features.squad_features(examples, lookup, settings.max_seq_length, settings.doc_stride,
+                                    settings.max_query_length, is_training)
+    return found, features.squad_arrays(found, lookup, settings.max_seq_length)
+
+
+def training_windows(path, lookup, settings):
+    """The `TrainingWindows` of the SQuAD JSON file `path` (`lookup`: a `features.WordPieceLookup`).
+    Raises ValueError naming `path` when no question is usable."""
+    examples, skipped = squad.read_squad_examples(path, True, settings.version_2_with_negative)
+    if not examples:
+        raise ValueError(f"{path}: no usable training questions ({len(skipped)} skipped)")
+    found, arrays = _windows(examples, lookup, settings, True)
+    return TrainingWindows(arrays, len(examples), len(skipped), len(found))
+
+
+def span_loss():
+    """(loss, loss_weights) to compile a `BertSpanLabeler` with: the original's loss, the mean of the start
+    and end cross-entropies."""
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return {"start_logits": loss, "end_logits": loss}, {"start_logits": 0.5, "end_logits": 0.5}
+
+
+def predict(model, path, lookup, settings, batch_size=32):
+    """Answers every question of the SQuAD JSON file `path` with a `BertSpanLabeler`. Returns (examples,
+    windows, `squad.SquadPredictions`); `.save(output_dir)` writes the prediction files."""
+    examples, _ = squad.read_squad_examples(path, False, settings.version_2_with_negative)
+    windows, (inputs, _) = _windows(examples, lookup, settings, False)
+    outputs = model.predict(inputs, batch_size=batch_size, verbose=0)
+    result = squad.postprocess_predictions(
+        examples, windows, np.asarray(outputs["start_logits"]), np.asarray(outputs["end_logits"]),
+        n_best_size=settings.n_best_size, max_answer_length=settings.max_answer_length,
+        do_lower_case=settings.do_lower_case, version_2_with_negative=settings.version_2_with_negative,
+        null_score_diff_threshold=settings.null_score_diff_threshold)
+    return examples, windows, result
+
+
+def evaluate(path, result, settings):
+    """The official v1.1 (exact_match, f1) or v2.0 (with HasAns/NoAns splits and the best null threshold)
+    scores of the `SquadPredictions` `result` against the answers in the SQuAD JSON file `path`."""
+    with open(path, encoding="utf-8-sig") as f:
+        dataset = json.load(f)["data"]
+    if settings.version_2_with_negative:
+        return squad_metrics.evaluate_v2(dataset, result.predictions, na_probs=result.null_odds)
+    return squad_metrics.evaluate_v1(dataset, result.predictions)
