@@ -7,6 +7,7 @@ from keras import ops
 from keras_bert.layers.heads import MaskedLMHead
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.models.encoder import INPUT_NAMES, encoder_inputs
+from keras_bert.models.text_task import TextTask
 
 # Feature names of a pre-training example (the original TFRecord's, with TF Hub names for the inputs).
 PRETRAINING_FEATURES = INPUT_NAMES + (
@@ -22,7 +23,7 @@ def _global_sum(value):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertPretrainer(keras.Model):
+class BertPretrainer(TextTask, keras.Model):
     """BERT's pre-training model: the encoder, a masked-LM head tied to the word embeddings, and a
     next-sentence head on the pooled output.
 
@@ -39,7 +40,7 @@ class BertPretrainer(keras.Model):
     `masked_lm_accuracy`, `masked_lm_loss`, `next_sentence_accuracy`, `next_sentence_loss`.
     """
 
-    def __init__(self, encoder, **kwargs):
+    def __init__(self, encoder, preprocessor=None, **kwargs):
         config = encoder.config
         # === Layers ===
         masked_lm = MaskedLMHead(encoder.embeddings.word_embeddings, hidden_act=config.hidden_act,
@@ -67,6 +68,15 @@ class BertPretrainer(keras.Model):
         self.masked_lm_accuracy = keras.metrics.Mean(name="masked_lm_accuracy")
         self.next_sentence_loss_tracker = keras.metrics.Mean(name="next_sentence_loss")
         self.next_sentence_accuracy = keras.metrics.SparseCategoricalAccuracy(name="next_sentence_accuracy")
+        self._init_text(preprocessor)
+
+    def text_inputs(self, texts, preprocessor=None):
+        """Raw text -> inputs with `masked_lm_positions` at every position (predict scores each token)."""
+        inputs = dict(super().text_inputs(texts, preprocessor))
+        word_ids = inputs["input_word_ids"]
+        positions = tf.range(tf.shape(word_ids)[-1], dtype=tf.int32)
+        inputs["masked_lm_positions"] = tf.tile(positions[None], [tf.shape(word_ids)[0], 1])
+        return inputs
 
     def call(self, inputs, training=None):
         # Datasets carry the labels in the same dict; the functional graph takes only its inputs.
@@ -118,13 +128,13 @@ class BertPretrainer(keras.Model):
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "name": self.name,
-                "trainable": self.trainable}
+                "trainable": self.trainable, **self._text_config()}
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return cls(**cls._text_from_config(config))
 
     @classmethod
     def from_pretrained(cls, path, **kwargs):

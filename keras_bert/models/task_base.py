@@ -1,11 +1,14 @@
-"""What every fine-tuning model shares: it wraps an encoder and serializes as its constructor args."""
+"""What every fine-tuning model shares: it wraps an encoder, may own its text preprocessing and label
+names, and serializes as its constructor args."""
 
 import keras
 
+from keras_bert.models.text_task import TextTask
 
-class EncoderTaskModel(keras.Model):
-    """Base of the task models: holds `encoder`, and round-trips through `.keras` by its constructor
-    arguments (the encoder nested as a serialized object)."""
+
+class EncoderTaskModel(TextTask, keras.Model):
+    """Base of the task models: holds `encoder` (and `preprocessor`, `labels`), and round-trips through
+    `.keras` by its constructor arguments (encoder and preprocessor nested as serialized objects)."""
 
     def _task_config(self):
         raise NotImplementedError
@@ -14,13 +17,14 @@ class EncoderTaskModel(keras.Model):
         config = {"encoder": keras.saving.serialize_keras_object(self.encoder), "name": self.name,
                   "trainable": self.trainable}
         config.update(self._task_config())
+        config.update(self._text_config())
         return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return cls(**cls._text_from_config(config))
 
 
 def dense_head(units, initializer_range, name, dtype=None):
