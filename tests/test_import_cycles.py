@@ -3,8 +3,6 @@
 import ast
 import pathlib
 
-import pytest
-
 PACKAGE_ROOT = pathlib.Path(__file__).resolve().parent.parent / "keras_bert"
 
 

@@ -13,16 +13,27 @@ class BertClassifier(EncoderTaskModel):
 
     Args:
         encoder: a `BertEncoder`.
-        num_classes: number of classes; 1 for regression (STS-B).
+        num_classes: number of classes; 1 for regression (STS-B). Default: len(labels).
+        labels: optional class names (list of str; label id i is labels[i]): `fit` then takes them as
+            targets, and an export serves the predicted `label`.
         dropout: dropout rate before the output layer (default: the encoder's hidden dropout).
+        preprocessor: optional `keras_bert.text.BertPreprocessor`: fit/evaluate/predict then take raw
+            text (a sequence of str, or a tuple (texts_a, texts_b) of sentence pairs).
 
-    Input: the encoder input dict. Output: float32 logits [batch, num_classes] (for regression, the
-    predicted value [batch, 1]). Compile with e.g. SparseCategoricalCrossentropy(from_logits=True).
+    Input: the encoder input dict (or raw text, with a preprocessor). Output: float32 logits
+    [batch, num_classes] (for regression, the predicted value [batch, 1]). `compile()` with no arguments
+    uses sparse categorical cross-entropy on logits + accuracy (regression: mean squared error).
     """
 
     task_kind = "classifier"
 
-    def __init__(self, encoder, num_classes, dropout=None, **kwargs):
+    def __init__(self, encoder, num_classes=None, dropout=None, labels=None, preprocessor=None, **kwargs):
+        if num_classes is None:
+            if labels is None:
+                raise ValueError("BertClassifier needs num_classes or labels")
+            num_classes = len(labels)
+        if labels is not None and len(labels) != num_classes:
+            raise ValueError(f"num_classes={num_classes} but {len(labels)} labels: {list(labels)}")
         config = encoder.config
         dropout = config.hidden_dropout_prob if dropout is None else dropout
         # === Layers ===
@@ -36,6 +47,15 @@ class BertClassifier(EncoderTaskModel):
         self.encoder = encoder
         self.num_classes = num_classes
         self.dropout = dropout
+        self._init_text(preprocessor, labels)
 
     def _task_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout}
+
+    def _default_loss(self):
+        if self.num_classes == 1:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def _default_metrics(self):
+        return None if self.num_classes == 1 else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]

@@ -15,6 +15,7 @@ from keras_bert.config import BertConfig
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.transformer import TransformerBlock, attention_bias
+from keras_bert.models.text_task import TextTask
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -26,11 +27,13 @@ def encoder_inputs(seq_length=None, prefix_shape=()):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertEncoder(keras.Model):
+class BertEncoder(TextTask, keras.Model):
     """The bidirectional transformer encoder of Devlin et al. (2018).
 
     Args:
         config: a `BertConfig` (or its dict).
+        preprocessor: optional `keras_bert.text.BertPreprocessor`; `predict` then also takes raw text
+            (a sequence of str, or a tuple (texts_a, texts_b)).
 
     Call with a dict of int32 [batch, seq] tensors `input_word_ids`, `input_mask` (1 for real tokens,
     0 for padding) and `input_type_ids` (segment ids). Returns a dict:
@@ -42,7 +45,7 @@ class BertEncoder(keras.Model):
     # What `checkpoints.split_model` and the export tell models apart by (each task model sets its own).
     task_kind = "encoder"
 
-    def __init__(self, config, dtype=None, **kwargs):
+    def __init__(self, config, dtype=None, preprocessor=None, **kwargs):
         if isinstance(config, dict):
             config = BertConfig(**config)
         # === Layers ===
@@ -93,17 +96,19 @@ class BertEncoder(keras.Model):
         self.embeddings = embeddings
         self.transformer_layers = blocks
         self.pooler = pooler
+        self._init_text(preprocessor)
 
     def call(self, inputs, training=None):
         # Feature dicts often carry labels too (e.g. masked_lm_ids); the encoder takes its three inputs.
         return super().call({name: inputs[name] for name in INPUT_NAMES}, training=training)
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable}
+        return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable,
+                **self._text_config()}
 
     @classmethod
     def from_config(cls, config):
-        return cls(**config)
+        return cls(**cls._text_from_config(dict(config)))
 
     @classmethod
     def from_pretrained(cls, path, dtype=None):

@@ -1,6 +1,7 @@
 """BertMultipleChoice: scores each (context, ending) pair and picks among them (SWAG)."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_bert.layers.dropout import HashDropout
@@ -12,13 +13,15 @@ from keras_bert.models.task_base import EncoderTaskModel, dense_head
 class BertMultipleChoice(EncoderTaskModel):
     """The paper's SWAG model: a score per choice from its pooled output, softmax over choices.
 
-    Input: encoder input dict whose tensors are int32 [batch, num_choices, seq]. Output: float32 logits
-    [batch, num_choices].
+    Input: encoder input dict whose tensors are int32 [batch, num_choices, seq] (or, with a
+    `preprocessor`, raw text: a tuple (contexts [batch], endings [batch, num_choices]); each choice is
+    packed as the pair (context, ending)). Output: float32 logits [batch, num_choices]. `compile()` with no
+    arguments uses sparse categorical cross-entropy on logits + accuracy.
     """
 
     task_kind = "multiple_choice"
 
-    def __init__(self, encoder, num_choices, dropout=None, **kwargs):
+    def __init__(self, encoder, num_choices, dropout=None, preprocessor=None, **kwargs):
         config = encoder.config
         dropout = config.hidden_dropout_prob if dropout is None else dropout
         # === Layers ===
@@ -35,9 +38,27 @@ class BertMultipleChoice(EncoderTaskModel):
         self.encoder = encoder
         self.num_choices = num_choices
         self.dropout = dropout
+        self._init_text(preprocessor)
 
     def _task_config(self):
         return {"num_choices": self.num_choices, "dropout": self.dropout}
+
+    def text_inputs(self, texts, preprocessor=None):
+        """{"text": contexts [b], "text_b": endings [b, num_choices]} -> inputs [b, num_choices, seq]."""
+        preprocessor = preprocessor or self.preprocessor
+        if preprocessor is None or "text_b" not in texts:
+            return super().text_inputs(texts, preprocessor)  # raises the error that says what is missing
+        endings = texts["text_b"]
+        contexts = tf.repeat(tf.reshape(texts["text"], [-1]), self.num_choices)
+        packed = preprocessor((contexts, tf.reshape(endings, [-1])))
+        return {name: tf.reshape(value, [-1, self.num_choices, preprocessor.seq_length])
+                for name, value in packed.items()}
+
+    def _default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def _default_metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -53,7 +53,7 @@ class BertPretrainer(EncoderTaskModel):
 
     task_kind = "pretrainer"
 
-    def __init__(self, encoder, **kwargs):
+    def __init__(self, encoder, preprocessor=None, **kwargs):
         config = encoder.config
         # === Layers ===
         masked_lm = MaskedLMHead(encoder.embeddings.word_embeddings, hidden_act=config.hidden_act,
@@ -81,6 +81,15 @@ class BertPretrainer(EncoderTaskModel):
         self.masked_lm_accuracy = keras.metrics.Mean(name="masked_lm_accuracy")
         self.next_sentence_loss_tracker = keras.metrics.Mean(name="next_sentence_loss")
         self.next_sentence_accuracy = keras.metrics.SparseCategoricalAccuracy(name="next_sentence_accuracy")
+        self._init_text(preprocessor)
+
+    def text_inputs(self, texts, preprocessor=None):
+        """Raw text -> inputs with `masked_lm_positions` at every position (predict scores each token)."""
+        inputs = dict(super().text_inputs(texts, preprocessor))
+        word_ids = inputs["input_word_ids"]
+        positions = tf.range(tf.shape(word_ids)[-1], dtype=tf.int32)
+        inputs["masked_lm_positions"] = tf.tile(positions[None], [tf.shape(word_ids)[0], 1])
+        return inputs
 
     def call(self, inputs, training=None):
         # Datasets carry the labels in the same dict; the functional graph takes only its inputs.

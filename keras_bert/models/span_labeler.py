@@ -12,12 +12,13 @@ class BertSpanLabeler(EncoderTaskModel):
     """One dense layer mapping each token to (start, end) scores, as the paper's SQuAD model.
 
     Input: the encoder input dict. Output: dict `start_logits`, `end_logits`, float32 [batch, seq].
-    Padding positions get a large negative logit so they are never predicted.
+    Padding positions get a large negative logit so they are never predicted. With a `preprocessor`,
+    predict also takes raw text: a tuple (questions [batch], contexts [batch]), packed as one pair each.
     """
 
     task_kind = "span_labeler"
 
-    def __init__(self, encoder, **kwargs):
+    def __init__(self, encoder, preprocessor=None, **kwargs):
         config = encoder.config
         # === Layers ===
         head = dense_head(2, config.initializer_range, "span_head", dtype="float32")
@@ -29,9 +30,14 @@ class BertSpanLabeler(EncoderTaskModel):
         super().__init__(inputs=inputs, outputs={"start_logits": start, "end_logits": end}, **kwargs)
         # === Config ===
         self.encoder = encoder
+        self._init_text(preprocessor)
 
     def _task_config(self):
         return {}
+
+    def _default_loss(self):
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        return {"start_logits": loss, "end_logits": loss}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

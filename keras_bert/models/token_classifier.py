@@ -11,14 +11,21 @@ from keras_bert.models.task_base import EncoderTaskModel, dense_head
 class BertTokenClassifier(EncoderTaskModel):
     """Dropout + dense on every position of `sequence_output`.
 
-    Input: the encoder input dict. Output: float32 logits [batch, seq, num_classes]. Train with
-    per-token sample weights that are 1 only on the positions that carry a label (e.g. each word's first
-    piece).
+    Input: the encoder input dict (or, with a `preprocessor`, raw text [batch]). Output: float32 logits
+    [batch, seq, num_classes]. Train with per-token sample weights that are 1 only on the positions that
+    carry a label (e.g. each word's first piece). `labels` optionally names the classes (tag names, e.g.
+    "B-PER"); `num_classes` defaults to len(labels).
     """
 
     task_kind = "token_classifier"
 
-    def __init__(self, encoder, num_classes, dropout=None, **kwargs):
+    def __init__(self, encoder, num_classes=None, dropout=None, labels=None, preprocessor=None, **kwargs):
+        if num_classes is None:
+            if labels is None:
+                raise ValueError("BertTokenClassifier needs num_classes or labels")
+            num_classes = len(labels)
+        if labels is not None and len(labels) != num_classes:
+            raise ValueError(f"num_classes={num_classes} but {len(labels)} labels: {list(labels)}")
         config = encoder.config
         dropout = config.hidden_dropout_prob if dropout is None else dropout
         # === Layers ===
@@ -32,6 +39,13 @@ class BertTokenClassifier(EncoderTaskModel):
         self.encoder = encoder
         self.num_classes = num_classes
         self.dropout = dropout
+        self._init_text(preprocessor, labels)
 
     def _task_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout}
+
+    def _default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def _default_metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]

@@ -87,7 +87,8 @@ def create_optimizer(learning_rate, num_train_steps, num_warmup_steps=0, optimiz
 
     Args:
         learning_rate: peak learning rate of the warmup/linear-decay schedule.
-        num_train_steps, num_warmup_steps: schedule length and warmup (optimizer steps).
+        num_train_steps, num_warmup_steps: schedule length and warmup (optimizer steps); num_train_steps
+            None: a constant `learning_rate` (its schedule can be set later, before the first step).
         optimizer: "adamw" (the original's) or "lamb" (You et al. 2019, for large batches).
         weight_decay: decoupled weight-decay rate; variables whose name matches `no_decay_patterns`
             (LayerNorm gamma/beta, biases) are not decayed.
@@ -95,7 +96,9 @@ def create_optimizer(learning_rate, num_train_steps, num_warmup_steps=0, optimiz
 
     Returns: a `keras_bert.training.AdamW` or `Lamb` instance.
     """
-    schedule = WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps)
+    schedule = learning_rate
+    if num_train_steps is not None:
+        schedule = WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps)
     classes = {"adamw": AdamW, "lamb": Lamb}
     if optimizer not in classes:
         raise ValueError(f"optimizer must be one of {sorted(classes)}, got {optimizer!r}")

@@ -1,0 +1,324 @@
+"""Raw text into `fit` / `evaluate` / `predict`: a model that owns its preprocessing.
+
+A model built with `preprocessor=` (a `keras_bert.text.BertPreprocessor`: the vocab, casing and sequence
+length it was trained with) takes raw strings wherever Keras takes data:
+
+    clf.fit(x=texts, y=labels)                  # list / numpy of str; labels str (names) or int (ids)
+    clf.fit(x=(texts_a, texts_b), y=labels)     # sentence pairs: a tuple of two sequences
+    clf.predict(["some text"])                  # logits, as Keras returns them
+    clf.fit(tf.data.Dataset of (text, label))   # batched or not
+
+The strings are tokenized and packed in a parallel `tf.data` map (never inside the compiled step: XLA
+cannot compile tf-text's ragged ops), so the step is the one token-id batches run. Token-id dicts, and
+datasets of them, pass through untouched. The preprocessor and the label names are part of the model's
+config, so a `.keras` file carries them.
+"""
+
+import logging
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+logger = logging.getLogger("keras_bert")
+
+TEXT_KEYS = ("text", "text_b")
+DEFAULT_BATCH_SIZE = 32
+# Fine-tuning defaults of the paper (Appendix A.3): Adam, 5e-5 within {5e-5, 3e-5, 2e-5}, 10% warmup.
+DEFAULT_LEARNING_RATE = 5e-5
+DEFAULT_WARMUP_PROPORTION = 0.1
+
+
+def _is_str_sequence(value):
+    """True for a str, a list/tuple of str, a numpy array of str/bytes/objects or a tf.string tensor."""
+    if isinstance(value, (str, bytes)):
+        return True
+    if isinstance(value, (tf.Tensor, tf.RaggedTensor)):
+        return value.dtype == tf.string
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "USO" and (value.dtype.kind != "O" or value.size == 0
+                                             or isinstance(value.flat[0], (str, bytes)))
+    if isinstance(value, list):
+        return len(value) > 0 and all(_is_str_sequence(item) for item in value[:4])
+    return False
+
+
+def _spec_is_text(spec):
+    if isinstance(spec, dict):
+        return any(_spec_is_text(value) for key, value in spec.items() if key in TEXT_KEYS)
+    if isinstance(spec, (tuple, list)):
+        return len(spec) > 0 and all(_spec_is_text(item) for item in spec)
+    return isinstance(spec, (tf.TensorSpec, tf.RaggedTensorSpec)) and spec.dtype == tf.string
+
+
+def text_features(x):
+    """The texts of a user's `x` as {"text": ..., "text_b": ...} (text_b only for pairs), or None when `x`
+    is not text (token-id dicts, numbers)."""
+    if isinstance(x, dict):
+        keys = set(x)
+        if "text" in keys and keys <= set(TEXT_KEYS) and _is_str_sequence(x["text"]):
+            return dict(x)
+        return None
+    if isinstance(x, tuple) and len(x) == 2 and not isinstance(x[0], (str, bytes)):
+        if _is_str_sequence(x[0]) and _is_str_sequence(x[1]):
+            return {"text": x[0], "text_b": x[1]}
+        return None
+    if _is_str_sequence(x):
+        return {"text": x}
+    return None
+
+
+def _element_text(element):
+    """A dataset element's text part as the {"text", "text_b"} dict (tf tensors)."""
+    if isinstance(element, dict):
+        return {key: element[key] for key in TEXT_KEYS if key in element}
+    if isinstance(element, (tuple, list)):
+        return {"text": element[0], "text_b": element[1]}
+    return {"text": element}
+
+
+class TextTask:
+    """Mixin of the keras_bert models that can own a preprocessor and label names.
+
+    A subclass sets `self.preprocessor` (BertPreprocessor or None) and `self.labels` (list of str or None)
+    in its constructor, and may define `_text_inputs(texts)` (multiple choice reshapes per choice) and
+    `_default_loss()` / `_default_metrics()`.
+    """
+
+    # ----------------------------------------------------------------------------------- config
+    def _init_text(self, preprocessor=None, labels=None):
+        """Sets `preprocessor` and `labels` (called by the constructors after the functional build)."""
+        if isinstance(preprocessor, dict):
+            preprocessor = keras.saving.deserialize_keras_object(preprocessor)
+        self.preprocessor = preprocessor
+        self.labels = None if labels is None else [str(label) for label in labels]
+        if self.labels is not None and len(set(self.labels)) != len(self.labels):
+            raise ValueError(f"labels must be distinct, got {self.labels}")
+
+    def _text_config(self):
+        config = {}
+        if self.preprocessor is not None:
+            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+        if self.labels is not None:
+            config["labels"] = list(self.labels)
+        return config
+
+    @staticmethod
+    def _text_from_config(config):
+        if config.get("preprocessor") is not None:
+            config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
+        return config
+
+    # ----------------------------------------------------------------------------------- preprocessing
+    def text_inputs(self, texts, preprocessor=None):
+        """{"text": tf.string [b], "text_b": [b] (or [b, choices] for multiple choice)} -> the encoder input
+        dict (int32 [b, seq], or [b, choices, seq]), with `preprocessor` (default: the model's own). The
+        same function serves exports."""
+        preprocessor = preprocessor or self.preprocessor
+        if preprocessor is None:
+            raise ValueError(f"{type(self).__name__} {self.name!r} has no preprocessor: pass token-id dicts "
+                             "(input_word_ids, input_mask, input_type_ids), or build the model with "
+                             "preprocessor=BertPreprocessor(...) (or from_pretrained) to give it raw text")
+        if "text_b" in texts:
+            return preprocessor((texts["text"], texts["text_b"]))
+        return preprocessor(texts["text"])
+
+    def label_ids(self, y):
+        """Labels as the model's targets: names of `self.labels` -> int ids (numpy); ids are range-checked.
+        Raises ValueError naming the first unknown label and its index."""
+        y = np.asarray(y)
+        if y.dtype.kind in "USO":
+            if not self.labels:
+                raise ValueError(f"labels are strings (first: {y.flat[0]!r}) but {type(self).__name__} has no "
+                                 "label names: build it with labels=[...]")
+            index = {name: i for i, name in enumerate(self.labels)}
+            values = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in y.ravel()]
+            for position, value in enumerate(values):
+                if value not in index:
+                    raise ValueError(f"label {value!r} (example {position}) is not one of the model's labels "
+                                     f"{self.labels}")
+            return np.asarray([index[v] for v in values], dtype=np.int32).reshape(y.shape)
+        num_classes = getattr(self, "num_classes", None) or getattr(self, "num_choices", None)
+        if num_classes and num_classes > 1 and y.dtype.kind in "iu" and y.size:
+            bad = np.flatnonzero((y < 0) | (y >= num_classes))
+            if bad.size:
+                raise ValueError(f"label id {y.ravel()[bad[0]]} (example {bad[0]}) is outside "
+                                 f"[0, {num_classes})")
+        return y
+
+    def _label_table(self):
+        """tf.lookup table name -> id for string labels inside a tf.data map (unknown names -> -1)."""
+        names = tf.constant(list(self.labels or []), tf.string)
+        return tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(names, tf.range(tf.size(names), dtype=tf.int32)), -1)
+
+    def _targets_in_graph(self, y, table):
+        if y.dtype != tf.string:
+            return y
+        ids = table.lookup(y)
+        check = tf.debugging.assert_non_negative(
+            ids, message=f"a label is not one of the model's labels {self.labels}")
+        with tf.control_dependencies([check]):
+            return tf.identity(ids)
+
+    def text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
+        """A batched, preprocessed `tf.data.Dataset` of (inputs[, targets[, sample_weight]]) from raw text
+        `x`, or None when `x` is not text. `x` is a tf.data.Dataset of text elements, or what
+        `text_features` accepts."""
+        if isinstance(x, tf.data.Dataset):
+            return self._text_dataset_of_dataset(x, batch_size)
+        texts = text_features(x)
+        if texts is None:
+            return None
+        texts = {key: _as_string_array(value) for key, value in texts.items()}
+        num_examples = len(texts["text"])
+        parts = [texts]
+        if y is not None:
+            y = self.label_ids(y)
+            if len(y) != num_examples:
+                raise ValueError(f"{num_examples} texts but {len(y)} labels")
+            parts.append(y)
+        if sample_weight is not None:
+            parts.append(np.asarray(sample_weight))
+        dataset = tf.data.Dataset.from_tensor_slices(tuple(parts) if len(parts) > 1 else parts[0])
+        if shuffle:
+            dataset = dataset.shuffle(max(num_examples, 1), seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+        return self._preprocessed(dataset)
+
+    def _text_dataset_of_dataset(self, dataset, batch_size):
+        spec = dataset.element_spec
+        first = spec[0] if isinstance(spec, tuple) else spec
+        if not _spec_is_text(first):
+            return None
+        text_spec = _element_text(first)["text"]
+        if text_spec.shape.rank == 0:  # unbatched examples: batch them as Keras would
+            dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+        return self._preprocessed(dataset)
+
+    def _preprocessed(self, dataset):
+        table = self._label_table() if self.labels else None
+
+        def preprocess(*element):
+            if len(element) == 1:
+                return self.text_inputs(_element_text(element[0]))
+            inputs = self.text_inputs(_element_text(element[0]))
+            targets = self._targets_in_graph(element[1], table) if table is not None else element[1]
+            return (inputs, targets, *element[2:])
+
+        return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+    # ----------------------------------------------------------------------------------- Keras entry points
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
+            validation_split=0.0, validation_data=None, shuffle=True, class_weight=None, sample_weight=None,
+            initial_epoch=0, steps_per_epoch=None, **kwargs):
+        data = self.text_dataset(x, y, sample_weight, batch_size, shuffle=shuffle) if self._takes_text(x) else None
+        if data is not None:
+            if validation_split:
+                raise ValueError("validation_split is not supported with raw text: pass validation_data")
+            x, y, sample_weight, batch_size, shuffle = data, None, None, None, False  # shuffled in `data`
+        if validation_data is not None and self._takes_text(_first(validation_data)):
+            validation_data = self._validation_dataset(validation_data, kwargs.get("validation_batch_size"))
+        self._schedule_default_optimizer(x, y, batch_size, epochs, steps_per_epoch, initial_epoch)
+        return super().fit(x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
+                           validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
+                           class_weight=class_weight, sample_weight=sample_weight, initial_epoch=initial_epoch,
+                           steps_per_epoch=steps_per_epoch, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
+                 **kwargs):
+        data = self.text_dataset(x, y, sample_weight, batch_size) if self._takes_text(x) else None
+        if data is not None:
+            x, y, sample_weight, batch_size = data, None, None, None
+        return super().evaluate(x=x, y=y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
+                                steps=steps, **kwargs)
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
+        data = self.text_dataset(x, batch_size=batch_size) if self._takes_text(x) else None
+        if data is not None:
+            x, batch_size = data, None
+        return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks,
+                               **kwargs)
+
+    def _takes_text(self, x):
+        """Whether `x` is raw text this model can preprocess (a model without a preprocessor raises)."""
+        if isinstance(x, tf.data.Dataset):
+            spec = x.element_spec
+            is_text = _spec_is_text(spec[0] if isinstance(spec, tuple) else spec)
+        else:
+            is_text = text_features(x) is not None
+        if is_text and self.preprocessor is None:
+            self.text_inputs({})  # raises the no-preprocessor error
+        return is_text
+
+    def _validation_dataset(self, validation_data, batch_size):
+        if isinstance(validation_data, tf.data.Dataset):
+            return self.text_dataset(validation_data, batch_size=batch_size)
+        return self.text_dataset(*validation_data, batch_size=batch_size)
+
+    # ----------------------------------------------------------------------------------- compile defaults
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """`keras.Model.compile` with task defaults: optimizer "auto" = the library's AdamW (5e-5 peak, 10%
+        linear warmup then linear decay over the steps `fit` will run, weight decay 0.01 off LayerNorm and
+        biases, global-norm clipping at 1.0); loss / metrics "auto" = the task's (e.g. sparse categorical
+        cross-entropy on logits + accuracy for a classifier)."""
+        from keras_bert.training.optimization import create_optimizer
+
+        self._default_optimizer = optimizer == "auto"
+        if self._default_optimizer:
+            # A constant rate until fit() knows how many steps the warmup/decay schedule spans.
+            optimizer = create_optimizer(DEFAULT_LEARNING_RATE, num_train_steps=None)
+        if loss == "auto":
+            loss = self._default_loss()
+        if metrics == "auto":
+            metrics = self._default_metrics()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def _default_loss(self):
+        return None
+
+    def _default_metrics(self):
+        return None
+
+    def _schedule_default_optimizer(self, x, y, batch_size, epochs, steps_per_epoch, initial_epoch):
+        """Warmup + linear decay over the steps of this fit, for an optimizer compile() chose."""
+        if not getattr(self, "_default_optimizer", False) or int(self.optimizer.iterations.numpy()) != 0:
+            return
+        from keras_bert.training.optimization import WarmupLinearDecay
+
+        steps = steps_per_epoch or _steps_per_epoch(x, y, batch_size)
+        if steps is None:
+            logger.warning("fit: the number of steps is unknown (pass steps_per_epoch); the default optimizer "
+                           "keeps a constant learning rate of %g", DEFAULT_LEARNING_RATE)
+            return
+        total = max(1, int(steps) * max(1, epochs - initial_epoch))
+        self.optimizer.learning_rate = WarmupLinearDecay(DEFAULT_LEARNING_RATE, total,
+                                                         int(total * DEFAULT_WARMUP_PROPORTION))
+
+
+def _first(validation_data):
+    if isinstance(validation_data, tf.data.Dataset):
+        return validation_data
+    return validation_data[0]
+
+
+def _as_string_array(value):
+    if isinstance(value, (tf.Tensor, tf.RaggedTensor)):
+        return value
+    if isinstance(value, (str, bytes)):
+        value = [value]
+    return np.asarray(value, dtype=object)
+
+
+def _steps_per_epoch(x, y, batch_size):
+    if isinstance(x, tf.data.Dataset):
+        cardinality = int(x.cardinality().numpy())
+        return cardinality if cardinality > 0 else None
+    first = x
+    while isinstance(first, (dict, list, tuple)) and not isinstance(first, str):
+        first = next(iter(first.values())) if isinstance(first, dict) else first[0]
+    try:
+        num_examples = len(first)
+    except TypeError:
+        return None
+    return -(-num_examples // (batch_size or DEFAULT_BATCH_SIZE))

@@ -1,0 +1,142 @@
+"""Raw strings straight into fit / evaluate / predict, and a .keras that carries its preprocessing."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.config import BertConfig
+from keras_bert.models.classifier import BertClassifier
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.models.multiple_choice import BertMultipleChoice
+from keras_bert.models.span_labeler import BertSpanLabeler
+from keras_bert.models.token_classifier import BertTokenClassifier
+from keras_bert.text import BertPreprocessor, BertTokenizer
+
+WORDS = ["good", "bad", "great", "awful", "movie", "film", "plot", "the", "a", "was", "is", "it", "and",
+         "what", "who", "where", "then", "he", "she", "ran", "sat", "cat", "dog"]
+POSITIVE = ["good movie", "great film", "the plot was good", "a great plot", "it is good and great"]
+NEGATIVE = ["bad movie", "awful film", "the plot was bad", "an awful plot", "it is bad and awful"]
+
+
+@pytest.fixture
+def preprocessor(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "?", *WORDS]) + "\n")
+    return BertPreprocessor(BertTokenizer(str(path), lower_case=True), seq_length=16)
+
+
+def _encoder(preprocessor):
+    config = BertConfig(vocab_size=preprocessor.tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=32,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    return BertEncoder(config)
+
+
+def _sentiment(n=4):
+    texts = (POSITIVE + NEGATIVE) * n
+    labels = (["pos"] * len(POSITIVE) + ["neg"] * len(NEGATIVE)) * n
+    return texts, labels
+
+
+def test_classifier_fits_raw_strings_with_string_labels(preprocessor):
+    clf = BertClassifier(_encoder(preprocessor), labels=["neg", "pos"], preprocessor=preprocessor)
+    clf.compile(optimizer=keras.optimizers.Adam(3e-3), jit_compile=False)  # default loss and metric
+    texts, labels = _sentiment()
+    history = clf.fit(texts, labels, batch_size=8, epochs=8, verbose=0)
+    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+    loss, accuracy = clf.evaluate(texts, labels, batch_size=8, verbose=0)
+    assert accuracy == 1.0
+    logits = clf.predict(["good movie", "awful film"], verbose=0)
+    assert logits.shape == (2, 2)
+    assert [clf.labels[i] for i in logits.argmax(-1)] == ["pos", "neg"]
+    # Ids as labels give the same evaluation as names.
+    ids = [clf.labels.index(label) for label in labels]
+    np.testing.assert_allclose(clf.evaluate(texts, np.array(ids), batch_size=8, verbose=0), [loss, accuracy],
+                               rtol=1e-5)
+
+
+def test_raw_strings_give_the_token_id_outputs(preprocessor):
+    clf = BertClassifier(_encoder(preprocessor), num_classes=3, preprocessor=preprocessor)
+    texts = ["good movie", "the plot was bad and awful", ""]
+    by_text = clf.predict(texts, verbose=0)  # one batch, as the token-id call (oneDNN rounds per batch shape)
+    by_ids = clf.predict(preprocessor(tf.constant(texts)), verbose=0)
+    np.testing.assert_array_equal(by_text, by_ids)
+    # A tf.data of unbatched strings is batched and preprocessed too.
+    by_dataset = clf.predict(tf.data.Dataset.from_tensor_slices(texts), verbose=0)
+    np.testing.assert_array_equal(by_dataset, by_ids)
+
+
+def test_sentence_pairs_and_datasets_of_text_and_labels(preprocessor):
+    clf = BertClassifier(_encoder(preprocessor), labels=["no", "yes"], preprocessor=preprocessor)
+    clf.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=False)
+    first = ["who ran", "who sat", "where is the cat", "where is the dog"] * 4
+    second = ["he ran", "she ran", "the dog sat", "the cat sat"] * 4
+    labels = ["yes", "no", "no", "no"] * 4
+    pairs = (first, second)
+    clf.fit(pairs, labels, batch_size=4, epochs=1, verbose=0)
+    packed = preprocessor((tf.constant(first), tf.constant(second)))
+    np.testing.assert_array_equal(clf.predict(pairs, verbose=0), clf.predict(packed, verbose=0))
+    dataset = tf.data.Dataset.from_tensor_slices(((first, second), labels)).batch(4)
+    clf.fit(dataset, epochs=1, verbose=0)  # string labels mapped in the graph
+    assert len(clf.evaluate(dataset, verbose=0)) == 2
+
+
+def test_unknown_label_and_missing_preprocessor_are_refused(preprocessor):
+    clf = BertClassifier(_encoder(preprocessor), labels=["neg", "pos"], preprocessor=preprocessor)
+    clf.compile(jit_compile=False)
+    with pytest.raises(ValueError, match=r"'meh' \(example 1\) is not one of the model's labels"):
+        clf.fit(["good", "bad"], ["pos", "meh"], verbose=0)
+    bare = BertClassifier(_encoder(preprocessor), num_classes=2)
+    with pytest.raises(ValueError, match="has no preprocessor"):
+        bare.predict(["good movie"], verbose=0)
+
+
+def test_multiple_choice_endings(preprocessor):
+    model = BertMultipleChoice(_encoder(preprocessor), num_choices=2, preprocessor=preprocessor)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=False)
+    contexts = ["the cat", "the dog"] * 4
+    endings = [["sat", "ran"], ["ran", "sat"]] * 4
+    model.fit((contexts, endings), [0, 0] * 4, batch_size=4, epochs=1, verbose=0)
+    logits = model.predict((contexts[:2], endings[:2]), verbose=0)
+    packed = preprocessor((tf.constant(["the cat", "the cat", "the dog", "the dog"]),
+                           tf.constant(["sat", "ran", "ran", "sat"])))
+    expected = model.predict({k: tf.reshape(v, [2, 2, 16]) for k, v in packed.items()}, verbose=0)
+    np.testing.assert_array_equal(logits, expected)
+
+
+def test_span_labeler_token_classifier_and_encoder_predict_text(preprocessor):
+    encoder = _encoder(preprocessor)
+    spans = BertSpanLabeler(encoder, preprocessor=preprocessor).predict((["who ran"], ["he ran"]), verbose=0)
+    assert spans["start_logits"].shape == (1, 16)
+    tagger = BertTokenClassifier(encoder, labels=["O", "B-X"], preprocessor=preprocessor)
+    assert tagger.predict(["the cat sat"], verbose=0).shape == (1, 16, 2)
+    encoder_with_text = BertEncoder(encoder.config, preprocessor=preprocessor)
+    assert encoder_with_text.predict(["the cat"], verbose=0)["pooled_output"].shape == (1, 32)
+
+
+def test_keras_file_is_self_contained(preprocessor, tmp_path):
+    clf = BertClassifier(_encoder(preprocessor), labels=["neg", "pos"], preprocessor=preprocessor)
+    clf.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=False)
+    texts, labels = _sentiment(1)
+    clf.fit(texts, labels, batch_size=5, epochs=1, verbose=0)
+    path = str(tmp_path / "m.keras")
+    clf.save(path)
+    os.remove(preprocessor.tokenizer.vocab_file)
+    loaded = keras.saving.load_model(path)  # safe_mode on
+    assert loaded.labels == ["neg", "pos"]
+    assert loaded.preprocessor.seq_length == 16 and loaded.preprocessor.tokenizer.lower_case
+    np.testing.assert_array_equal(loaded.predict(texts, verbose=0), clf.predict(texts, verbose=0))
+
+
+def test_default_compile_schedules_warmup_and_decay(preprocessor):
+    clf = BertClassifier(_encoder(preprocessor), labels=["neg", "pos"], preprocessor=preprocessor)
+    clf.compile(jit_compile=False)
+    texts, labels = _sentiment(2)  # 20 examples, batch 8 -> 3 steps an epoch
+    clf.fit(texts, labels, batch_size=8, epochs=2, verbose=0)
+    schedule = clf.optimizer.learning_rate if callable(clf.optimizer.learning_rate) else None
+    schedule = clf.optimizer._learning_rate
+    assert schedule.num_train_steps == 6 and schedule.num_warmup_steps == 0
+    assert float(schedule(6)) == 0.0 and float(schedule(3)) == pytest.approx(2.5e-5)
