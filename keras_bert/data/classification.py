@@ -12,6 +12,7 @@ distinct labels of the training file (`collect_labels`). With `is_regression=Tru
 
 import csv
 import dataclasses
+import math
 import os
 
 from keras_bert.data.formats import DataFormatError, header_index, read_rows
@@ -50,11 +51,15 @@ def _delimiter_for(path, delimiter):
 
 
 def parse_regression_label(path, line, value):
-    """Parses a float label; a non-number raises DataFormatError naming path:line."""
+    """Parses a float label; a non-number, nan or inf raises DataFormatError naming path:line."""
     try:
-        return float(value)
+        label = float(value)
     except ValueError:
         raise DataFormatError(path, line, f"label {value!r} is not a number (regression task)") from None
+    if not math.isfinite(label):
+        # One such label makes the loss NaN, and every weight after the first step.
+        raise DataFormatError(path, line, f"label {value!r} is not a finite number (regression task)")
+    return label
 
 
 def check_label(path, line, label, label_list):
@@ -81,7 +86,7 @@ def read_classification_file(path, label_list=None, is_regression=False, delimit
 
     Raises:
       DataFormatError: empty file, no `text` column, a row whose field count differs from the header's,
-        an empty `text`, an unknown label, a non-numeric regression label.
+        an empty `text`, an unknown label, a non-numeric or non-finite regression label.
     """
     rows = read_rows(path, _delimiter_for(path, delimiter), quoting=csv.QUOTE_MINIMAL)
     header_line, header = rows[0]
