@@ -117,6 +117,7 @@ def main(argv):
     from keras_bert.text import BertTokenizer
     from keras_bert.training import (
         CheckpointCallback,
+        FailOnNaN,
         ScalarSummaries,
         StopAtStep,
         TrainingCheckpoint,
@@ -152,7 +153,7 @@ def main(argv):
         steps_per_epoch = min(FLAGS.save_checkpoints_steps, FLAGS.num_train_steps)
         model.fit(train_data, epochs=math.ceil(FLAGS.num_train_steps / steps_per_epoch),
                   initial_epoch=step // steps_per_epoch, steps_per_epoch=steps_per_epoch,
-                  callbacks=[StopAtStep(FLAGS.num_train_steps),
+                  callbacks=[FailOnNaN(), StopAtStep(FLAGS.num_train_steps),
                              CheckpointCallback(checkpoint, FLAGS.save_checkpoints_steps), summaries],
                   verbose=2 if FLAGS.distribution_strategy == "multi_worker_mirrored" else "auto")
 
