@@ -11,10 +11,17 @@ on the inputs of --expected, an .npz from `servability.save_check_arrays`, compa
 the signatures, every non-core op with the first TF Serving release that has it, and the outputs as JSON.
 """
 
-import importlib.util
-import json
 import os
 import sys
+
+if not __package__:  # `python export/x.py`: import from the repository root, as `python -m export.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
+import importlib.util
+import json
 
 import numpy as np
 from absl import app, flags

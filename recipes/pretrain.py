@@ -14,9 +14,17 @@ Outputs in --model_dir: checkpoints/, logs/ (TensorBoard), eval_results.json, pr
 bert_config.json + vocab.txt, loadable by `from_pretrained`).
 """
 
+import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
 import itertools
 import math
-import os
 
 import tensorflow as tf
 from absl import app, flags

@@ -16,8 +16,16 @@ the predictions (GLUE: the submission file, e.g. MNLI-m.tsv / AX.tsv; custom: pr
 `index<TAB>prediction`), model.keras (the fine-tuned BertClassifier) and labels.json.
 """
 
-import csv
 import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
+import csv
 
 import keras
 import numpy as np

@@ -8,8 +8,16 @@ Writes to --output_dir: eval_results.json (accuracy, eval_loss), eval_prediction
 (`swag_id,label,prob0..prob3` per question; label is the predicted ending), model.keras.
 """
 
-import csv
 import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
+import csv
 
 import keras
 import numpy as np

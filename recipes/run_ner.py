@@ -14,6 +14,13 @@ input of conlleval.pl), model.keras and labels.json (the tag list).
 """
 
 import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
 
 import keras
 import tensorflow as tf

@@ -14,6 +14,15 @@ questions whose answer text is not found at its offset are skipped (their number
 v2.0 adds HasAns/NoAns splits and the best null threshold).
 """
 
+import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
 import json
 
 import keras
