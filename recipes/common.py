@@ -254,8 +254,9 @@ def saved_labels():
     path = model_file and os.path.join(os.path.dirname(model_file), "labels.json")
     if not path or not os.path.isfile(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)["labels"]
+    from keras_bert.textfiles import read_json
+
+    return read_json(path)["labels"]
 
 
 def write_eval_results(results, strategy):

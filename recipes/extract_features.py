@@ -37,14 +37,15 @@ flags.DEFINE_integer("batch_size", 32, "Lines per batch.")
 
 def read_lines(path):
     """[(text_a, text_b or None)] of the non-empty lines of `path`; an empty file is an error naming it."""
+    from keras_bert.textfiles import read_text
+
     pairs = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            text_a, separator, text_b = line.partition(" ||| ")
-            pairs.append((text_a, text_b if separator else None))
+    for line in read_text(path).splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        text_a, separator, text_b = line.partition(" ||| ")
+        pairs.append((text_a, text_b if separator else None))
     if not pairs:
         raise ValueError(f"--input_file={path}: no non-empty lines")
     return pairs

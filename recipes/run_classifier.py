@@ -148,8 +148,9 @@ def _custom_task(train_file, eval_file, predict_file):
     elif train_file:
         train_examples = read_classification_file(train_file, is_regression=True)
 
-    def read(path):
-        return read_classification_file(path, label_list=label_list, is_regression=FLAGS.is_regression)
+    def read(path, require_labels=False):
+        return read_classification_file(path, label_list=label_list, is_regression=FLAGS.is_regression,
+                                        require_labels=require_labels)
 
     if FLAGS.do_train and not train_file:
         raise ValueError("--do_train needs --train_file")
@@ -159,7 +160,7 @@ def _custom_task(train_file, eval_file, predict_file):
         raise ValueError("--do_predict needs --predict_file")
     return Task("custom", label_list, FLAGS.is_regression,
                 train=train_examples if FLAGS.do_train else None,
-                evals=[("eval", read(eval_file))] if FLAGS.do_eval else [],
+                evals=[("eval", read(eval_file, require_labels=True))] if FLAGS.do_eval else [],
                 predicts=[("predict", read(predict_file))] if FLAGS.do_predict else [])
 
 

@@ -55,6 +55,11 @@ def main(argv):
     tokenizer = common.finetuning_tokenizer()
     preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
     train = read_swag_examples(FLAGS.train_file) if FLAGS.do_train else None
+    # Every input is parsed before the first training step: a bad eval or predict file fails in seconds.
+    evaluated = read_swag_examples(FLAGS.eval_file) if FLAGS.do_eval else None
+    if evaluated and any(example.label is None for example in evaluated):
+        raise ValueError(f"--eval_file={FLAGS.eval_file} has no label column")
+    predicted = read_swag_examples(FLAGS.predict_file) if FLAGS.do_predict else None
 
     def dataset(examples, batch_size, shuffle=False, with_labels=True):
         return common.without_padding(features.multiple_choice_dataset(
@@ -70,9 +75,7 @@ def main(argv):
         common.save_task_model(model, strategy)
 
     if FLAGS.do_eval:
-        examples = read_swag_examples(FLAGS.eval_file)
-        if any(example.label is None for example in examples):
-            raise ValueError(f"--eval_file={FLAGS.eval_file} has no label column")
+        examples = evaluated
         labels = np.asarray([example.label for example in examples])
         logits = model.predict(dataset(examples, FLAGS.eval_batch_size, with_labels=False), verbose=0)
         _write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), examples, logits)
@@ -80,7 +83,7 @@ def main(argv):
                                    "eval_loss": float(model.loss(labels, logits)),
                                    "num_examples": len(examples)}, strategy)
     if FLAGS.do_predict:
-        examples = read_swag_examples(FLAGS.predict_file)
+        examples = predicted
         logits = model.predict(dataset(examples, FLAGS.eval_batch_size, with_labels=False), verbose=0)
         print("Predictions: " + _write_predictions(os.path.join(FLAGS.output_dir, "predictions.csv"), examples,
                                                    logits))

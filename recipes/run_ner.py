@@ -60,6 +60,9 @@ def main(argv):
     tokenizer = common.finetuning_tokenizer()
     lookup = features.WordPieceLookup(tokenizer)
     train, tags = _tag_list()
+    # Every input is parsed before the first training step: a bad eval or predict file fails in seconds.
+    evaluated = {name: conll.read_conll_file(path, tag_list=tags) for name, path, wanted in (
+        ("eval", FLAGS.eval_file, FLAGS.do_eval), ("test", FLAGS.predict_file, FLAGS.do_predict)) if wanted}
 
     def arrays(sentences):
         return features.ner_arrays(sentences, lookup, tags, FLAGS.max_seq_length)
@@ -80,8 +83,8 @@ def main(argv):
         common.fit_task(model, batches, len(train))
         common.save_task_model(model, strategy, tags)
 
-    def predict(path, name):
-        sentences = conll.read_conll_file(path, tag_list=tags)
+    def predict(name):
+        sentences = evaluated[name]
         inputs, labels, weights, pieces_per_word = arrays(sentences)
         logits = model.predict(inputs, batch_size=FLAGS.eval_batch_size, verbose=0)
         predicted = features.ner_word_tags(logits, pieces_per_word, tags)
@@ -91,14 +94,14 @@ def main(argv):
         return sentences, predicted, float(loss) * weights.size / max(weights.sum(), 1.0)
 
     if FLAGS.do_eval:
-        sentences, predicted, eval_loss = predict(FLAGS.eval_file, "eval")
+        sentences, predicted, eval_loss = predict("eval")
         scores = conlleval([list(s.tags) for s in sentences], predicted, iobes=FLAGS.iobes)
         results = {name: scores[name] for name in ("precision", "recall", "f1", "accuracy")}
         results.update(eval_loss=eval_loss, num_sentences=len(sentences),
                        **{f"{kind}/f1": value["f1"] for kind, value in scores["per_type"].items()})
         common.write_eval_results(results, strategy)
     if FLAGS.do_predict:
-        predict(FLAGS.predict_file, "test")
+        predict("test")
         print(f"Predictions: {os.path.join(FLAGS.output_dir, 'test_predictions.txt')}")
 
 

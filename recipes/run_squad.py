@@ -23,8 +23,6 @@ from recipes import logs
 
 logs.quiet(__name__)  # before TensorFlow loads
 
-import json
-
 import keras
 import numpy as np
 import tensorflow as tf
@@ -51,6 +49,7 @@ def main(argv):
     from keras_bert.data import features, squad
     from keras_bert.metrics import squad as squad_metrics
     from keras_bert.models.span_labeler import BertSpanLabeler
+    from keras_bert.textfiles import read_json
 
     if FLAGS.do_train and not FLAGS.train_file:
         raise ValueError("--do_train needs --train_file (a SQuAD JSON file)")
@@ -65,6 +64,10 @@ def main(argv):
                                         FLAGS.max_query_length, is_training)
         return found, features.squad_arrays(found, lookup, FLAGS.max_seq_length)
 
+    # Every input is parsed before the first training step: a bad predict file fails in seconds.
+    predict_examples = None
+    if FLAGS.do_eval or FLAGS.do_predict:
+        predict_examples, _ = squad.read_squad_examples(FLAGS.predict_file, False, FLAGS.version_2_with_negative)
     train = None
     if FLAGS.do_train:
         examples, skipped = squad.read_squad_examples(FLAGS.train_file, True, FLAGS.version_2_with_negative)
@@ -88,9 +91,9 @@ def main(argv):
                         len(train[0]["input_word_ids"]))
         common.save_task_model(model, strategy)
 
-    if not (FLAGS.do_eval or FLAGS.do_predict):
+    if predict_examples is None:
         return
-    examples, _ = squad.read_squad_examples(FLAGS.predict_file, False, FLAGS.version_2_with_negative)
+    examples = predict_examples
     predict_features, (inputs, _) = windows(examples, False)
     outputs = model.predict(inputs, batch_size=FLAGS.eval_batch_size, verbose=0)
     result = squad.postprocess_predictions(
@@ -100,8 +103,7 @@ def main(argv):
         null_score_diff_threshold=FLAGS.null_score_diff_threshold)
     print("Predictions: " + ", ".join(result.save(FLAGS.output_dir)))
     if FLAGS.do_eval:
-        with open(FLAGS.predict_file, encoding="utf-8-sig") as f:
-            dataset = json.load(f)["data"]
+        dataset = read_json(FLAGS.predict_file)["data"]
         if FLAGS.version_2_with_negative:
             scores = squad_metrics.evaluate_v2(dataset, result.predictions, na_probs=result.null_odds)
         else:
