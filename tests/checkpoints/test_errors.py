@@ -88,6 +88,9 @@ def test_truncated_weight_files_name_the_file(tiny_hf_pretraining, tmp_path):
     (tmp_path / "torch" / "pytorch_model.bin").write_bytes(b"PK\x03\x04 truncated")
     with pytest.raises(CheckpointError, match=r"pytorch_model\.bin: cannot read the torch file"):
         load_encoder(str(tmp_path / "torch"))
+    (tmp_path / "model.keras").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(CheckpointError, match=r"model\.keras: not a complete \.keras \(zip\) file"):
+        load_encoder(str(tmp_path / "model.keras"))
 
 
 def test_truncated_tf1_checkpoint_names_the_prefix(tiny_hf_pretraining, tmp_path):
