@@ -129,7 +129,7 @@ def checked_inputs(inputs, spec):
         checks.append(tf.debugging.Assert(
             tf.equal(tf.raw_ops.Rank(input=value), shape.rank),
             [f"serving input {name!r} must have rank {shape.rank} {shape.as_list()}, got shape", actual]))
-        with tf.control_dependencies(checks[-1:]):
+        with tf.control_dependencies(checks[-1:]):  # rank first: indexing a wrong-rank shape fails obscurely
             if name != names[0]:
                 checks.append(tf.debugging.assert_equal(
                     actual[0], tf.shape(inputs[names[0]])[0],
