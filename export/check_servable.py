@@ -15,6 +15,13 @@ import json
 import os
 import sys
 
+if not __package__:  # `python export/x.py`: import from the repository root, as `python -m export.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
+
 import numpy as np
 from absl import app, flags
 

@@ -9,8 +9,15 @@ encoder. The version directory is written atomically under --export_dir; the pat
 """
 
 import os
-import subprocess
 import sys
+
+if not __package__:  # `python export/x.py`: import from the repository root, as `python -m export.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
+import subprocess
 
 from absl import app, flags
 

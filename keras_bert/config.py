@@ -2,14 +2,23 @@
 
 Google's `bert_config.json` and Hugging Face's `config.json` carry the same fields under the same names
 (Hugging Face adds `layer_norm_eps`, `model_type`, `architectures`, ...). Both are read by
-`BertConfig.from_json_file` and written by `BertConfig.to_json_file`.
+`BertConfig.from_json_file` and written by `BertConfig.to_json_file`; a config written in either format
+reads back equal. Google's format names only one gelu (its tanh approximation) and has no `layer_norm_eps`,
+so we also write `layer_norm_eps` and, for an activation Google's "gelu" does not say, `keras_bert_hidden_act`:
+Google's `modeling.py` ignores keys it does not know.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import numbers
 import os
+
+from keras_bert.textfiles import read_json
+
+logger = logging.getLogger("keras_bert")
 
 # The 24 compact models of Turc et al. (2019) plus BERT-base/large: name -> (layers, hidden).
 PRESETS = {
@@ -32,6 +41,18 @@ _ACTIVATIONS = {
     "swish": "silu",
     "silu": "silu",
 }
+# Written into a Google bert_config.json when its "gelu" would read back as another activation.
+_GOOGLE_ACT_KEY = "keras_bert_hidden_act"
+# Keys of Google and Hugging Face config files that are not ours but expected: read without a warning.
+_FOREIGN_KEYS = frozenset({
+    _GOOGLE_ACT_KEY, "_name_or_path", "add_cross_attention", "architectures", "bos_token_id",
+    "chunk_size_feed_forward", "classifier_dropout", "directionality", "dtype", "eos_token_id",
+    "finetuning_task", "gradient_checkpointing", "id2label", "is_decoder", "is_encoder_decoder", "label2id",
+    "model_type", "num_labels", "output_attentions", "output_hidden_states", "output_past", "pad_token_id",
+    "pooler_fc_size", "pooler_num_attention_heads", "pooler_num_fc_layers", "pooler_size_per_head",
+    "pooler_type", "position_embedding_type", "problem_type", "return_dict", "sep_token_id",
+    "tie_word_embeddings", "tokenizer_class", "torch_dtype", "transformers_version", "use_cache",
+})
 
 
 @dataclasses.dataclass
@@ -67,6 +88,17 @@ class BertConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range", "layer_norm_eps"):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Real) or isinstance(value, bool):
+                raise ValueError(f"BertConfig.{name} must be a number, got {value!r} ({type(value).__name__})")
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"BertConfig.{name} must be a probability in [0, 1], got {getattr(self, name)!r}")
+        if not self.layer_norm_eps > 0:
+            raise ValueError(f"BertConfig.layer_norm_eps must be > 0, got {self.layer_norm_eps!r}")
+        if not self.initializer_range >= 0:
+            raise ValueError(f"BertConfig.initializer_range must be >= 0, got {self.initializer_range!r}")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"BertConfig.hidden_size={self.hidden_size} is not a multiple of "
@@ -96,9 +128,18 @@ class BertConfig:
 
     @classmethod
     def from_dict(cls, values: dict, source: str = "<dict>") -> BertConfig:
-        """Builds a config from a Google or Hugging Face dict; unknown keys are ignored."""
+        """Builds a config from a Google or Hugging Face dict. Keys that are neither ours nor known Google/HF
+        keys are ignored with one warning naming them (a typo such as "hiden_size" would otherwise pass)."""
+        if not isinstance(values, dict):
+            raise ValueError(f"{source}: expected a JSON object of config fields, got {type(values).__name__}")
         fields = {f.name for f in dataclasses.fields(cls)}
         known = {k: v for k, v in values.items() if k in fields}
+        unknown = sorted(k for k in values if k not in fields and k not in _FOREIGN_KEYS)
+        if unknown:
+            logger.warning("%s: ignoring unknown config keys %s (not BERT config fields: %s)", source,
+                           ", ".join(unknown), ", ".join(sorted(fields)))
+        if _GOOGLE_ACT_KEY in values:
+            known["hidden_act"] = values[_GOOGLE_ACT_KEY]
         if "vocab_size" not in known:
             raise ValueError(f"{source}: no 'vocab_size' in the BERT config")
         model_type = values.get("model_type")
@@ -114,21 +155,18 @@ class BertConfig:
         """Reads Google's `bert_config.json` or Hugging Face's `config.json`."""
         if not os.path.isfile(path):
             raise FileNotFoundError(f"BERT config file not found: {path}")
-        with open(path, encoding="utf-8") as f:
-            try:
-                values = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{e.lineno}: not valid JSON: {e.msg}") from None
-        return cls.from_dict(values, source=path)
+        return cls.from_dict(read_json(path), source=path)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
     def to_google_dict(self) -> dict:
+        """The `bert_config.json` fields; `from_dict` of the result equals this config."""
         values = self.to_dict()
         # Google's modeling.py knows "gelu" as its tanh approximation; it has no erf gelu.
         values["hidden_act"] = "gelu" if self.hidden_act in ("gelu", "gelu_tanh") else self.hidden_act
-        del values["layer_norm_eps"]
+        if _ACTIVATIONS[values["hidden_act"]] != self.hidden_act:
+            values[_GOOGLE_ACT_KEY] = self.hidden_act
         return values
 
     def to_huggingface_dict(self) -> dict:

@@ -7,6 +7,15 @@ The vocab starts with [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4), then single char
 "##" forms, most frequent first), then learned pieces in the order they were learned.
 """
 
+import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
 from absl import app, flags, logging
 
 from keras_bert.text import vocab as vocab_lib

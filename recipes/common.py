@@ -231,13 +231,14 @@ def without_padding(dataset, per_token_labels=False):
 
 def fit_task(model, train_data, num_train_examples):
     """model.fit for --num_train_epochs over `train_data` (a finite tf.data of batches; repeated here)."""
-    from keras_bert.training import StopAtStep
+    from keras_bert.training import FailOnNaN, StopAtStep
 
     steps_per_epoch, num_train_steps, _ = finetuning_steps(num_train_examples)
     logger.info("fine-tuning: %d examples, %d steps (%d per epoch)", num_train_examples, num_train_steps,
                 steps_per_epoch)
     return model.fit(train_data.repeat(), epochs=-(-num_train_steps // steps_per_epoch),
-                     steps_per_epoch=steps_per_epoch, callbacks=[StopAtStep(num_train_steps)], verbose=2)
+                     steps_per_epoch=steps_per_epoch, callbacks=[FailOnNaN(), StopAtStep(num_train_steps)],
+                     verbose=2)
 
 
 def save_task_model(model, strategy, labels=None):

@@ -12,8 +12,16 @@ writes the files (each under a temporary name, renamed when complete). Same flag
 whatever --num_workers. Without --input_file it uses the default corpus (docstrings of the installed packages).
 """
 
-import json
 import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
+import json
 import time
 
 from absl import app, flags

@@ -10,6 +10,15 @@ for every packed token ([CLS], pieces, [SEP]; padding dropped), values rounded t
 the last transformer layer, 0 the first.
 """
 
+import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
 from absl import app, flags
 
 from recipes import common

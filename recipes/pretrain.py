@@ -14,9 +14,17 @@ Outputs in --model_dir: checkpoints/, logs/ (TensorBoard), eval_results.json, pr
 bert_config.json + vocab.txt, loadable by `from_pretrained`).
 """
 
+import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
 import itertools
 import math
-import os
 
 import tensorflow as tf
 from absl import app, flags
@@ -117,6 +125,7 @@ def main(argv):
     from keras_bert.text import BertTokenizer
     from keras_bert.training import (
         CheckpointCallback,
+        FailOnNaN,
         ScalarSummaries,
         StopAtStep,
         TrainingCheckpoint,
@@ -152,7 +161,7 @@ def main(argv):
         steps_per_epoch = min(FLAGS.save_checkpoints_steps, FLAGS.num_train_steps)
         model.fit(train_data, epochs=math.ceil(FLAGS.num_train_steps / steps_per_epoch),
                   initial_epoch=step // steps_per_epoch, steps_per_epoch=steps_per_epoch,
-                  callbacks=[StopAtStep(FLAGS.num_train_steps),
+                  callbacks=[FailOnNaN(), StopAtStep(FLAGS.num_train_steps),
                              CheckpointCallback(checkpoint, FLAGS.save_checkpoints_steps), summaries],
                   verbose=2 if FLAGS.distribution_strategy == "multi_worker_mirrored" else "auto")
 

@@ -11,12 +11,19 @@ here can be copied and rerun):
 Then prints where everything went and what the loss did. Rerunning resumes/reuses finished steps.
 """
 
+import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
 import glob
 import json
-import os
 import shlex
 import subprocess
-import sys
 import time
 
 from absl import app, flags

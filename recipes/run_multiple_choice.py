@@ -9,6 +9,14 @@ Writes to --output_dir: eval_results.json (accuracy, eval_loss), eval_prediction
 """
 
 import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
 
 from absl import app, flags
 
@@ -34,6 +42,11 @@ def main(argv):
     tokenizer = common.finetuning_tokenizer()
     preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
     train = read_swag_examples(FLAGS.train_file) if FLAGS.do_train else None
+    # Every input is parsed before the first training step: a bad eval or predict file fails in seconds.
+    evaluated = read_swag_examples(FLAGS.eval_file) if FLAGS.do_eval else None
+    if evaluated and any(example.label is None for example in evaluated):
+        raise ValueError(f"--eval_file={FLAGS.eval_file} has no label column")
+    predicted = read_swag_examples(FLAGS.predict_file) if FLAGS.do_predict else None
 
     def dataset(examples, batch_size, shuffle=False, with_labels=True):
         return common.without_padding(features.multiple_choice_dataset(
@@ -51,14 +64,14 @@ def main(argv):
         common.save_task_model(model, strategy)
 
     if FLAGS.do_eval:
-        examples = read_swag_examples(FLAGS.eval_file)
+        examples = evaluated
         logits = predict(examples)
         with common.flag_errors("eval_file"):
             results = multiple_choice.eval_results(model, examples, logits, FLAGS.eval_file)
         multiple_choice.write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), examples, logits)
         common.write_eval_results(results, strategy)
     if FLAGS.do_predict:
-        examples = read_swag_examples(FLAGS.predict_file)
+        examples = predicted
         path = os.path.join(FLAGS.output_dir, "predictions.csv")
         print("Predictions: " + multiple_choice.write_predictions(path, examples, predict(examples)))
 

@@ -14,6 +14,13 @@ input of conlleval.pl), model.keras and labels.json (the tag list).
 """
 
 import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
 
 import tensorflow as tf
 from absl import app, flags
@@ -30,7 +37,7 @@ flags.DEFINE_bool("iobes", False, "Tags use the IOBES scheme (E-/S- chunk rules)
 
 def main(argv):
     del argv
-    from keras_bert.data import features
+    from keras_bert.data import conll, features
     from keras_bert.models.token_classifier import BertTokenClassifier
     from keras_bert.tasks import ner
     from keras_bert.tasks.finetuning import check_num_classes
@@ -42,6 +49,12 @@ def main(argv):
     lookup = features.WordPieceLookup(tokenizer)
     with common.flag_errors("train_file", "init_checkpoint"):
         train, tags = ner.tag_list(FLAGS.train_file, read_labels(FLAGS.init_checkpoint))
+    # Every input is parsed before the first training step: a bad eval or predict file fails in seconds.
+    read = {}
+    for flag, wanted in (("eval_file", FLAGS.do_eval), ("predict_file", FLAGS.do_predict)):
+        if wanted:
+            with common.flag_errors(flag):
+                read[flag] = conll.read_conll_file(FLAGS[flag].value, tag_list=tags)
 
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertTokenClassifier,
@@ -57,9 +70,8 @@ def main(argv):
         common.save_task_model(model, strategy, tags)
 
     def predict(flag, name):
-        with common.flag_errors(flag):
-            return ner.predict_file(model, FLAGS[flag].value, lookup, tags, FLAGS.max_seq_length,
-                                    os.path.join(FLAGS.output_dir, f"{name}_predictions.txt"), FLAGS.eval_batch_size)
+        return ner.predict_sentences(model, read[flag], lookup, tags, FLAGS.max_seq_length,
+                                     os.path.join(FLAGS.output_dir, f"{name}_predictions.txt"), FLAGS.eval_batch_size)
 
     if FLAGS.do_eval:
         common.write_eval_results(ner.eval_results(*predict("eval_file", "eval"), iobes=FLAGS.iobes), strategy)

@@ -14,6 +14,15 @@ questions whose answer text is not found at its offset are skipped (their number
 v2.0 adds HasAns/NoAns splits and the best null threshold).
 """
 
+import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
 import tensorflow as tf
 from absl import app, flags
 
@@ -36,6 +45,7 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0, "v2.0: predict no answer wh
 def main(argv):
     del argv
     from keras_bert.data import features
+    from keras_bert.data.squad import read_squad_examples
     from keras_bert.models.span_labeler import BertSpanLabeler
     from keras_bert.tasks import squad
 
@@ -49,6 +59,12 @@ def main(argv):
         max_answer_length=FLAGS.max_answer_length, null_score_diff_threshold=FLAGS.null_score_diff_threshold,
         do_lower_case=FLAGS.do_lower_case)
 
+    # Every input is parsed before the first training step: a bad predict file fails in seconds.
+    predict_examples = None
+    if FLAGS.do_eval or FLAGS.do_predict:
+        with common.flag_errors("predict_file"):
+            predict_examples, _ = read_squad_examples(FLAGS.predict_file, False,
+                                                            FLAGS.version_2_with_negative)
     train = None
     if FLAGS.do_train:
         with common.flag_errors("train_file", "max_seq_length", "doc_stride", "max_query_length"):
@@ -66,7 +82,7 @@ def main(argv):
         common.fit_task(model, common.without_padding(dataset.batch(FLAGS.train_batch_size)), train.num_windows)
         common.save_task_model(model, strategy)
 
-    if not (FLAGS.do_eval or FLAGS.do_predict):
+    if predict_examples is None:
         return
     with common.flag_errors("predict_file", "max_seq_length", "doc_stride", "max_query_length"):
         examples, windows, result = squad.predict(model, FLAGS.predict_file, lookup, settings, FLAGS.eval_batch_size)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
+
+from keras_bert import tempdirs
 
 VOCAB_FILE = "vocab.txt"
 
@@ -14,11 +15,12 @@ VOCAB_FILE = "vocab.txt"
 def atomic_files(directory: str, last: str):
     """Yields a temporary directory; on success each file in it is moved into `directory` by an atomic
     rename, `last` (the weights file a loader detects the format by) after the others. A reader never
-    sees a half-written file, and other files already in `directory` are left alone."""
-    os.makedirs(directory, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=directory)
+    sees a half-written file, and other files already in `directory` are left alone (but for hidden
+    directories a killed save of ours left there, which are removed)."""
+    tmp = tempdirs.make_temp_dir(directory)
     try:
         yield tmp
+        tempdirs.seal(tmp)
         names = sorted(os.listdir(tmp), key=lambda name: name == last)
         for name in names:
             os.replace(os.path.join(tmp, name), os.path.join(directory, name))

@@ -41,16 +41,24 @@ def read_google_checkpoint(prefix: str) -> tuple[BertConfig, CheckpointWeights]:
     config_file = os.path.join(checkpoint_directory(prefix), CONFIG_FILE)
     if not os.path.isfile(config_file):
         raise CheckpointError(f"{prefix}: TF1 checkpoint without {CONFIG_FILE}; expected {config_file}")
-    config = BertConfig.from_json_file(config_file)
-    reader = tf.train.load_checkpoint(prefix)
+    try:
+        config = BertConfig.from_json_file(config_file)
+    except ValueError as e:  # the message names the file; CheckpointError says which loader failed
+        raise CheckpointError(str(e)) from None
     arrays, ignored = {}, []
-    for name in sorted(reader.get_variable_to_shape_map()):
-        if name.endswith(_OPTIMIZER_SUFFIXES) or name in _OPTIMIZER_NAMES:
-            continue
-        if name.startswith(("bert/", "cls/")):
-            arrays[name] = reader.get_tensor(name)
-        else:
-            ignored.append(name)
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        for name in sorted(reader.get_variable_to_shape_map()):
+            if name.endswith(_OPTIMIZER_SUFFIXES) or name in _OPTIMIZER_NAMES:
+                continue
+            if name.startswith(("bert/", "cls/")):
+                arrays[name] = reader.get_tensor(name)
+            else:
+                ignored.append(name)
+    except (tf.errors.OpError, IndexError) as e:  # a truncated .data file raises IndexError
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise CheckpointError(f"{prefix}: cannot read the TF1 checkpoint ({type(e).__name__}: {reason}); is a "
+                              f"file truncated or still being written?") from None
     return config, CheckpointWeights(path=prefix, arrays=arrays, ignored=ignored)
 
 

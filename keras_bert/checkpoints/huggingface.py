@@ -19,6 +19,7 @@ from safetensors.numpy import load_file, save_file
 from keras_bert.checkpoints.files import atomic_files, copy_vocab
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
+from keras_bert.textfiles import read_json
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
@@ -48,8 +49,7 @@ def _shards(path: str) -> dict[str, list[str] | None]:
     if not path.endswith(INDEX_SUFFIX):
         return {path: None}
     try:
-        with open(path, encoding="utf-8") as f:
-            weight_map = json.load(f)["weight_map"]
+        weight_map = read_json(path)["weight_map"]
         shards = {}
         for key, shard in weight_map.items():
             shards.setdefault(os.path.join(os.path.dirname(path), shard), []).append(key)
@@ -64,14 +64,26 @@ def _shards(path: str) -> dict[str, list[str] | None]:
 
 
 def _load_file(path: str) -> dict[str, np.ndarray]:
+    """The tensors of one weight file; a file that cannot be read (truncated, not safetensors/torch)
+    raises CheckpointError naming it."""
     if path.endswith(".safetensors"):
-        return load_file(path)
+        try:
+            return load_file(path)
+        except Exception as e:  # safetensors raises its own SafetensorError, or OSError
+            raise CheckpointError(f"{path}: cannot read the safetensors file ({type(e).__name__}: {e}); is it "
+                                  f"truncated or still being written?") from None
     try:
         import torch
     except ImportError:
         raise ImportError(f"{path}: reading a .bin checkpoint needs torch (pip install torch), or convert "
                           f"the checkpoint to model.safetensors") from None
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises RuntimeError, EOFError or pickle errors by how the file is broken
+        raise CheckpointError(f"{path}: cannot read the torch file ({type(e).__name__}: {e}); is it "
+                              f"truncated or still being written?") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: expected a state dict (tensor name -> tensor), got {type(state).__name__}")
     return {key: value.float().numpy() if value.is_floating_point() else value.numpy()
             for key, value in state.items()}
 
@@ -127,12 +139,15 @@ def huggingface_key(name: str) -> tuple[str, bool]:
 def read_huggingface(directory: str) -> tuple[BertConfig, CheckpointWeights]:
     """Reads `config.json` and the weights of a Hugging Face BERT directory."""
     config_file = os.path.join(directory, CONFIG_FILE)
-    with open(config_file, encoding="utf-8") as f:
-        position_type = json.load(f).get("position_embedding_type", "absolute")
+    try:
+        values = read_json(config_file)
+        config = BertConfig.from_dict(values, source=config_file)
+    except ValueError as e:  # the message names the file; CheckpointError says which loader failed
+        raise CheckpointError(str(e)) from None
+    position_type = values.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise CheckpointError(f"{config_file}: position_embedding_type={position_type!r}; only 'absolute' "
                               f"position embeddings are supported")
-    config = BertConfig.from_json_file(config_file)
     path = weights_file(directory)
     state = _load_state_dict(path)
     prefix = "bert." if any(key.startswith("bert.") for key in state) else ""

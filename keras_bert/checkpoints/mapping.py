@@ -135,13 +135,15 @@ def assign_encoder(encoder, weights: CheckpointWeights) -> set[str]:
     """Copies every encoder variable from `weights`; raises `CheckpointError` on a missing or misshapen
     variable, or on an unused `bert/...` variable (a checkpoint larger than the config). Returns the
     names used."""
-    used = _assign(encoder_slots(encoder), weights)
-    extra = sorted(name for name in weights.arrays if name.startswith("bert/") and name not in used)
+    slots = encoder_slots(encoder)
+    # Checked before `_assign`, so a checkpoint larger than the config leaves the encoder unchanged.
+    needed = {name for slot in slots for name in slot.names}
+    extra = sorted(name for name in weights.arrays if name.startswith("bert/") and name not in needed)
     if extra:
         raise CheckpointError(
             f"{weights.path}: encoder variable {weights.file_name(extra[0])!r} (and {len(extra) - 1} more) "
             f"has no place in a model with num_hidden_layers={len(encoder.transformer_layers)}")
-    return used
+    return _assign(slots, weights)
 
 
 def assign_heads(pretrainer, weights: CheckpointWeights) -> tuple[set[str], list[str]]:

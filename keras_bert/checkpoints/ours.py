@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 
 import keras
 
 from keras_bert.checkpoints.files import atomic_files, copy_vocab
-from keras_bert.checkpoints.mapping import CheckpointWeights, collect_weights, split_model
+from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
 
 MODEL_FILE = "model.keras"
@@ -27,7 +28,11 @@ def keras_file(path: str) -> str | None:
 def load_keras(path: str):
     """(encoder, pretrainer or None) of the `.keras` model at `path` (an encoder, pretrainer or task
     model)."""
-    return split_model(keras.saving.load_model(keras_file(path), compile=False))
+    model_file = keras_file(path)
+    if not zipfile.is_zipfile(model_file):  # Keras would say "File not found" of a truncated file
+        raise CheckpointError(f"{model_file}: not a complete .keras (zip) file; is it truncated or still "
+                              f"being written?")
+    return split_model(keras.saving.load_model(model_file, compile=False))
 
 
 def read_keras(path: str) -> tuple[BertConfig, CheckpointWeights]:

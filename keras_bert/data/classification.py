@@ -12,6 +12,7 @@ distinct labels of the training file (`collect_labels`). With `is_regression=Tru
 
 import csv
 import dataclasses
+import math
 import os
 
 from keras_bert.data.formats import DataFormatError, header_index, read_rows
@@ -27,14 +28,14 @@ class ClassificationExample:
       text_b: second text of a pair task, or None.
       label: a label string (classification), a float (regression), or None (unlabeled test data).
       index: the id written to a predictions file: the `index`/`id`/`idx` column of the source when it has
-        one, else the 0-based row number.
+        one (an int in GLUE files, the text as written in custom files), else the 0-based row number.
     """
 
     guid: str
     text_a: str
     text_b: str | None = None
     label: str | float | None = None
-    index: int = 0
+    index: int | str = 0
 
 
 def _delimiter_for(path, delimiter):
@@ -50,11 +51,15 @@ def _delimiter_for(path, delimiter):
 
 
 def parse_regression_label(path, line, value):
-    """Parses a float label; a non-number raises DataFormatError naming path:line."""
+    """Parses a float label; a non-number, nan or inf raises DataFormatError naming path:line."""
     try:
-        return float(value)
+        label = float(value)
     except ValueError:
         raise DataFormatError(path, line, f"label {value!r} is not a number (regression task)") from None
+    if not math.isfinite(label):
+        # One such label makes the loss NaN, and every weight after the first step.
+        raise DataFormatError(path, line, f"label {value!r} is not a finite number (regression task)")
+    return label
 
 
 def check_label(path, line, label, label_list):
@@ -63,25 +68,29 @@ def check_label(path, line, label, label_list):
         raise DataFormatError(path, line, f"unknown label {label!r}; expected one of {list(label_list)}")
 
 
-def read_classification_file(path, label_list=None, is_regression=False, delimiter=None, split=None):
+def read_classification_file(path, label_list=None, is_regression=False, delimiter=None, split=None,
+                             require_labels=False):
     """Reads a custom CSV/TSV classification file.
 
     Args:
       path: a `.csv` or `.tsv` file with a header row with columns `text`, optional `text_b`, optional
-        `label` (without it every example has `label=None`, for prediction files).
+        `label` (without it, or with it empty on every row, every example has `label=None`: a file to
+        predict), optional `index`/`id`/`idx` (the ids written with the predictions).
       label_list: when given, every label must be one of these strings (unknown label: error naming
         path:line). None accepts any label (use this for the training file, then `collect_labels`).
       is_regression: labels are parsed as floats.
       delimiter: overrides the delimiter chosen from the extension.
       split: prefix of the example guids; defaults to the file name without extension.
+      require_labels: refuse a file without labels (one to evaluate on).
 
     Returns:
-      list of `ClassificationExample` (label: str, float, or None), in file order; `index` is the row
-      number (0-based, header excluded).
+      list of `ClassificationExample` (label: str, float, or None), in file order; `index` is the id
+      column's text, or the row number (0-based, header excluded) when there is none.
 
     Raises:
       DataFormatError: empty file, no `text` column, a row whose field count differs from the header's,
-        an empty `text`, an unknown label, a non-numeric regression label.
+        an empty `text`, an empty or repeated id, an empty label among non-empty ones, no labels with
+        `require_labels`, an unknown label, a non-numeric or non-finite regression label.
     """
     rows = read_rows(path, _delimiter_for(path, delimiter), quoting=csv.QUOTE_MINIMAL)
     header_line, header = rows[0]
@@ -89,32 +98,48 @@ def read_classification_file(path, label_list=None, is_regression=False, delimit
     columns = header_index(path, header, header_line, ["text"])
     text_b_column = header.index("text_b") if "text_b" in header else None
     label_column = header.index("label") if "label" in header else None
+    id_column = next((header.index(name) for name in ("index", "id", "idx") if name in header), None)
     if len(rows) == 1:
         raise DataFormatError(path, None, "file has a header but no examples")
-    split = split or os.path.splitext(os.path.basename(os.fspath(path)))[0]
-    examples = []
-    for row_number, (line, fields) in enumerate(rows[1:]):
+    for line, fields in rows[1:]:
         if len(fields) != len(header):
             raise DataFormatError(path, line, f"expected {len(header)} fields as in the header, got {len(fields)}")
+    if label_column is not None and not any(fields[label_column].strip() for _, fields in rows[1:]):
+        label_column = None  # a label column left empty on every row: a file to predict
+    if require_labels and label_column is None:
+        raise DataFormatError(path, None, "no labels (no `label` column, or it is empty on every row); "
+                                          "a file to evaluate on needs them")
+    split = split or os.path.splitext(os.path.basename(os.fspath(path)))[0]
+    examples, first_line_of_id = [], {}
+    for row_number, (line, fields) in enumerate(rows[1:]):
         text_a = fields[columns["text"]]
         if not text_a.strip():
             raise DataFormatError(path, line, "empty `text` field")
+        index = row_number
+        if id_column is not None:
+            index = fields[id_column].strip()
+            if not index:
+                raise DataFormatError(path, line, f"empty {header[id_column]!r} field")
+            if index in first_line_of_id:
+                raise DataFormatError(path, line, f"{header[id_column]} {index!r} repeats that of line "
+                                                  f"{first_line_of_id[index]}; predictions are written by id")
+            first_line_of_id[index] = line
         label = None
         if label_column is not None:
             label = fields[label_column].strip()
+            if not label:
+                raise DataFormatError(path, line, "empty `label` field (other rows have labels)")
             if is_regression:
                 label = parse_regression_label(path, line, label)
             elif label_list is not None:
                 check_label(path, line, label, label_list)
-            elif not label:
-                raise DataFormatError(path, line, "empty `label` field")
         examples.append(
             ClassificationExample(
                 guid=f"{split}-{row_number}",
                 text_a=text_a,
                 text_b=fields[text_b_column] if text_b_column is not None else None,
                 label=label,
-                index=row_number,
+                index=index,
             )
         )
     return examples

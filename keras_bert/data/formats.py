@@ -1,39 +1,23 @@
-"""Shared plumbing of the fine-tuning readers: one error type and line-numbered CSV/TSV rows.
+"""Shared plumbing of the fine-tuning readers: one error type and line-numbered CSV/TSV rows, parsed strictly.
 
 Every reader in `keras_bert.data` raises `DataFormatError` with the file and 1-based line of the problem, so a
 user can open the file at that line and see what is wrong.
 """
 
 import csv
-import os
+import io
 import sys
+
+from keras_bert.textfiles import DataFormatError, read_text
 
 # GLUE/SQuAD-era files have very long fields (QQP, MNLI parses); the csv default of 128 KiB is too small.
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
 
-class DataFormatError(ValueError):
-    """A data file does not have the format a reader expects.
-
-    Attributes:
-      path: the file that is wrong.
-      line: 1-based line number of the offending record, or None when the problem is the whole file.
-    """
-
-    def __init__(self, path, line, message):
-        self.path = os.fspath(path)
-        self.line = line
-        self.reason = message
-        where = self.path if line is None else f"{self.path}:{line}"
-        super().__init__(f"{where}: {message}")
-
-
 def open_text(path):
-    """Opens `path` for reading as UTF-8 text (a leading byte-order mark is dropped: MRPC's files have one)."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: no such file")
-    return open(path, encoding="utf-8-sig", newline="")
+    """`path` as a text stream for `csv` (UTF-8 read strictly by `read_text`; a leading byte-order mark is
+    dropped)."""
+    return io.StringIO(read_text(path), newline="")
 
 
 def read_rows(path, delimiter, quoting=csv.QUOTE_MINIMAL):
@@ -52,14 +36,20 @@ def read_rows(path, delimiter, quoting=csv.QUOTE_MINIMAL):
       DataFormatError: the file is empty or not valid CSV.
     """
     rows = []
-    with open_text(path) as f:
-        reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
-        try:
-            for fields in reader:
-                if fields:
-                    rows.append((reader.line_num, fields))
-        except csv.Error as e:
-            raise DataFormatError(path, reader.line_num, f"not valid delimited text ({e})") from e
+    # strict: a stray quote is an error, not a field that silently swallows the following rows.
+    reader = csv.reader(open_text(path), delimiter=delimiter, quoting=quoting, strict=True)
+    record_start = 1
+    try:
+        for fields in reader:
+            if fields:
+                rows.append((reader.line_num, fields))
+            record_start = reader.line_num + 1
+    except csv.Error as e:
+        if reader.line_num > record_start:
+            raise DataFormatError(path, record_start, f"a quoted field opened on this line is still open at "
+                                                      f"line {reader.line_num} ({e}); close the quote, or "
+                                                      f"double a quote that is text (\"\")") from None
+        raise DataFormatError(path, record_start, f"not valid delimited text ({e})") from None
     if not rows:
         raise DataFormatError(path, None, "file is empty")
     return rows

@@ -25,8 +25,9 @@ import os
 
 import numpy as np
 
-from keras_bert.data.formats import DataFormatError, open_text
+from keras_bert.data.formats import DataFormatError
 from keras_bert.text.unicode_rules import basic_tokenize
+from keras_bert.textfiles import read_json
 
 # ---------------------------------------------------------------------------------------------------------------
 # Reading
@@ -90,14 +91,7 @@ def split_context(context):
 
 
 def _load_json(path):
-    with open_text(path) as f:
-        text = f.read()
-    if not text.strip():
-        raise DataFormatError(path, None, "file is empty")
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DataFormatError(path, e.lineno, f"not valid JSON: {e.msg} (column {e.colno})") from None
+    document = read_json(path)
     if not isinstance(document, dict) or not isinstance(document.get("data"), list):
         raise DataFormatError(path, None, 'expected a JSON object with a "data" list (SQuAD format)')
     return document["data"]
@@ -127,11 +121,13 @@ def read_squad_examples(path, is_training, version_2_with_negative=False):
       (compared on whitespace-normalized words, as the original; each skip is logged with its id).
 
     Raises:
-      DataFormatError: empty file, invalid JSON (with its line), a missing or mistyped key (with its JSON
-        path), a training question without exactly one answer, an empty context.
+      DataFormatError: empty file, not UTF-8 or invalid JSON (with its line), a missing or mistyped key
+        (with its JSON path), a question id used twice, a training question without exactly one answer, an
+        empty context.
     """
     data = _load_json(path)
     examples, skipped = [], []
+    first_seen = {}  # qas_id -> where it first occurs: predictions and scores are keyed by id
     for a, article in enumerate(data):
         for p, paragraph in enumerate(_field(path, f"data[{a}]", article, "paragraphs", list)):
             where = f"data[{a}].paragraphs[{p}]"
@@ -142,6 +138,11 @@ def read_squad_examples(path, is_training, version_2_with_negative=False):
             for q, qa in enumerate(_field(path, where, paragraph, "qas", list)):
                 qa_where = f"{where}.qas[{q}]"
                 qas_id = str(_field(path, qa_where, qa, "id", (str, int)))
+                if qas_id in first_seen:
+                    raise DataFormatError(path, None, f"{qa_where}: duplicate question id {qas_id!r} (first at "
+                                                      f"{first_seen[qas_id]}); predictions and scores are keyed "
+                                                      "by id, so every question needs its own")
+                first_seen[qas_id] = qa_where
                 qa_where = f"{qa_where} (id {qas_id})"
                 question = _field(path, qa_where, qa, "question", str)
                 answers = _field(path, qa_where, qa, "answers", list)

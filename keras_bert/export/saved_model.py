@@ -17,12 +17,12 @@ inside the graph. Outputs are flat dicts of dense tensors, named per model kind 
 
 import os
 import shutil
-import tempfile
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import tempdirs
 from keras_bert.checkpoints import split_model
 from keras_bert.models.encoder import INPUT_NAMES
 
@@ -110,6 +110,33 @@ def text_spec(model, signature):
     return spec
 
 
+def checked_inputs(inputs, spec):
+    """`inputs` (dict of tensors) behind run-time checks that name the input at fault: each has the rank
+    of its `spec` entry, the same batch size as the first, and the fixed sizes of the spec (multiple
+    choice's num_choices). The served signature's shapes are not enforced by TF Serving's session: a
+    wrong rank would otherwise be served silently, a batch mismatch fail deep inside the packer."""
+    names = list(spec)
+    checks = []
+    for name in names:
+        value, shape = inputs[name], spec[name].shape
+        actual = tf.shape(value)
+        # Rank from the raw op: tf.rank() would fold to the signature's rank while tracing.
+        checks.append(tf.debugging.Assert(
+            tf.equal(tf.raw_ops.Rank(input=value), shape.rank),
+            [f"serving input {name!r} must have rank {shape.rank} {shape.as_list()}, got shape", actual]))
+        with tf.control_dependencies(checks[-1:]):  # rank first: indexing a wrong-rank shape fails obscurely
+            if name != names[0]:
+                checks.append(tf.debugging.assert_equal(
+                    actual[0], tf.shape(inputs[names[0]])[0],
+                    message=f"serving inputs {names[0]!r} and {name!r} must have the same batch size"))
+            for axis, size in enumerate(shape.as_list()):
+                if size is not None:
+                    checks.append(tf.debugging.assert_equal(
+                        actual[axis], size, message=f"serving input {name!r} must have {size} on axis {axis}"))
+    with tf.control_dependencies(checks):
+        return {name: tf.identity(inputs[name]) for name in names}
+
+
 def default_signature(model, preprocessor):
     """The serving_default input form when none is asked for."""
     if preprocessor is None:
@@ -193,10 +220,11 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
         archive.track(preprocessor)
 
     def serve_token_ids(inputs):
-        return serving_outputs(model, inputs)
+        return serving_outputs(model, checked_inputs(inputs, token_id_spec(model)))
 
     def serve_text(texts):
-        return serving_outputs(model, preprocess_text(model, preprocessor, texts))
+        return serving_outputs(model, preprocess_text(model, preprocessor,
+                                                      checked_inputs(texts, text_spec(model, signature))))
 
     # Each endpoint is traced once here; serve_examples calls the traced functions rather than retracing
     # their bodies (the tokenizer graph is large: tracing it dominates export time).
@@ -300,7 +328,8 @@ def write_warmup(version_dir, requests):
 def publish_version(export_dir, version, write):
     """Runs `write(tmp_dir)` in a hidden temporary directory of `export_dir`, then renames it to
     `<export_dir>/<version>`: a server polling `export_dir` (it ignores non-numeric names) sees the
-    version whole or not at all."""
+    version whole or not at all. The version gets the umask's usual modes (0755/0644 with umask 022), and
+    hidden directories a killed export of ours left in `export_dir` are removed."""
     if version is None:
         version = next_version(export_dir)
     version = int(version)
@@ -310,10 +339,10 @@ def publish_version(export_dir, version, write):
     if os.path.exists(version_dir):
         raise ExportError(f"{version_dir} already exists; TF Serving versions are immutable: pass a new "
                           f"version (next free: {next_version(export_dir)}) or remove it")
-    os.makedirs(export_dir, exist_ok=True)
-    tmp_dir = tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=export_dir)
+    tmp_dir = tempdirs.make_temp_dir(export_dir, prefix=f".tmp-{version}-")
     try:
         write(tmp_dir)
+        tempdirs.seal(tmp_dir)  # readable by a server running as another user, as a plain mkdir would be
         os.rename(tmp_dir, version_dir)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)

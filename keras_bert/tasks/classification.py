@@ -142,10 +142,11 @@ def custom_task(train_file=None, eval_file=None, predict_file=None, is_regressio
         raise ValueError("a custom classification task needs a training file (its labels are the classes) or "
                          "the label list of a fine-tuned model (labels.json beside its model.keras)")
 
-    def read(path):
-        return read_classification_file(path, label_list=label_list, is_regression=is_regression)
+    def read(path, require_labels=False):
+        return read_classification_file(path, label_list=label_list, is_regression=is_regression,
+                                        require_labels=require_labels)
 
     return ClassificationTask("custom", label_list, is_regression,
                               train=train_examples if train else None,
-                              evals=[("eval", read(eval_file))] if eval_file else [],
+                              evals=[("eval", read(eval_file, require_labels=True))] if eval_file else [],
                               predicts=[("predict", read(predict_file))] if predict_file else [])

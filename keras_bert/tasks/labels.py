@@ -4,6 +4,7 @@ import json
 import os
 
 from keras_bert.checkpoints import keras_file
+from keras_bert.textfiles import read_json
 
 LABELS_FILE = "labels.json"
 
@@ -26,5 +27,4 @@ def read_labels(model_path):
     path = model_file and os.path.join(os.path.dirname(model_file), LABELS_FILE)
     if not path or not os.path.isfile(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)["labels"]
+    return read_json(path)["labels"]

@@ -3,7 +3,8 @@ format, and the entity-level scores with conlleval's chunk rules.
 
     train, tags = tag_list(train_file="eng.train")
     model = BertTokenClassifier(encoder, len(tags)); model.compile(optimizer, token_loss())
-    sentences, predicted, eval_loss = predict_file(model, "eng.testa", lookup, tags, 128, "eval_predictions.txt")
+    sentences = conll.read_conll_file("eng.testa", tag_list=tags)       # before training: bad files fail early
+    sentences, predicted, eval_loss = predict_sentences(model, sentences, lookup, tags, 128, "eval_predictions.txt")
     results = eval_results(sentences, predicted, eval_loss)
 """
 
@@ -31,11 +32,10 @@ def token_loss():
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
-def predict_file(model, path, lookup, tags, max_seq_length, output_path, batch_size=32):
-    """Tags every word of the CoNLL file `path` with a compiled `BertTokenClassifier` and writes
-    `output_path` (`token gold predicted` lines). Returns (sentences, predicted tags per sentence, the
-    loss over the labeled pieces)."""
-    sentences = conll.read_conll_file(path, tag_list=tags)
+def predict_sentences(model, sentences, lookup, tags, max_seq_length, output_path, batch_size=32):
+    """Tags every word of `sentences` (read from a CoNLL file with `conll.read_conll_file`) with a compiled
+    `BertTokenClassifier` and writes `output_path` (`token gold predicted` lines). Returns (sentences,
+    predicted tags per sentence, the loss over the labeled pieces)."""
     inputs, labels, weights, pieces_per_word = features.ner_arrays(sentences, lookup, tags, max_seq_length)
     logits = model.predict(inputs, batch_size=batch_size, verbose=0)
     predicted = features.ner_word_tags(logits, pieces_per_word, tags)

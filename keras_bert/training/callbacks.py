@@ -1,4 +1,5 @@
-"""Crash-safe checkpoints, stopping at a global step, and TensorBoard scalars for `model.fit`.
+"""Crash-safe checkpoints, stopping at a global step, failing on a NaN loss, and TensorBoard scalars for
+`model.fit`.
 
 `TrainingCheckpoint` saves model weights, optimizer slots and the step counter (which drives the learning
 rate schedule) with `tf.train.CheckpointManager`: a checkpoint's files are complete before the `checkpoint`
@@ -6,6 +7,7 @@ index file is atomically replaced to point at it, so a process killed mid-save r
 one. Resume = build the model and optimizer, `restore()`, then `fit(initial_epoch=...)`.
 """
 
+import math
 import os
 import shutil
 
@@ -97,6 +99,24 @@ class StopAtStep(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         if int(self.model.optimizer.iterations.numpy()) >= self.num_steps:
             self.model.stop_training = True
+
+
+class TrainingDivergedError(RuntimeError):
+    """The training loss became NaN or infinite: the weights are no longer usable."""
+
+
+class FailOnNaN(keras.callbacks.Callback):
+    """Raises `TrainingDivergedError` (naming the step and the loss) as soon as the training loss is not
+    finite. Unlike Keras' `TerminateOnNaN`, which only stops `fit`, the caller cannot go on to save or
+    export the NaN model; put it first in `callbacks` so no checkpoint of that step is written either."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            step = int(self.model.optimizer.iterations.numpy())
+            raise TrainingDivergedError(
+                f"training loss is {float(loss)} at step {step}: the model diverged and is not saved. Check "
+                "the labels and inputs, or lower the learning rate")
 
 
 class ScalarSummaries(keras.callbacks.Callback):

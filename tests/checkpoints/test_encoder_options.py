@@ -32,3 +32,21 @@ def test_dtype_policy_on_load(tiny_hf_pretraining, tiny_batch, tmp_path):
         np.testing.assert_array_equal(mixed.pooler.kernel.numpy(), full.pooler.kernel.numpy())
         pooled = np.asarray(mixed(inputs)["pooled_output"], dtype="float32")
         np.testing.assert_allclose(pooled, np.asarray(full(inputs)["pooled_output"]), atol=0.1, rtol=0)
+
+
+def test_every_format_round_trips_the_activation_and_layer_norm_eps(tiny_batch, tmp_path):
+    from keras_bert import BertEncoder, save_google_checkpoint, save_huggingface
+    from keras_bert.config import BertConfig
+
+    # Small weights and a large eps: with Google's default 1e-12 or erf gelu the outputs differ by > 1e-4.
+    config = BertConfig(**{**TINY, "hidden_act": "gelu_tanh", "layer_norm_eps": 0.5})
+    encoder = BertEncoder(config)
+    inputs = {name: tiny_batch[name] for name in ENCODER_INPUTS}
+    expected = np.asarray(encoder(inputs)["sequence_output"])
+    save_google_checkpoint(encoder, str(tmp_path / "google" / "bert_model.ckpt"))
+    save_huggingface(encoder, str(tmp_path / "hf"))
+    save_pretrained(encoder, str(tmp_path / "ours"))
+    for path in ("google", "hf", "ours"):
+        loaded = load_encoder(str(tmp_path / path), dtype="float32")
+        assert loaded.config == config, path
+        np.testing.assert_array_equal(np.asarray(loaded(inputs)["sequence_output"]), expected, err_msg=path)

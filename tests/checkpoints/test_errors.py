@@ -3,6 +3,7 @@
 import json
 import os
 
+import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
@@ -72,3 +73,59 @@ def test_google_checkpoint_needs_its_config(tiny_hf_pretraining, tmp_path):
     os.remove(tmp_path / "google" / "bert_config.json")
     with pytest.raises(CheckpointError, match=r"without bert_config\.json"):
         load_encoder(prefix)
+
+
+def test_truncated_weight_files_name_the_file(tiny_hf_pretraining, tmp_path):
+    directory, _ = tiny_hf_pretraining
+    path = os.path.join(directory, "model.safetensors")
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) // 2)
+    with pytest.raises(CheckpointError, match=r"model\.safetensors: cannot read the safetensors file"):
+        load_encoder(directory)
+    (tmp_path / "torch").mkdir()
+    with open(os.path.join(directory, "config.json")) as f:
+        (tmp_path / "torch" / "config.json").write_text(f.read())
+    (tmp_path / "torch" / "pytorch_model.bin").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(CheckpointError, match=r"pytorch_model\.bin: cannot read the torch file"):
+        load_encoder(str(tmp_path / "torch"))
+    (tmp_path / "model.keras").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(CheckpointError, match=r"model\.keras: not a complete \.keras \(zip\) file"):
+        load_encoder(str(tmp_path / "model.keras"))
+
+
+def test_truncated_tf1_checkpoint_names_the_prefix(tiny_hf_pretraining, tmp_path):
+    prefix = str(tmp_path / "google" / "bert_model.ckpt")
+    save_google_checkpoint(load_encoder(tiny_hf_pretraining[0]), prefix)
+    (data_file,) = [str(path) for path in (tmp_path / "google").glob("bert_model.ckpt.data-*")]
+    with open(data_file, "r+b") as f:
+        f.truncate(os.path.getsize(data_file) // 2)
+    with pytest.raises(CheckpointError, match=r"bert_model\.ckpt: cannot read the TF1 checkpoint"):
+        load_encoder(prefix)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("[1, 2]", r"config\.json: expected a JSON object of config fields, got list"),
+    ('{"vocab_size": 50,', r"config\.json:1: not valid JSON"),
+    ('{"vocab_size": "50"}', r"config\.json: BertConfig\.vocab_size must be a positive integer, got '50'"),
+])
+def test_malformed_huggingface_config_names_the_file(tiny_hf_pretraining, text, expected):
+    directory, _ = tiny_hf_pretraining
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        f.write(text)
+    with pytest.raises(CheckpointError, match=expected):
+        load_encoder(directory)
+
+
+def test_a_refused_checkpoint_changes_no_variable(tiny_hf_pretraining):
+    from keras_bert.checkpoints.huggingface import read_huggingface
+    from keras_bert.checkpoints.mapping import assign_encoder
+
+    directory, _ = tiny_hf_pretraining
+    config, weights = read_huggingface(directory)
+    config.num_hidden_layers = 1  # the checkpoint's layer_1 has no place: refused after the shape checks
+    encoder = BertEncoder(config)
+    before = [variable.numpy().copy() for variable in encoder.weights]
+    with pytest.raises(CheckpointError, match=r"has no place in a model with num_hidden_layers=1"):
+        assign_encoder(encoder, weights)
+    for variable, value in zip(encoder.weights, before, strict=True):
+        np.testing.assert_array_equal(variable.numpy(), value, err_msg=variable.path)

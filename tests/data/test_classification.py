@@ -17,8 +17,8 @@ def test_csv_with_quotes_pairs_and_labels(tmp_path):
                    "3,Meh,So so,neutral\n")
     examples = read_classification_file(train)
     assert [(e.text_a, e.text_b, e.label, e.index) for e in examples] == [
-        ("Great, really great", "It was fine", "pos", 0), ("Awful", "multi\nline", "neg", 1),
-        ("Meh", "So so", "neutral", 2)]
+        ("Great, really great", "It was fine", "pos", "1"), ("Awful", "multi\nline", "neg", "2"),
+        ("Meh", "So so", "neutral", "3")]
     assert collect_labels(examples) == ["neg", "neutral", "pos"]
     # The third record ends on line 5 because the second one spans two lines.
     _write(tmp_path / "dev.csv", "text,text_b,label\nNice,ok,pos\nHmm,ok,unsure\n")
@@ -63,3 +63,17 @@ def test_bad_files(tmp_path):
         collect_labels(read_classification_file(tmp_path / "one_class.csv"), "one_class.csv")
     with pytest.raises(FileNotFoundError, match="missing.csv"):
         read_classification_file(tmp_path / "missing.csv")
+
+
+def test_ids_empty_label_columns_and_files_to_evaluate(tmp_path):
+    _write(tmp_path / "predict.tsv", "idx\ttext\tlabel\nq-7\tfirst\t\nq-3\tsecond\t\n")
+    examples = read_classification_file(tmp_path / "predict.tsv", label_list=["a", "b"])
+    assert [(e.index, e.label) for e in examples] == [("q-7", None), ("q-3", None)]
+    with pytest.raises(DataFormatError, match=r"predict\.tsv: no labels \(no `label` column, or it is empty"):
+        read_classification_file(tmp_path / "predict.tsv", label_list=["a", "b"], require_labels=True)
+    _write(tmp_path / "dev.tsv", "id\ttext\tlabel\n1\tfirst\ta\n2\tsecond\t\n")
+    with pytest.raises(DataFormatError, match=r"dev\.tsv:3: empty `label` field"):
+        read_classification_file(tmp_path / "dev.tsv", label_list=["a", "b"])
+    _write(tmp_path / "ids.tsv", "id\ttext\n1\tfirst\n2\tsecond\n1\tthird\n")
+    with pytest.raises(DataFormatError, match=r"ids\.tsv:4: id '1' repeats that of line 2"):
+        read_classification_file(tmp_path / "ids.tsv")

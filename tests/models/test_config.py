@@ -48,3 +48,43 @@ def test_bad_configs_name_the_field(tmp_path):
         BertConfig.from_json_file(str(path))
     with pytest.raises(FileNotFoundError, match="missing.json"):
         BertConfig.from_json_file(str(tmp_path / "missing.json"))
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("hidden_dropout_prob", -0.1, r"hidden_dropout_prob must be a probability in \[0, 1\], got -0\.1"),
+    ("attention_probs_dropout_prob", 1.5, r"attention_probs_dropout_prob must be a probability in \[0, 1\]"),
+    ("hidden_dropout_prob", "0.1", r"hidden_dropout_prob must be a number, got '0\.1' \(str\)"),
+    ("layer_norm_eps", 0.0, r"layer_norm_eps must be > 0, got 0\.0"),
+    ("layer_norm_eps", None, r"layer_norm_eps must be a number, got None"),
+    ("initializer_range", True, r"initializer_range must be a number, got True"),
+])
+def test_out_of_range_and_mistyped_values_are_refused(field, value, expected):
+    with pytest.raises(ValueError, match=expected):
+        BertConfig(vocab_size=10, hidden_size=8, num_attention_heads=2, **{field: value})
+    assert BertConfig(vocab_size=10, hidden_size=8, num_attention_heads=2, hidden_dropout_prob=0,
+                      attention_probs_dropout_prob=1).hidden_dropout_prob == 0
+
+
+def test_unknown_keys_warn_once_naming_them(tmp_path, caplog):
+    values = {"vocab_size": 10, "hidden_size": 8, "num_attention_heads": 2, "hiden_dropout_prob": 0.3,
+              "num_layers": 4, "model_type": "bert", "transformers_version": "4.8.2"}
+    (tmp_path / "config.json").write_text(json.dumps(values))
+    with caplog.at_level("WARNING", logger="keras_bert"):
+        config = BertConfig.from_json_file(str(tmp_path / "config.json"))
+    assert config.hidden_dropout_prob == 0.1
+    (record,) = caplog.records
+    assert "config.json: ignoring unknown config keys hiden_dropout_prob, num_layers" in record.getMessage()
+
+
+@pytest.mark.parametrize("hidden_act", ["gelu", "gelu_tanh", "relu", "silu"])
+@pytest.mark.parametrize("fmt", ["google", "huggingface"])
+def test_written_configs_read_back_equal(tmp_path, hidden_act, fmt):
+    config = BertConfig(vocab_size=10, hidden_size=8, num_attention_heads=2, hidden_act=hidden_act,
+                        layer_norm_eps=1e-5, hidden_dropout_prob=0.2, initializer_range=0.05)
+    config.to_json_file(str(tmp_path / "config.json"), fmt=fmt)
+    written = json.loads((tmp_path / "config.json").read_text())
+    assert BertConfig.from_json_file(str(tmp_path / "config.json")) == config
+    if fmt == "google":
+        # Google's modeling.py reads "gelu" as its tanh gelu and ignores keys it does not know.
+        assert written["hidden_act"] == {"gelu_tanh": "gelu"}.get(hidden_act, hidden_act)
+        assert written.get("keras_bert_hidden_act") == ("gelu_tanh" if hidden_act == "gelu_tanh" else None)

@@ -42,12 +42,20 @@ def tiny_model(tmp_path):
     return make
 
 
+# Lines the recipes' default quiet logs must hide (TensorFlow C++ and Python INFO).
+LOG_NOISE = re.compile(r"cudart_stub|oneDNN custom operations|builder_impl\.py|functional_saver\.py|XLA service")
+
+
 def run_recipe(name, *flags, check=True, timeout=900):
-    """Runs `python -m recipes.<name> <flags>` in the repository; returns the CompletedProcess."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run([sys.executable, "-m", f"recipes.{name}", *flags], cwd=REPO, env=env,
+    """Runs `python recipes/<name>.py <flags>` in the repository, as a user types it, with the default
+    (quiet) logs; returns the CompletedProcess. TensorFlow's INFO lines in its stderr fail the test."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "KERAS_BERT_VERBOSE")}
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    result = subprocess.run([sys.executable, os.path.join("recipes", f"{name}.py"), *flags], cwd=REPO, env=env,
                             capture_output=True, text=True, timeout=timeout)
     if check and result.returncode != 0:
         raise AssertionError(f"recipes.{name} failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
                              f"{result.stderr[-6000:]}")
+    noise = [line for line in result.stderr.splitlines() if LOG_NOISE.search(line)]
+    assert not noise, f"recipes/{name}.py printed TensorFlow INFO lines:\n" + "\n".join(noise[:5])
     return result

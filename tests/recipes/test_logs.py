@@ -1,0 +1,45 @@
+"""The scripts' quiet-log defaults: which stderr lines are dropped, and how a user asks for all of them."""
+
+import pytest
+
+from recipes import logs
+
+# As TensorFlow 2.21 prints them on a CPU machine (captured from `python recipes/run_classifier.py`).
+DROPPED = [
+    b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
+    b"I0000 00:00:1796042593.201045   20597 port.cc:153] oneDNN custom operations are on. You may see ...\n",
+    b"I0000 00:00:1796042593.201385   20597 cudart_stub.cc:31] Could not find cuda drivers on your machine\n",
+    b"W0000 00:00:1796042294.579521   15841 local_rendezvous.cc:412] Local rendezvous is aborting\n",
+    b"To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild TensorFlow with "
+    b"the appropriate compiler flags.\n",
+]
+KEPT = [
+    b"E0000 00:00:1796042597.324628   20597 cuda_platform.cc:52] failed call to cuInit: INTERNAL\n",
+    b"I1130 12:43:20.251098 140113567464320 common.py:231] fine-tuning: 4 examples, 2 steps (2 per epoch)\n",
+    b"Traceback (most recent call last):\n",
+    b"keras_bert.data.formats.DataFormatError: train.csv:3: unknown label 'x'\n",
+]
+
+
+@pytest.mark.parametrize("line", DROPPED)
+def test_tensorflow_cpp_info_and_warning_lines_are_dropped(line):
+    assert logs._CPP_NOISE.match(line)
+
+
+@pytest.mark.parametrize("line", KEPT)
+def test_errors_our_logs_and_tracebacks_are_kept(line):
+    assert not logs._CPP_NOISE.match(line)
+
+
+@pytest.mark.parametrize("argv, env, expected", [
+    ([], {}, False),
+    (["--train_file=x.csv"], {"KERAS_BERT_VERBOSE": "0"}, False),
+    (["--verbosity=0"], {}, True),
+    (["-v", "1"], {}, True),
+    ([], {"KERAS_BERT_VERBOSE": "1"}, True),
+])
+def test_verbose_by_flag_or_environment(monkeypatch, argv, env, expected):
+    monkeypatch.delenv("KERAS_BERT_VERBOSE", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert logs.verbose(argv) is expected
