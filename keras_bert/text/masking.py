@@ -38,7 +38,7 @@ def prediction_budget(num_tokens, masked_lm_prob, max_predictions_per_seq):
     num_tokens (float [batch]) all real tokens, [CLS] and [SEP] included, as the original counts; rounding half
     to even (numpy, tf and Python 3 `round` agree). Returns float [batch]."""
     xp = _namespace(num_tokens)
-    return xp.minimum(float(max_predictions_per_seq), xp.maximum(1.0, xp.round(num_tokens * masked_lm_prob)))
+    return xp.minimum(xp.maximum(xp.round(num_tokens * masked_lm_prob), 1.0), float(max_predictions_per_seq))
 
 
 def word_leaders(candidate, continuation):

@@ -38,9 +38,8 @@ def corpus(tmp_path_factory):
     for name, docs in (("train", documents[1::10] + [d for i, d in enumerate(documents) if i % 10 > 1]),
                        ("eval", documents[::10])):
         examples = pretraining.create_pretraining_examples(
-            pretraining.tokenize_documents(docs, tokenizer), 64, 10, 0.15, 0.1, 2 if name == "train" else 1,
-            tokenizer.vocab_size, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.special_ids,
-            seed=1)
+            pretraining.tokenize_documents(docs, tokenizer), tokenizer,
+            pretraining.PretrainingDataConfig(64, 10, 0.15, 0.1, 2 if name == "train" else 1, seed=1))
         files[name] = str(root / f"{name}.tfrecord")
         pretraining.write_examples(examples, files[name])
         files[name + "_examples"] = examples
@@ -247,10 +246,10 @@ def test_tfds_input_mixed_float16(corpus, tfds_prose, tmp_path):
     expected = [d for i, d in enumerate(tfds_prose["documents"]) if i % 5 == 0]
     assert len(documents) == len(expected)
     assert sum(d in expected for d in documents) >= 0.9 * len(expected)
-    with pytest.raises(ValueError, match=r"--tfds_text_key='body' is not a feature of tiny_prose/en; it has "
+    with pytest.raises(ValueError, match=r"text key 'body' is not a feature of tiny_prose/en; it has "
                                          r"\['text', 'title'\]"):
         next(pretraining.tfds_documents(tfds_prose["name"], tfds_prose["data_dir"], "body"))
-    with pytest.raises(ValueError, match=r"--tfds_name='tiny_prose/de' .*could not be loaded"):
+    with pytest.raises(ValueError, match=r"TFDS dataset 'tiny_prose/de' .*could not be loaded"):
         next(pretraining.tfds_documents("tiny_prose/de", tfds_prose["data_dir"]))
 
 

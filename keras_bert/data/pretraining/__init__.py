@@ -31,7 +31,7 @@ from keras_bert.data.pretraining.documents import (
 from keras_bert.data.pretraining.examples import create_pretraining_examples
 from keras_bert.data.pretraining.masking import mask_tokens
 from keras_bert.data.pretraining.pairing import create_instance_spans, pack_spans
-from keras_bert.data.pretraining.reader import holds_tfrecords, tfrecord_dataset
+from keras_bert.data.pretraining.reader import check_tfrecord_files, holds_tfrecords, tfrecord_dataset
 from keras_bert.data.pretraining.statistics import example_statistics
 from keras_bert.data.pretraining.stream import shuffled, text_dataset
 from keras_bert.data.pretraining.writer import (
@@ -45,6 +45,7 @@ __all__ = [
     "PretrainingDataConfig",
     "TokenizedCorpus",
     "check_documents",
+    "check_tfrecord_files",
     "create_instance_spans",
     "create_pretraining_examples",
     "create_pretraining_files",
