@@ -13,7 +13,7 @@ import tensorflow as tf
 from keras_bert.data import pretraining
 from keras_bert.data.default_corpus import iter_documents
 from keras_bert.data.pretraining import PretrainingDataConfig, pairing
-from keras_bert.text.masking import continuation_pieces
+from keras_bert.text.masking import MaskedLMMasker, continuation_pieces
 from tests.data.pretraining_reference import create_instances_from_document, truncate_seq_pair
 
 
@@ -513,3 +513,94 @@ def test_text_dataset_bad_input(tmp_path, tokenizer):
     bad.write_bytes("ok line\n\nna\u00efve caf\u00e9\n".encode("latin-1"))
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"latin1.txt:3: not valid UTF-8"):
         list(stream(singles, bad))
+
+
+def test_config_names_the_bad_value():
+    with pytest.raises(ValueError, match=r"max_seq_length=4; expected >= 5"):
+        PretrainingDataConfig(max_seq_length=4)
+    with pytest.raises(ValueError, match=r"masked_lm_prob=0.0; expected in \(0, 1\]"):
+        PretrainingDataConfig(masked_lm_prob=0.0)
+
+
+def test_text_is_not_taken_for_tfrecords(tmp_path, tokenizer):
+    # Issue 15 bug 1: this corpus was read as an (empty) TFRecord file and training waited forever.
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("Hi.\n\nYo.\n")
+    assert not pretraining.holds_tfrecords([str(corpus)])
+    for is_training in (True, False):
+        with pytest.raises(ValueError, match=f"{corpus}: not a TFRecord file"):
+            pretraining.tfrecord_dataset(str(corpus), 8, 16, 2, is_training=is_training)
+    empty = tmp_path / "empty.tfrecord"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="every file is empty; training needs at least one record"):
+        pretraining.tfrecord_dataset(str(empty), 8, 16, 2)
+    # As text, two one-word documents make a pair each, B from the other document (a training stream
+    # gathers its batches over epochs: ~26 s to fill its shuffle buffer here, so one pass is tested).
+    batch = next(pretraining.text_dataset(lambda: pretraining.read_documents([str(corpus)]), tokenizer,
+                                          _stream_config(16, 2), 8, is_training=False).as_numpy_iterator())
+    assert batch["input_word_ids"].shape == (2, 16) and batch["next_sentence_labels"].tolist() == [1, 1]
+    assert batch["input_mask"].sum(1).tolist() == [7, 7]  # [CLS] hi . [SEP] yo . [SEP]
+    # One document can make no pair: a training stream raises instead of waiting for a first batch.
+    one = tmp_path / "one.txt"
+    one.write_text("Hi.\nYo.\n")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="found 1 document"):
+        next(iter(pretraining.text_dataset(lambda: pretraining.read_documents([str(one)]), tokenizer,
+                                           _stream_config(16, 2), 8)))
+
+
+def _masked_by_both_paths(features, tokenizer, whole_word):
+    """The same packed rows masked by the numpy path (static) and by MaskedLMMasker (tf, dynamic)."""
+    config = PretrainingDataConfig(128, 20, 0.15, whole_word_mask=whole_word)
+    static = pretraining.mask_tokens(features, config, tokenizer.vocab_size, tokenizer.mask_id, tokenizer.special_ids,
+                                     np.random.default_rng(1),
+                                     continuation_pieces(tokenizer.vocab) if whole_word else None)
+    masker = MaskedLMMasker(tokenizer.vocab_size, tokenizer.mask_id, tokenizer.special_ids, 20, 0.15,
+                            whole_word_mask=whole_word, vocab=tokenizer.vocab if whole_word else None, seed=1)
+    outputs = masker({"input_word_ids": features["input_ids"], "input_mask": features["input_mask"]})
+    dynamic = dict(features, input_ids=outputs["input_word_ids"].numpy(),
+                   **{name: outputs[name].numpy() for name in ("masked_lm_positions", "masked_lm_ids",
+                                                               "masked_lm_weights")})
+    return static, dynamic
+
+
+def _whole_words_kept(examples, tokenizer):
+    """Fraction of "##" pieces (after a non-special piece) masked exactly when the piece before them is."""
+    weights = examples["masked_lm_weights"] > 0
+    rows = np.nonzero(weights)[0]
+    original = examples["input_ids"].copy()
+    original[rows, examples["masked_lm_positions"][weights]] = examples["masked_lm_ids"][weights]
+    is_masked = np.zeros_like(original, bool)
+    is_masked[rows, examples["masked_lm_positions"][weights]] = True
+    special = np.isin(original, list(tokenizer.special_ids))
+    joined = continuation_pieces(tokenizer.vocab)[original[:, 1:]] & ~special[:, :-1] & (
+        examples["input_mask"][:, 1:] > 0)
+    return np.mean(is_masked[:, 1:][joined] == is_masked[:, :-1][joined]), joined.sum()
+
+
+def test_numpy_and_tf_masking_are_one_rule(real_documents, tokenizer):
+    # The static (numpy) and dynamic (tf) paths on the same packed rows of real text: the same budget per
+    # row, masking rate, 80/10/10 shares and whole-word grouping; only their random draws differ.
+    corpus = pretraining.TokenizedCorpus.from_documents(real_documents[:300])
+    spans = pretraining.create_instance_spans(corpus, 1, 128, 0.1, np.random.default_rng(0))
+    features = pretraining.pack_spans(corpus.tokens, spans, 128, tokenizer.cls_id, tokenizer.sep_id)
+    lengths = features["input_mask"].sum(1)
+    budget = np.minimum(20, np.maximum(1, np.round(lengths * 0.15)))
+    assert len(lengths) > 500
+    for whole_word in (False, True):
+        static, dynamic = _masked_by_both_paths(features, tokenizer, whole_word)
+        stats = [pretraining.example_statistics(examples, tokenizer.mask_id) for examples in (static, dynamic)]
+        counts = [(examples["masked_lm_weights"] > 0).sum(1) for examples in (static, dynamic)]
+        for name in ("masked_fraction", "mask_token_fraction", "kept_fraction", "random_token_fraction"):
+            assert abs(stats[0][name] - stats[1][name]) < 0.015, (whole_word, name, stats)
+        assert abs(stats[0]["mask_token_fraction"] - 0.8) < 0.02 and abs(stats[1]["kept_fraction"] - 0.1) < 0.02
+        for examples in (static, dynamic):  # never special ids, [UNK] included
+            assert not np.isin(examples["masked_lm_ids"][examples["masked_lm_weights"] > 0],
+                               list(tokenizer.special_ids)).any()
+        if whole_word:  # whole words stop some rows short of the budget, alike in both
+            assert all((c <= budget).all() for c in counts)
+            assert abs(counts[0].mean() - counts[1].mean()) < 0.02 * budget.mean(), (counts[0].mean(), counts[1].mean())
+            kept = [_whole_words_kept(examples, tokenizer) for examples in (static, dynamic)]
+            assert kept[0] == kept[1] == (1.0, kept[0][1]) and kept[0][1] > 500, kept
+        else:
+            np.testing.assert_array_equal(counts[0], budget)
+            np.testing.assert_array_equal(counts[1], budget)
