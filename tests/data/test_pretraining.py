@@ -596,11 +596,14 @@ def test_numpy_and_tf_masking_are_one_rule(real_documents, tokenizer):
         for examples in (static, dynamic):  # never special ids, [UNK] included
             assert not np.isin(examples["masked_lm_ids"][examples["masked_lm_weights"] > 0],
                                list(tokenizer.special_ids)).any()
-        if whole_word:  # whole words stop some rows short of the budget, alike in both
+        if whole_word:  # never past the budget; every word whole; "##" pieces as often among the targets
             assert all((c <= budget).all() for c in counts)
             assert abs(counts[0].mean() - counts[1].mean()) < 0.02 * budget.mean(), (counts[0].mean(), counts[1].mean())
             kept = [_whole_words_kept(examples, tokenizer) for examples in (static, dynamic)]
             assert kept[0] == kept[1] == (1.0, kept[0][1]) and kept[0][1] > 500, kept
+            pieces = [continuation_pieces(tokenizer.vocab)[e["masked_lm_ids"][e["masked_lm_weights"] > 0]].mean()
+                      for e in (static, dynamic)]
+            assert pieces[0] > 0.05 and abs(pieces[0] - pieces[1]) < 0.015, pieces
         else:
             np.testing.assert_array_equal(counts[0], budget)
             np.testing.assert_array_equal(counts[1], budget)
