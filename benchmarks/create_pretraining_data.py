@@ -8,11 +8,12 @@ in a different seeded order, cut at a document boundary. Settings: the original'
 predictions, masked_lm_prob 0.15, short_seq_prob 0.1, --dupe_factor 10), uncased MiniLM/BERT vocab.
 
   * keras_bert: `keras_bert.data.pretraining.create_pretraining_files` (what recipes/create_pretraining_data.py
-    runs) on the whole corpus, one output file, one thread per CPU: tf-text tokenization, numpy NSP pairs/masks, numpy-encoded tf.train.Examples.
+    runs) on the whole corpus, one output file, one thread per CPU: tf-text tokenization, numpy NSP
+    pairs/masks, numpy-encoded tf.train.Examples.
   * reference: the original's per-line pipeline in Python: the pure-Python BERT tokenizer (transformers'
     legacy BasicTokenizer + WordpieceTokenizer, a port of Google's FullTokenizer), the original NSP pairing
-    (`create_instances_from_document`, from tests/data/pretraining_reference.py), per-instance masking (shuffled candidates, 80/10/10) and one
-    `tf.train.Example` per instance. Its cost is per line and per instance, so it is timed on the first
+    (`create_instances_from_document` of tests/data/pretraining_reference.py), per-instance masking
+    (shuffled candidates, 80/10/10) and one `tf.train.Example` per instance. Its cost is per line and per instance, so it is timed on the first
     --reference_megabytes of the same corpus and its MB/s applies to any size (the output says so).
 
 Both are timed from file names to closed TFRecord files, Python imports excluded, tokenizer setup included.
