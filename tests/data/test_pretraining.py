@@ -466,23 +466,31 @@ def test_text_dataset_random_segments_come_from_anywhere(tokenizer):
     assert np.median(shuffled) > 40, np.median(shuffled)
 
 
-def test_text_dataset_whole_word_masking(tokenizer):
-    documents = list(iter_documents(max_bytes=60_000))
-    examples = _streamed(pretraining.text_dataset(lambda: iter(documents), tokenizer,
-                                                  _stream_config(64, 10, seed=3, whole_word_mask=True), 32,
-                                                  is_training=False))
+def _whole_words_kept(examples, tokenizer):
+    """Fraction of "##" pieces right after a non-special piece (so of its word) masked exactly when that piece is,
+    and their number."""
     weights = examples["masked_lm_weights"] > 0
     rows = np.nonzero(weights)[0]
     original = examples["input_ids"].copy()
     original[rows, examples["masked_lm_positions"][weights]] = examples["masked_lm_ids"][weights]
     is_masked = np.zeros_like(original, bool)
     is_masked[rows, examples["masked_lm_positions"][weights]] = True
-    word_start = ~continuation_pieces(tokenizer.vocab)
     special = np.isin(original, list(tokenizer.special_ids))
+    joined = continuation_pieces(tokenizer.vocab)[original[:, 1:]] & ~special[:, :-1] & (
+        examples["input_mask"][:, 1:] > 0)
+    return np.mean(is_masked[:, 1:][joined] == is_masked[:, :-1][joined]), joined.sum()
+
+
+def test_text_dataset_whole_word_masking(tokenizer):
+    documents = list(iter_documents(max_bytes=60_000))
+    examples = _streamed(pretraining.text_dataset(lambda: iter(documents), tokenizer,
+                                                  _stream_config(64, 10, seed=3, whole_word_mask=True), 32,
+                                                  is_training=False))
+    weights = examples["masked_lm_weights"] > 0
     # A "##" piece right after a non-special piece belongs to its word: masked exactly when that piece is.
-    joined = ~word_start[original[:, 1:]] & ~special[:, :-1] & (examples["input_mask"][:, 1:] > 0)
-    assert joined.sum() > 100
-    assert (is_masked[:, 1:][joined] == is_masked[:, :-1][joined]).all()
+    kept, joined = _whole_words_kept(examples, tokenizer)
+    assert joined > 100
+    assert kept == 1.0
     # Never more than the budget; whole words make some rows stop short of it.
     lengths = examples["input_mask"].sum(1)
     budget = np.minimum(10, np.maximum(1, np.round(lengths * 0.15)))
@@ -561,20 +569,6 @@ def _masked_by_both_paths(features, tokenizer, whole_word):
                    **{name: outputs[name].numpy() for name in ("masked_lm_positions", "masked_lm_ids",
                                                                "masked_lm_weights")})
     return static, dynamic
-
-
-def _whole_words_kept(examples, tokenizer):
-    """Fraction of "##" pieces (after a non-special piece) masked exactly when the piece before them is."""
-    weights = examples["masked_lm_weights"] > 0
-    rows = np.nonzero(weights)[0]
-    original = examples["input_ids"].copy()
-    original[rows, examples["masked_lm_positions"][weights]] = examples["masked_lm_ids"][weights]
-    is_masked = np.zeros_like(original, bool)
-    is_masked[rows, examples["masked_lm_positions"][weights]] = True
-    special = np.isin(original, list(tokenizer.special_ids))
-    joined = continuation_pieces(tokenizer.vocab)[original[:, 1:]] & ~special[:, :-1] & (
-        examples["input_mask"][:, 1:] > 0)
-    return np.mean(is_masked[:, 1:][joined] == is_masked[:, :-1][joined]), joined.sum()
 
 
 def test_numpy_and_tf_masking_are_one_rule(real_documents, tokenizer):
