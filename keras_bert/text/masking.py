@@ -184,7 +184,9 @@ class MaskedLMMasker:
         seeds = self._random_seeds(seed)
         candidate = masking_candidates(ids, mask, self.special_ids)
         n_tokens = tf.cast(tf.reduce_sum(mask, axis=1), tf.float64)
-        n_predict = tf.cast(prediction_budget(n_tokens, self.masked_lm_prob, self.max_predictions_per_seq), tf.int32)
+        n_predict = tf.cast(
+            prediction_budget(n_tokens, self.masked_lm_prob, self.max_predictions_per_seq), tf.int32
+        )
 
         leaders = self._word_leaders(ids, candidate, features)
         group = tf.math.cumsum(tf.cast(leaders, tf.int32), axis=1) - 1  # group number of each position
