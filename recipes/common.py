@@ -172,6 +172,16 @@ def define_finetuning_flags(output_dir, learning_rate=5e-5, train_batch_size=32,
     flags.DEFINE_bool("do_predict", False, "Predict the test data; writes the predictions file.")
 
 
+def flag_files(flag):
+    """The files that flag `flag` (comma-separated files/globs) names; errors say which flag."""
+    from keras_bert.data.pretraining import expand_patterns
+
+    try:
+        return expand_patterns(FLAGS[flag].value)
+    except (FileNotFoundError, ValueError) as e:
+        raise type(e)(f"--{flag}={FLAGS[flag].value}: {e}") from None
+
+
 def require_data_files(eval_file="eval_file"):
     """Each --do_train/--do_eval/--do_predict needs its --train_file/--<eval_file>/--predict_file (SQuAD
     scores its --predict_file: `eval_file="predict_file"`)."""

@@ -50,38 +50,31 @@ def output_files(output_file, num_output_shards):
     return outputs
 
 
-def run(files, outputs, vocab_file, num_workers=0, **options):
+def run(files, outputs, vocab_file, config, lower_case=True, num_workers=0):
     """Reads and tokenizes `files`, writes the `outputs` shards. Returns (per-shard statistics, corpus summary)."""
     from keras_bert.data import pretraining
     from keras_bert.text import BertTokenizer
 
-    tokenizer = BertTokenizer(vocab_file, lower_case=options["lower_case"])
-    read_stats = {}
-    corpus = pretraining.tokenize_corpus(pretraining.read_documents(files, read_stats), tokenizer)
-    shards = pretraining.write_pretraining_data(
-        corpus, outputs, options["max_seq_length"], options["max_predictions"], options["masked_lm_prob"],
-        options["short_seq_prob"], options["dupe_factor"], tokenizer.vocab_size, tokenizer.cls_id, tokenizer.sep_id,
-        tokenizer.mask_id, tokenizer.special_ids, options["seed"],
-        word_start=pretraining.word_start_table(tokenizer.vocab) if options["whole_word"] else None,
-        source=f"--input_file={','.join(files)}", threads=num_workers or None)
-    summary = {"documents": corpus.num_documents, "sentences": len(corpus.sentence_starts) - 1,
-               "tokens": len(corpus.tokens), "empty_files": read_stats.get("empty_files", 0)}
-    return shards, summary
+    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
+    return pretraining.create_pretraining_files(files, outputs, tokenizer, config,
+                                                source=f"--input_file={','.join(files)}", threads=num_workers or None)
 
 
 def main(argv):
     del argv
-    from keras_bert.data import default_corpus, pretraining
+    from keras_bert.data import default_corpus
+    from keras_bert.data.pretraining import PretrainingDataConfig
+    from recipes import common
 
-    files = (pretraining.expand_patterns(FLAGS.input_file, "input_file") if FLAGS.input_file
-             else [default_corpus.default_corpus_path()])
+    files = common.flag_files("input_file") if FLAGS.input_file else [default_corpus.default_corpus_path()]
     vocab_file = FLAGS.vocab_file or default_corpus.default_vocab_file(lower_case=FLAGS.do_lower_case)
     outputs = output_files(FLAGS.output_file, FLAGS.num_output_shards)
     start = time.time()
-    shards, summary = run(files, outputs, vocab_file, FLAGS.num_workers, lower_case=FLAGS.do_lower_case,
-                          whole_word=FLAGS.do_whole_word_mask, max_seq_length=FLAGS.max_seq_length,
-                          max_predictions=FLAGS.max_predictions_per_seq, masked_lm_prob=FLAGS.masked_lm_prob,
-                          short_seq_prob=FLAGS.short_seq_prob, dupe_factor=FLAGS.dupe_factor, seed=FLAGS.random_seed)
+    config = PretrainingDataConfig(
+        max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob, dupe_factor=FLAGS.dupe_factor,
+        whole_word_mask=FLAGS.do_whole_word_mask, seed=FLAGS.random_seed)
+    shards, summary = run(files, outputs, vocab_file, config, FLAGS.do_lower_case, FLAGS.num_workers)
     megabytes = sum(os.path.getsize(f) for f in files) / 1e6
     seconds = time.time() - start
     print(json.dumps(summary, sort_keys=True))

@@ -26,7 +26,6 @@ logs.quiet(__name__)  # before TensorFlow loads
 import itertools
 import math
 
-import tensorflow as tf
 from absl import app, flags
 
 from keras_bert.data import pretraining
@@ -54,18 +53,6 @@ flags.DEFINE_integer("eval_steps", 20, "Evaluation batches (0: one full pass ove
 flags.DEFINE_integer("log_steps", 50, "TensorBoard scalars every this many steps.")
 
 
-def _are_tfrecords(files):
-    """TFRecords rather than text, judged on the first three non-empty files (an empty file is both)."""
-    sample = [path for path in files if os.path.getsize(path) > 0][:3]
-    try:
-        for path in sample:
-            for _ in tf.data.TFRecordDataset(path).take(1):
-                pass
-    except tf.errors.DataLossError:
-        return False
-    return bool(sample)
-
-
 def _text_files(files, flag):
     """documents_fn over text files; a pass that skipped files without text says so."""
     def documents_fn():
@@ -73,6 +60,17 @@ def _text_files(files, flag):
         yield from pretraining.read_documents(files, stats)
         if stats.get("empty_files"):
             common.logger.warning("--%s: skipped %d file(s) with no text", flag, stats["empty_files"])
+    return documents_fn
+
+
+def _tfds_documents(split):
+    """documents_fn over --tfds_name; its errors say which flags."""
+    def documents_fn():
+        try:
+            yield from pretraining.tfds_documents(FLAGS.tfds_name, FLAGS.tfds_data_dir, FLAGS.tfds_text_key, split)
+        except ValueError as e:
+            raise ValueError(f"--tfds_name={FLAGS.tfds_name} --tfds_data_dir={FLAGS.tfds_data_dir} "
+                             f"--tfds_text_key={FLAGS.tfds_text_key}: {e}") from None
     return documents_fn
 
 
@@ -85,8 +83,13 @@ def input_fn(tokenizer, is_training, batch_size, seed):
     """Returns dataset_fn(input_context) for `strategy.distribute_datasets_from_function`."""
     flag = "input_files" if is_training or not FLAGS.eval_input_files else "eval_input_files"
     patterns = FLAGS[flag].value
-    files = pretraining.expand_patterns(patterns, flag) if patterns else None
-    if files and _are_tfrecords(files):
+    files = common.flag_files(flag) if patterns else None
+    if files and pretraining.holds_tfrecords(files):
+        try:  # now, naming the flag, rather than at the first step
+            pretraining.check_tfrecord_files(files, is_training)
+        except ValueError as e:
+            raise ValueError(f"--{flag}={patterns}: {e}") from None
+
         def dataset_fn(context):
             return pretraining.tfrecord_dataset(
                 files, context.get_per_replica_batch_size(batch_size), FLAGS.max_seq_length,
@@ -97,8 +100,7 @@ def input_fn(tokenizer, is_training, batch_size, seed):
         documents_fn, source = _text_files(files, flag), f"--{flag}={patterns}"
     elif FLAGS.tfds_name:
         split = FLAGS.tfds_split if is_training else (FLAGS.tfds_eval_split or FLAGS.tfds_split)
-        documents_fn = lambda: pretraining.tfds_documents(  # noqa: E731
-            FLAGS.tfds_name, FLAGS.tfds_data_dir, FLAGS.tfds_text_key, split)
+        documents_fn = _tfds_documents(split)
         source = f"--tfds_name={FLAGS.tfds_name} split {split}"
     else:
         from keras_bert.data.default_corpus import default_corpus_path
@@ -109,11 +111,15 @@ def input_fn(tokenizer, is_training, batch_size, seed):
     # Fail now, not at the first step, when next-sentence pairs are impossible.
     pretraining.check_documents(list(itertools.islice(documents_fn(), 2)), source)
 
+    config = pretraining.PretrainingDataConfig(
+        max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
+        whole_word_mask=FLAGS.do_whole_word_mask, seed=seed)
+
     def dataset_fn(context):
         return pretraining.text_dataset(
-            documents_fn, tokenizer, context.get_per_replica_batch_size(batch_size), FLAGS.max_seq_length,
-            FLAGS.max_predictions_per_seq, FLAGS.masked_lm_prob, FLAGS.short_seq_prob, FLAGS.do_whole_word_mask,
-            seed=seed, is_training=is_training, input_context=context, source=source,
+            documents_fn, tokenizer, config, context.get_per_replica_batch_size(batch_size),
+            is_training=is_training, input_context=context, source=source,
             pad_to_multiple_of=FLAGS.pad_to_multiple_of)
     return dataset_fn
 

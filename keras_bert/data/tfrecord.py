@@ -260,3 +260,42 @@ def write_examples_file(features, path):
     with ShardedRecordWriter([path]) as writer:
         writer.write(0, buffer, offsets)
     return len(offsets) - 1
+
+
+def _crc32c_table():
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)  # Castagnoli polynomial, reflected
+        table.append(crc)
+    return table
+
+
+_CRC32C_TABLE = _crc32c_table()
+# The first record's data CRC is checked up to this size (pure Python, ~0.3 s a MiB); past it, the header's.
+_CHECKED_RECORD_BYTES = 1 << 20
+
+
+def masked_crc32c(data):
+    """The CRC TFRecord framing stores: CRC-32C of `data` (bytes), rotated right by 15 plus 0xa282ead8."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = _CRC32C_TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    crc ^= 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def is_tfrecord_file(path):
+    """Whether `path` holds TFRecords, judged by content: its first record's framing parses (uint64 length,
+    masked CRC-32C of the length, the data, masked CRC-32C of the data; little-endian). An empty file holds
+    no record and is not one; nor is any text (a random header passes its CRC once in 2**32)."""
+    with open(path, "rb") as f:
+        header = f.read(12)
+        if len(header) < 12 or masked_crc32c(header[:8]) != int.from_bytes(header[8:], "little"):
+            return False
+        length = int.from_bytes(header[:8], "little")
+        if length > _CHECKED_RECORD_BYTES:
+            return True
+        data, footer = f.read(length), f.read(4)
+    return len(footer) == 4 and masked_crc32c(data) == int.from_bytes(footer, "little")

@@ -1,8 +1,69 @@
-"""Dynamic masked-LM masking in tf.data, following `create_masked_lm_predictions` of Google's
-`create_pretraining_data.py`: shuffle the candidate words, take them while the count fits, then per
-chosen position 80% [MASK], 10% a random vocab id, 10% unchanged."""
+"""Masked-LM masking, following `create_masked_lm_predictions` of Google's `create_pretraining_data.py`:
+shuffle the candidate words, take them while the count fits, then per chosen position 80% [MASK], 10% a
+random vocab id, 10% unchanged.
 
+The rule is stated once, as the functions below that work on numpy arrays and on tf tensors alike:
+`MaskedLMMasker` applies it in a tf graph (dynamic masking in tf.data) and
+`keras_bert.data.pretraining.masking` in numpy (static masks written to TFRecords); the two differ only in
+how they draw the random order, not in what they choose.
+"""
+
+import numpy as np
 import tensorflow as tf
+
+MASK_TOKEN_RATE = 0.8  # share of chosen positions shown as [MASK]
+RANDOM_TOKEN_RATE = 0.1  # share shown as a uniformly random vocab id; the rest keep their token
+
+
+def _namespace(array):
+    return tf if tf.is_tensor(array) else np
+
+
+def continuation_pieces(vocab):
+    """bool numpy [len(vocab)]: True for "##" pieces, which join the word before them."""
+    return np.array([token.startswith("##") for token in vocab], bool)
+
+
+def masking_candidates(ids, input_mask, special_ids):
+    """bool [batch, seq]: real (mask > 0) positions whose id is not special. `special_ids` lists [CLS], [SEP],
+    [PAD], [MASK] and [UNK]: unlike the original, which excludes only [CLS] and [SEP], [UNK] is never a target."""
+    candidate = input_mask > 0
+    for special in special_ids:
+        candidate &= ids != special
+    return candidate
+
+
+def prediction_budget(num_tokens, masked_lm_prob, max_predictions_per_seq):
+    """Positions to predict per row: min(max_predictions_per_seq, max(1, round(num_tokens * prob))), with
+    num_tokens (float [batch]) all real tokens, [CLS] and [SEP] included, as the original counts; rounding half
+    to even (numpy, tf and Python 3 `round` agree). Returns float [batch]."""
+    xp = _namespace(num_tokens)
+    return xp.minimum(xp.maximum(xp.round(num_tokens * masked_lm_prob), 1.0), float(max_predictions_per_seq))
+
+
+def word_leaders(candidate, continuation):
+    """bool [batch, seq]: candidates that start a masking group. `continuation` (bool [batch, seq]) marks "##"
+    pieces; as the original, such a piece joins the last candidate group, whatever lies between them."""
+    if tf.is_tensor(candidate):
+        has_earlier = tf.math.cumsum(tf.cast(candidate, tf.int32), axis=1, exclusive=True) > 0
+    else:
+        has_earlier = np.cumsum(candidate, axis=1) - candidate > 0
+    return candidate & ~(continuation & has_earlier)
+
+
+def group_fits(used, size, budget):
+    """Whether a group of `size` positions (0: no group) is taken after `used`: groups come in random order
+    and one that would pass the budget is skipped, so a later, smaller one may still fit."""
+    return (size > 0) & (used + size <= budget)
+
+
+def replacement_ids(ids, draw, random_ids, mask_id, mask_token_rate=MASK_TOKEN_RATE,
+                    random_token_rate=RANDOM_TOKEN_RATE):
+    """What a chosen position shows, from `draw` (uniform [0, 1), as ids): [MASK] below mask_token_rate, the
+    random id (uniform over the vocab) in the next random_token_rate, else the original id."""
+    xp = _namespace(ids)
+    return xp.where(draw < mask_token_rate, mask_id,
+                    xp.where(draw < mask_token_rate + random_token_rate, random_ids, ids))
 
 
 class MaskedLMMasker:
@@ -40,8 +101,8 @@ class MaskedLMMasker:
         special_ids,
         max_predictions_per_seq,
         masked_lm_prob=0.15,
-        mask_token_rate=0.8,
-        random_token_rate=0.1,
+        mask_token_rate=MASK_TOKEN_RATE,
+        random_token_rate=RANDOM_TOKEN_RATE,
         whole_word_mask=False,
         vocab=None,
         seed=None,
@@ -71,7 +132,7 @@ class MaskedLMMasker:
         if vocab is not None:
             if len(vocab) != self.vocab_size:
                 raise ValueError(f"len(vocab)={len(vocab)} but vocab_size={vocab_size}; expected the same.")
-            self._continuation = tf.constant([token.startswith("##") for token in vocab])
+            self._continuation = tf.constant(continuation_pieces(vocab))
         self._generator = tf.random.Generator.from_seed(seed) if seed is not None else None
 
     def get_config(self):
@@ -110,10 +171,7 @@ class MaskedLMMasker:
             raise ValueError(
                 "MaskedLMMasker(whole_word_mask=True) needs `vocab` at construction or a `word_ids` input key."
             )
-        # The original joins a "##" piece to the last candidate group, whatever lies between them.
-        continuation = tf.gather(self._continuation, ids)
-        has_earlier = tf.math.cumsum(tf.cast(candidate, tf.int32), axis=1, exclusive=True) > 0
-        return candidate & ~(continuation & has_earlier)
+        return word_leaders(candidate, tf.gather(self._continuation, ids))
 
     def __call__(self, features, seed=None):
         features = dict(features)
@@ -124,13 +182,11 @@ class MaskedLMMasker:
             ids, mask = ids[None], mask[None]
         batch, seq = tf.shape(ids)[0], tf.shape(ids)[1]
         seeds = self._random_seeds(seed)
-        is_special = tf.reduce_any(
-            tf.equal(ids[:, :, None], tf.constant(self.special_ids, tf.int32)), axis=-1
+        candidate = masking_candidates(ids, mask, self.special_ids)
+        n_tokens = tf.cast(tf.reduce_sum(mask, axis=1), tf.float64)
+        n_predict = tf.cast(
+            prediction_budget(n_tokens, self.masked_lm_prob, self.max_predictions_per_seq), tf.int32
         )
-        candidate = (mask > 0) & ~is_special
-        n_tokens = tf.reduce_sum(mask, axis=1)
-        n_predict = tf.cast(tf.math.round(tf.cast(n_tokens, tf.float64) * self.masked_lm_prob), tf.int32)
-        n_predict = tf.minimum(self.max_predictions_per_seq, tf.maximum(1, n_predict))
 
         leaders = self._word_leaders(ids, candidate, features)
         group = tf.math.cumsum(tf.cast(leaders, tf.int32), axis=1) - 1  # group number of each position
@@ -149,9 +205,7 @@ class MaskedLMMasker:
         sizes_in_order = tf.gather(group_size, order, batch_dims=1)
 
         def take(used, size):
-            # Keep a group when it still fits; a too-big group is skipped, later smaller ones may fit.
-            fits = (size > 0) & (used + size <= n_predict)
-            return used + tf.where(fits, size, 0)
+            return used + tf.where(group_fits(used, size, n_predict), size, 0)
 
         used_after = tf.scan(take, tf.transpose(sizes_in_order), initializer=tf.zeros([batch], tf.int32))
         used_before = tf.concat([tf.zeros([1, batch], tf.int32), used_after[:-1]], axis=0)
@@ -165,10 +219,8 @@ class MaskedLMMasker:
         random_ids = tf.random.stateless_uniform(
             [batch, seq], seeds[2], maxval=self.vocab_size, dtype=tf.int32
         )
-        replaced = tf.where(
-            draw < self.mask_token_rate,
-            self.mask_id,
-            tf.where(draw < self.mask_token_rate + self.random_token_rate, random_ids, ids),
+        replaced = replacement_ids(
+            ids, draw, random_ids, self.mask_id, self.mask_token_rate, self.random_token_rate
         )
         masked_ids = tf.where(chosen, replaced, ids)
 

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from keras_bert.data import padding, pretraining
 from keras_bert.data.default_corpus import iter_documents
+from keras_bert.data.pretraining import PretrainingDataConfig
 from keras_bert.models.encoder import BertEncoder
 from tests.data.test_pretraining import _build, tokenizer  # noqa: F401  (fixture)
 
@@ -85,8 +86,8 @@ def test_streamed_batches_grouped_by_length(tokenizer):  # noqa: F811
     documents = list(iter_documents(max_bytes=60_000))
 
     def stream(multiple):
-        return pretraining.text_dataset(lambda: iter(documents), tokenizer, 8, 64, 10, seed=3, is_training=False,
-                                        pad_to_multiple_of=multiple)
+        return pretraining.text_dataset(lambda: iter(documents), tokenizer, PretrainingDataConfig(64, 10, seed=3), 8,
+                                        is_training=False, pad_to_multiple_of=multiple)
 
     plain, grouped = (list(stream(m).as_numpy_iterator()) for m in (0, 16))
     _, lengths = _rows(grouped, 64)

@@ -1,8 +1,10 @@
 """Pre-training data: NSP pairs, static masks and their statistics on real text, TFRecord round trip,
 streaming path, bad input."""
 
+import dataclasses
 import os
 import random
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -10,6 +12,9 @@ import tensorflow as tf
 
 from keras_bert.data import pretraining
 from keras_bert.data.default_corpus import iter_documents
+from keras_bert.data.pretraining import PretrainingDataConfig, pairing
+from keras_bert.text.masking import MaskedLMMasker, continuation_pieces
+from tests.data.pretraining_reference import create_instances_from_document, truncate_seq_pair
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +34,12 @@ def real_documents(tokenizer):
 
 
 def _build(documents, tokenizer, seed=3, whole_word=False, dupe_factor=1, max_seq_length=128):
-    return pretraining.create_pretraining_examples(
-        documents, max_seq_length, 20, 0.15, 0.1, dupe_factor, tokenizer.vocab_size, tokenizer.cls_id,
-        tokenizer.sep_id, tokenizer.mask_id, tokenizer.special_ids, seed=seed,
-        word_start=pretraining.word_start_table(tokenizer.vocab) if whole_word else None)
+    config = PretrainingDataConfig(max_seq_length, 20, 0.15, 0.1, dupe_factor, whole_word, seed)
+    return pretraining.create_pretraining_examples(documents, tokenizer, config)
+
+
+def _stream_config(max_seq_length, max_predictions_per_seq, seed=0, **kwargs):
+    return PretrainingDataConfig(max_seq_length, max_predictions_per_seq, seed=seed, **kwargs)
 
 
 def test_statistics_on_real_corpus(real_documents, tokenizer):
@@ -64,8 +71,8 @@ def test_masked_ids_are_the_original_tokens(real_documents, tokenizer):
     corpus = pretraining.TokenizedCorpus.from_documents(real_documents)
     spans = pretraining.create_instance_spans(corpus, 1, 128, 0.0, np.random.default_rng(1), documents=[0])
     features = pretraining.pack_spans(corpus.tokens, spans, 128, tokenizer.cls_id, tokenizer.sep_id)
-    masked = pretraining.mask_tokens(features, 20, 0.15, tokenizer.vocab_size, tokenizer.mask_id,
-                                     tokenizer.special_ids, np.random.default_rng(0))
+    masked = pretraining.mask_tokens(features, PretrainingDataConfig(128, 20, 0.15), tokenizer.vocab_size,
+                                     tokenizer.mask_id, tokenizer.special_ids, np.random.default_rng(0))
     rows = np.nonzero(masked["masked_lm_weights"])[0]
     cols = masked["masked_lm_positions"][masked["masked_lm_weights"] > 0]
     np.testing.assert_array_equal(features["input_ids"][rows, cols], masked["masked_lm_ids"][rows, cols * 0 +
@@ -77,7 +84,7 @@ def test_masked_ids_are_the_original_tokens(real_documents, tokenizer):
 
 def test_whole_word_masking_masks_every_piece(real_documents, tokenizer):
     examples = _build(real_documents[:200], tokenizer, whole_word=True)
-    word_start = pretraining.word_start_table(tokenizer.vocab)
+    word_start = ~continuation_pieces(tokenizer.vocab)
     original = examples["input_ids"].copy()
     weights = examples["masked_lm_weights"] > 0
     rows = np.nonzero(weights)[0]
@@ -99,7 +106,7 @@ def test_nsp_pairs_follow_the_document():
     documents = [[[100 * d + s] * 3 for s in range(12)] for d in range(5)]
     rng = random.Random(0)
     instances = [i for d in range(5) for i in
-                 pretraining.create_instances_from_document(documents, d, 20, 0.0, rng)]
+                 create_instances_from_document(documents, d, 20, 0.0, rng)]
     assert {r for _, _, r in instances} == {True, False}
     for tokens_a, tokens_b, is_random in instances:
         assert len(tokens_a) + len(tokens_b) <= 17
@@ -113,7 +120,7 @@ def test_nsp_pairs_follow_the_document():
 def test_truncate_seq_pair_removes_from_the_longer():
     rng = random.Random(0)
     a, b = list(range(10)), list(range(100, 103))
-    pretraining.truncate_seq_pair(a, b, 8, rng)
+    truncate_seq_pair(a, b, 8, rng)
     assert len(a) == 5 and b == [100, 101, 102]
     assert a == list(range(a[0], a[0] + 5))  # a contiguous slice: removed from the ends only
 
@@ -198,7 +205,7 @@ def test_instance_spans_have_the_distribution_of_the_original_loop():
                  for _ in range(40)]
     rng = random.Random(0)
     original = np.array([(len(a), len(b), r) for _ in range(1500) for d in range(40)
-                         for a, b, r in pretraining.create_instances_from_document(documents, d, 24, 0.3, rng)])
+                         for a, b, r in create_instances_from_document(documents, d, 24, 0.3, rng)])
     spans = pretraining.create_instance_spans(pretraining.TokenizedCorpus.from_documents(documents), 1500, 24, 0.3,
                                               np.random.default_rng(0))
     ours = np.stack([spans["a_length"], spans["b_length"], spans["next_sentence_labels"]], axis=1)
@@ -211,10 +218,10 @@ def test_instance_spans_have_the_distribution_of_the_original_loop():
 
 def test_truncation_cuts_are_those_of_truncate_seq_pair():
     a_length, b_length = np.meshgrid(np.arange(1, 40), np.arange(1, 40))
-    cut_a, cut_b = pretraining._truncation_cuts(a_length.ravel(), b_length.ravel(), 25)
+    cut_a, cut_b = pairing._truncation_cuts(a_length.ravel(), b_length.ravel(), 25)
     for la, lb, ca, cb in zip(a_length.ravel(), b_length.ravel(), cut_a, cut_b, strict=True):
         a, b = list(range(la)), list(range(lb))
-        pretraining.truncate_seq_pair(a, b, 25, random.Random(0))
+        truncate_seq_pair(a, b, 25, random.Random(0))
         assert (len(a), len(b)) == (la - ca, lb - cb)
 
 
@@ -229,8 +236,8 @@ def test_whole_word_masking_follows_the_original_rule():
         ids = np.array([row] * rows, np.int32)
         length = int(np.count_nonzero(ids[0]))
         features = {"input_ids": ids, "input_mask": (np.arange(len(row)) < length).astype(np.int32)[None].repeat(rows, 0)}
-        masked = pretraining.mask_tokens(features, 20, 0.15, 9, 4, [0, 1, 2, 3, 4], np.random.default_rng(0),
-                                         word_start)
+        masked = pretraining.mask_tokens(features, PretrainingDataConfig(len(row), 20, 0.15, whole_word_mask=True),
+                                         9, 4, [0, 1, 2, 3, 4], np.random.default_rng(0), ~word_start)
         weights = masked["masked_lm_weights"] > 0
         chosen = [set(p[w].tolist()) for p, w in zip(masked["masked_lm_positions"], weights, strict=True)]
         assert all(len(c) <= budget for c in chosen)
@@ -265,8 +272,7 @@ def _read_records(paths, max_seq_length, max_predictions):
 
 def test_written_shards_are_the_examples_whatever_the_threads(real_documents, tokenizer, tmp_path):
     corpus = pretraining.TokenizedCorpus.from_documents(real_documents[:120])
-    args = (64, 10, 0.15, 0.1, 2, tokenizer.vocab_size, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id,
-            tokenizer.special_ids, 7)
+    args = (tokenizer, PretrainingDataConfig(64, 10, 0.15, 0.1, 2, seed=7))
     expected = pretraining.create_pretraining_examples(corpus, *args, chunk_size=500)
     one = [str(tmp_path / "one.tfrecord")]
     stats = pretraining.write_pretraining_data(corpus, one, *args, threads=1, chunk_size=500)
@@ -288,15 +294,16 @@ def test_written_shards_are_the_examples_whatever_the_threads(real_documents, to
     pretraining.write_pretraining_data(corpus, again, *args, threads=2, chunk_size=500)
     with open(one[0], "rb") as f, open(again[0], "rb") as g:
         assert f.read() == g.read()
-    other = pretraining.create_pretraining_examples(corpus, *args[:-1], 8, chunk_size=500)
+    other = pretraining.create_pretraining_examples(corpus, tokenizer, dataclasses.replace(args[1], seed=8),
+                                                    chunk_size=500)
     assert not np.array_equal(other["input_ids"], expected["input_ids"])
 
 
 def test_more_shards_than_examples(tmp_path):
     corpus = pretraining.TokenizedCorpus.from_documents([[[7, 8, 9]], [[10, 11]]])
     outputs = [str(tmp_path / f"s{i}") for i in range(5)]
-    stats = pretraining.write_pretraining_data(corpus, outputs, 16, 3, 0.15, 0.0, 1, 20, 2, 3, 4, [0, 1, 2, 3, 4],
-                                               seed=1)
+    ids = SimpleNamespace(vocab_size=20, cls_id=2, sep_id=3, mask_id=4, special_ids=[0, 1, 2, 3, 4])
+    stats = pretraining.write_pretraining_data(corpus, outputs, ids, PretrainingDataConfig(16, 3, 0.15, 0.0, 1, seed=1))
     assert [s["examples"] for s in stats] == [0, 0, 1, 0, 1]
     assert all(os.path.exists(p) for p in outputs)
     got = _read_records(outputs, 16, 3)
@@ -308,11 +315,10 @@ def test_text_dataset_remasks_each_epoch(tokenizer):
     documents = [document[:2] for document in iter_documents(max_bytes=400_000)]
 
     def stream(seed):
-        return pretraining.text_dataset(lambda: iter(documents), tokenizer, batch_size=8, max_seq_length=64,
-                                        max_predictions_per_seq=10, seed=seed)
+        return pretraining.text_dataset(lambda: iter(documents), tokenizer, _stream_config(64, 10, seed), batch_size=8)
 
     per_epoch = sum(1 for _ in pretraining.text_dataset(
-        lambda: iter(documents), tokenizer, 8, 64, 10, seed=1, is_training=False))
+        lambda: iter(documents), tokenizer, _stream_config(64, 10, seed=1), 8, is_training=False))
     assert 40 < per_epoch < 90  # one or two pairs per document, 8 per batch
     batches = list(stream(1).take(3 * per_epoch).as_numpy_iterator())
     assert batches[0]["input_word_ids"].shape == (8, 64)
@@ -374,12 +380,13 @@ def _streamed(dataset):
 
 def test_text_dataset_masking_statistics_on_real_text(real_documents, tokenizer, tmp_path):
     documents = list(iter_documents(max_bytes=150_000))
-    dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, 32, 64, 10, seed=2, is_training=False)
+    dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, _stream_config(64, 10, seed=2), 32,
+                                       is_training=False)
     # The same element structure as the TFRecord path (training: fixed batch size in both).
     path = str(tmp_path / "data.tfrecord")
     pretraining.write_examples(_build(real_documents[:20], tokenizer, max_seq_length=64), path)
     for is_training in (False, True):
-        assert (pretraining.text_dataset(lambda: iter(documents), tokenizer, 32, 64, 10,
+        assert (pretraining.text_dataset(lambda: iter(documents), tokenizer, _stream_config(64, 10), 32,
                                          is_training=is_training).element_spec ==
                 pretraining.tfrecord_dataset(path, 32, 64, 10, is_training=is_training).element_spec)
 
@@ -415,7 +422,7 @@ def test_text_dataset_pairs_as_the_static_path(tokenizer):
     static = pretraining.create_instance_spans(corpus, 50, 64, 0.1, np.random.default_rng(0))
     expected = static["next_sentence_labels"].mean()
     per_epoch = len(static["a_start"]) // 50 // 32
-    dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, 32, 64, 10, seed=4)
+    dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, _stream_config(64, 10, seed=4), 32)
     labels = np.concatenate([b["next_sentence_labels"] for b in dataset.take(8 * per_epoch).as_numpy_iterator()])
     assert 0.5 < expected < 0.65, expected
     assert abs(labels.mean() - expected) < 0.035, (labels.mean(), expected)
@@ -440,7 +447,7 @@ def test_text_dataset_random_segments_come_from_anywhere(tokenizer):
     document_of = {tokenizer.vocab.index(w): d for d, w in enumerate(words)}
 
     def distances(shuffle_buffer):
-        dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, 16, 16, 2, seed=1,
+        dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, _stream_config(16, 2, seed=1), 16,
                                            is_training=False, document_buffer=10, chunk_documents=5,
                                            document_shuffle_buffer=shuffle_buffer)
         found = []
@@ -459,22 +466,31 @@ def test_text_dataset_random_segments_come_from_anywhere(tokenizer):
     assert np.median(shuffled) > 40, np.median(shuffled)
 
 
-def test_text_dataset_whole_word_masking(tokenizer):
-    documents = list(iter_documents(max_bytes=60_000))
-    examples = _streamed(pretraining.text_dataset(lambda: iter(documents), tokenizer, 32, 64, 10,
-                                                  whole_word_mask=True, seed=3, is_training=False))
+def _whole_words_kept(examples, tokenizer):
+    """Fraction of "##" pieces right after a non-special piece (so of its word) masked exactly when that piece is,
+    and their number."""
     weights = examples["masked_lm_weights"] > 0
     rows = np.nonzero(weights)[0]
     original = examples["input_ids"].copy()
     original[rows, examples["masked_lm_positions"][weights]] = examples["masked_lm_ids"][weights]
     is_masked = np.zeros_like(original, bool)
     is_masked[rows, examples["masked_lm_positions"][weights]] = True
-    word_start = pretraining.word_start_table(tokenizer.vocab)
     special = np.isin(original, list(tokenizer.special_ids))
+    joined = continuation_pieces(tokenizer.vocab)[original[:, 1:]] & ~special[:, :-1] & (
+        examples["input_mask"][:, 1:] > 0)
+    return np.mean(is_masked[:, 1:][joined] == is_masked[:, :-1][joined]), joined.sum()
+
+
+def test_text_dataset_whole_word_masking(tokenizer):
+    documents = list(iter_documents(max_bytes=60_000))
+    examples = _streamed(pretraining.text_dataset(lambda: iter(documents), tokenizer,
+                                                  _stream_config(64, 10, seed=3, whole_word_mask=True), 32,
+                                                  is_training=False))
+    weights = examples["masked_lm_weights"] > 0
     # A "##" piece right after a non-special piece belongs to its word: masked exactly when that piece is.
-    joined = ~word_start[original[:, 1:]] & ~special[:, :-1] & (examples["input_mask"][:, 1:] > 0)
-    assert joined.sum() > 100
-    assert (is_masked[:, 1:][joined] == is_masked[:, :-1][joined]).all()
+    kept, joined = _whole_words_kept(examples, tokenizer)
+    assert joined > 100
+    assert kept == 1.0
     # Never more than the budget; whole words make some rows stop short of it.
     lengths = examples["input_mask"].sum(1)
     budget = np.minimum(10, np.maximum(1, np.round(lengths * 0.15)))
@@ -484,8 +500,8 @@ def test_text_dataset_whole_word_masking(tokenizer):
 def test_text_dataset_bad_input(tmp_path, tokenizer):
     def stream(*paths, **kwargs):
         files = [str(p) for p in paths]
-        return pretraining.text_dataset(lambda: pretraining.read_documents(files), tokenizer, 4, 32, 5,
-                                        is_training=False, source=f"--input_files={','.join(files)}", **kwargs)
+        return pretraining.text_dataset(lambda: pretraining.read_documents(files), tokenizer, _stream_config(32, 5),
+                                        4, is_training=False, source=f"--input_files={','.join(files)}", **kwargs)
 
     # Single-sentence documents, an empty file and a 20,000-word line: every B from another document,
     # the long line cut to the sequence length.
@@ -505,3 +521,83 @@ def test_text_dataset_bad_input(tmp_path, tokenizer):
     bad.write_bytes("ok line\n\nna\u00efve caf\u00e9\n".encode("latin-1"))
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"latin1.txt:3: not valid UTF-8"):
         list(stream(singles, bad))
+
+
+def test_config_names_the_bad_value():
+    with pytest.raises(ValueError, match=r"max_seq_length=4; expected >= 5"):
+        PretrainingDataConfig(max_seq_length=4)
+    with pytest.raises(ValueError, match=r"masked_lm_prob=0.0; expected in \(0, 1\]"):
+        PretrainingDataConfig(masked_lm_prob=0.0)
+
+
+def test_text_is_not_taken_for_tfrecords(tmp_path, tokenizer):
+    # Issue 15 bug 1: this corpus was read as an (empty) TFRecord file and training waited forever.
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("Hi.\n\nYo.\n")
+    assert not pretraining.holds_tfrecords([str(corpus)])
+    for is_training in (True, False):
+        with pytest.raises(ValueError, match=f"{corpus}: not a TFRecord file"):
+            pretraining.tfrecord_dataset(str(corpus), 8, 16, 2, is_training=is_training)
+    empty = tmp_path / "empty.tfrecord"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="every file is empty; training needs at least one record"):
+        pretraining.tfrecord_dataset(str(empty), 8, 16, 2)
+    # As text, two one-word documents make a pair each, B from the other document (a training stream
+    # gathers its batches over epochs: ~26 s to fill its shuffle buffer here, so one pass is tested).
+    batch = next(pretraining.text_dataset(lambda: pretraining.read_documents([str(corpus)]), tokenizer,
+                                          _stream_config(16, 2), 8, is_training=False).as_numpy_iterator())
+    assert batch["input_word_ids"].shape == (2, 16) and batch["next_sentence_labels"].tolist() == [1, 1]
+    assert batch["input_mask"].sum(1).tolist() == [7, 7]  # [CLS] hi . [SEP] yo . [SEP]
+    # One document can make no pair: a training stream raises instead of waiting for a first batch.
+    one = tmp_path / "one.txt"
+    one.write_text("Hi.\nYo.\n")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="found 1 document"):
+        next(iter(pretraining.text_dataset(lambda: pretraining.read_documents([str(one)]), tokenizer,
+                                           _stream_config(16, 2), 8)))
+
+
+def _masked_by_both_paths(features, tokenizer, whole_word):
+    """The same packed rows masked by the numpy path (static) and by MaskedLMMasker (tf, dynamic)."""
+    config = PretrainingDataConfig(128, 20, 0.15, whole_word_mask=whole_word)
+    static = pretraining.mask_tokens(features, config, tokenizer.vocab_size, tokenizer.mask_id, tokenizer.special_ids,
+                                     np.random.default_rng(1),
+                                     continuation_pieces(tokenizer.vocab) if whole_word else None)
+    masker = MaskedLMMasker(tokenizer.vocab_size, tokenizer.mask_id, tokenizer.special_ids, 20, 0.15,
+                            whole_word_mask=whole_word, vocab=tokenizer.vocab if whole_word else None, seed=1)
+    outputs = masker({"input_word_ids": features["input_ids"], "input_mask": features["input_mask"]})
+    dynamic = dict(features, input_ids=outputs["input_word_ids"].numpy(),
+                   **{name: outputs[name].numpy() for name in ("masked_lm_positions", "masked_lm_ids",
+                                                               "masked_lm_weights")})
+    return static, dynamic
+
+
+def test_numpy_and_tf_masking_are_one_rule(real_documents, tokenizer):
+    # The static (numpy) and dynamic (tf) paths on the same packed rows of real text: the same budget per
+    # row, masking rate, 80/10/10 shares and whole-word grouping; only their random draws differ.
+    corpus = pretraining.TokenizedCorpus.from_documents(real_documents[:300])
+    spans = pretraining.create_instance_spans(corpus, 1, 128, 0.1, np.random.default_rng(0))
+    features = pretraining.pack_spans(corpus.tokens, spans, 128, tokenizer.cls_id, tokenizer.sep_id)
+    lengths = features["input_mask"].sum(1)
+    budget = np.minimum(20, np.maximum(1, np.round(lengths * 0.15)))
+    assert len(lengths) > 500
+    for whole_word in (False, True):
+        static, dynamic = _masked_by_both_paths(features, tokenizer, whole_word)
+        stats = [pretraining.example_statistics(examples, tokenizer.mask_id) for examples in (static, dynamic)]
+        counts = [(examples["masked_lm_weights"] > 0).sum(1) for examples in (static, dynamic)]
+        for name in ("masked_fraction", "mask_token_fraction", "kept_fraction", "random_token_fraction"):
+            assert abs(stats[0][name] - stats[1][name]) < 0.015, (whole_word, name, stats)
+        assert abs(stats[0]["mask_token_fraction"] - 0.8) < 0.02 and abs(stats[1]["kept_fraction"] - 0.1) < 0.02
+        for examples in (static, dynamic):  # never special ids, [UNK] included
+            assert not np.isin(examples["masked_lm_ids"][examples["masked_lm_weights"] > 0],
+                               list(tokenizer.special_ids)).any()
+        if whole_word:  # never past the budget; every word whole; "##" pieces as often among the targets
+            assert all((c <= budget).all() for c in counts)
+            assert abs(counts[0].mean() - counts[1].mean()) < 0.02 * budget.mean(), (counts[0].mean(), counts[1].mean())
+            kept = [_whole_words_kept(examples, tokenizer) for examples in (static, dynamic)]
+            assert kept[0] == kept[1] == (1.0, kept[0][1]) and kept[0][1] > 500, kept
+            pieces = [continuation_pieces(tokenizer.vocab)[e["masked_lm_ids"][e["masked_lm_weights"] > 0]].mean()
+                      for e in (static, dynamic)]
+            assert pieces[0] > 0.05 and abs(pieces[0] - pieces[1]) < 0.015, pieces
+        else:
+            np.testing.assert_array_equal(counts[0], budget)
+            np.testing.assert_array_equal(counts[1], budget)

