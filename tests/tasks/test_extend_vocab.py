@@ -33,7 +33,7 @@ DOMAIN = [
 OLD_TEXTS = ["The cat sat on the mat.", "Dogs run fast, 42 times!", "Hello world"]
 
 
-def _write_tiny(tmp_path, fmt):
+def write_tiny_checkpoint(tmp_path, fmt):
     """A random 2-layer pretrainer with random MLM bias over letters + [unused0..1], saved as `fmt`."""
     chars = string.ascii_lowercase + string.digits
     vocab = ["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused1]", *string.punctuation,
@@ -60,7 +60,7 @@ def _encode(encoder, tokenizer, texts):
 
 @pytest.mark.parametrize("fmt", ["google", "huggingface", "keras"])
 def test_extension_keeps_old_texts_and_initialises_new_rows(tmp_path, fmt):
-    old_path, old_vocab = _write_tiny(tmp_path, fmt)
+    old_path, old_vocab = write_tiny_checkpoint(tmp_path, fmt)
     domain = tmp_path / "domain.txt"
     domain.write_text("\n".join(DOMAIN * 3) + "\n")
     result = extend_checkpoint_vocab(old_path, str(domain), num_new_tokens=4, output_dir=tmp_path / "new")
@@ -101,7 +101,7 @@ def test_extension_keeps_old_texts_and_initialises_new_rows(tmp_path, fmt):
 
 
 def test_pretraining_continues_from_extended_checkpoint(tmp_path):
-    old_path, _ = _write_tiny(tmp_path, "google")
+    old_path, _ = write_tiny_checkpoint(tmp_path, "google")
     domain = tmp_path / "domain.txt"
     domain.write_text("\n".join(DOMAIN * 3) + "\n")
     result = extend_checkpoint_vocab(old_path, str(domain), num_new_tokens=4, output_dir=tmp_path / "new")
