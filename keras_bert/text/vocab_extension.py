@@ -9,7 +9,8 @@ turn a domain word the vocab could split into [UNK] (a dead end of the greedy ma
 New tokens go first into the `[unusedK]` slots of Google's released vocabs (in id order), then are
 appended, so every old token keeps its id. A word whose new tokenization uses no new piece gets the old
 pieces: each greedy step picks the longest match, and if that match is an old token it was also the
-longest among the old tokens.
+longest among the old tokens. (The one exception, a word outside the domain that the greedy match of a new
+piece leads to a dead end and so to [UNK], needs a character without its "##" piece in the vocab.)
 """
 
 import dataclasses
