@@ -71,8 +71,7 @@ def extend_checkpoint_vocab(init_checkpoint, files_or_lines, num_new_tokens, out
     config, weights = read_checkpoint(init_checkpoint)
     check_vocab_size(config, len(vocab), vocab_file)
     word_counts = count_words(files_or_lines, lower_case=lower_case, max_lines=max_lines)
-    chosen = dict(choose_new_tokens(word_counts, vocab, num_new_tokens, lower_case=lower_case,
-                                    min_frequency=min_frequency))
+    chosen = dict(choose_new_tokens(word_counts, vocab, num_new_tokens, min_frequency=min_frequency))
     extension = extend_vocab(vocab, list(chosen), tokens_saved=chosen)
     config, weights = resize_vocab(config, weights, len(extension.vocab), extension.pieces)
     if any(name.startswith("cls/") for name in weights.arrays):

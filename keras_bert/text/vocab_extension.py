@@ -91,15 +91,13 @@ def _candidate_words(words, candidates):
     return found
 
 
-def choose_new_tokens(word_counts, vocab, num_new_tokens, lower_case=True, min_frequency=2,
-                      candidate_vocab_size=None):
+def choose_new_tokens(word_counts, vocab, num_new_tokens, min_frequency=2, candidate_vocab_size=None):
     """The up to `num_new_tokens` pieces that save the most WordPiece tokens on a domain's words.
 
     Args:
         word_counts: dict str -> int, the domain's words as `vocab_learner.count_words` counts them.
         vocab: list of str, the current vocab.
         num_new_tokens: int > 0, how many pieces to choose.
-        lower_case: whether the vocab is uncased (as the tokenizer that will use it).
         min_frequency: a learned piece must occur at least this many times in the domain text.
         candidate_vocab_size: size of the vocab learned on the domain for candidates (default: the current
             vocab's size).
@@ -112,8 +110,8 @@ def choose_new_tokens(word_counts, vocab, num_new_tokens, lower_case=True, min_f
         raise ValueError(f"num_new_tokens={num_new_tokens}; expected a positive number of tokens to add.")
     known = set(vocab)
     learned = vocab_learner.learn_wordpiece_vocab(
-        None, vocab_size=candidate_vocab_size or len(vocab), lower_case=lower_case,
-        min_frequency=min_frequency, word_counts=word_counts)
+        None, vocab_size=candidate_vocab_size or len(vocab), min_frequency=min_frequency,
+        word_counts=word_counts)
     candidates = {token for token in learned if token not in known and token not in vocab_lib.RESERVED_TOKENS}
     words = sorted(word for word in word_counts if len(word) <= MAX_CHARS_PER_WORD)
     counts = [word_counts[word] for word in words]

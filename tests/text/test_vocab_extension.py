@@ -52,7 +52,7 @@ def test_extend_vocab_fills_unused_then_appends():
     assert extension.new_ids == {"tokenizer": unused0, "##izer": unused1, "bert": len(VOCAB)}
     assert extension.vocab[unused0] == "tokenizer" and extension.vocab[-1] == "bert"
     assert len(extension.vocab) == len(VOCAB) + 1 and extension.num_unused_filled == 2
-    assert extension.old_size == len(VOCAB)
+    assert extension.old_size == len(VOCAB) and extension.tokens_saved == {"bert": 3}
     # Every other token keeps its id.
     assert all(extension.vocab[i] == t for i, t in enumerate(VOCAB) if not t.startswith("[unused"))
     ids = {t: i for i, t in enumerate(VOCAB)}
