@@ -62,7 +62,7 @@ def extend_checkpoint_vocab(init_checkpoint, files_or_lines, num_new_tokens, out
         so a text whose tokenization uses no new token gets the old ids and the old encoder outputs. Heads
         are written when `init_checkpoint` has them.
     """
-    init_checkpoint = os.fspath(init_checkpoint)
+    init_checkpoint, output_dir = os.fspath(init_checkpoint), os.fspath(output_dir)
     vocab_file = find_vocab_file(init_checkpoint)
     if vocab_file is None:
         raise FileNotFoundError(f"{init_checkpoint}: no vocab.txt beside the checkpoint; expected the "
