@@ -160,7 +160,12 @@ def load_pretrainer(path, dtype=None):
             pretrainer = BertPretrainer(encoder)
             report_missing_heads(path, ["masked_lm", "next_sentence"])
         return pretrainer
-    config, weights = read_checkpoint(path)
+    return pretrainer_from_weights(*read_checkpoint(path), dtype=dtype)
+
+
+def pretrainer_from_weights(config, weights, dtype=None):
+    """A `BertPretrainer` of `config` (built with the dtype policy `dtype`) holding `weights` (a
+    `CheckpointWeights`), its heads as `load_pretrainer` takes them."""
     encoder = BertEncoder(config, dtype=dtype)
     used = assign_encoder(encoder, weights)
     pretrainer = BertPretrainer(encoder)

@@ -9,6 +9,7 @@ official/nlp/tasks), so that the recipes only turn flags into these calls.
   ner.py                 CoNLL tags, predictions in conlleval's format, entity-level scores
   multiple_choice.py     SWAG: predictions CSV and accuracy
   feature_extraction.py  per-token vectors of chosen layers as JSON lines (the paper's feature-based use)
+  extend_vocab.py        domain WordPieces added to a checkpoint's vocab, embeddings and MLM bias resized
 
 Errors name the data (file, line, value) they reject; a recipe adds the flag the value came from.
 """

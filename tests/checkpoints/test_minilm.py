@@ -159,3 +159,23 @@ def test_save_huggingface_loads_in_transformers(encoder, batch, reference, tmp_p
     np.testing.assert_array_equal(out.last_hidden_state.numpy(), reference[0])
     np.testing.assert_array_equal(out.pooler_output.numpy(), reference[1])
 
+
+
+@pytest.mark.slow
+def test_extended_vocab_keeps_old_text(tmp_path):
+    """Real checkpoint: new tokens go to [unused0..] (ids 1, 2, ...); old sentences keep ids and outputs."""
+    from keras_bert.tasks.extend_vocab import extend_checkpoint_vocab
+    from keras_bert.text import BertPreprocessor, BertTokenizer
+
+    domain = ["Tensorflow shards tensors; pytorch shards tensors too."] * 3
+    result = extend_checkpoint_vocab(MINILM, domain, num_new_tokens=3, output_dir=tmp_path / "extended")
+    assert sorted(result.extension.new_ids.values()) == [1, 2, 3]  # [unused0], [unused1], [unused2]
+    texts = tf.constant([text for pair in SENTENCES for text in pair if text])
+    outputs = []
+    for path, vocab in ((MINILM, find_vocab_file(MINILM)), (result.path, find_vocab_file(result.path))):
+        inputs = BertPreprocessor(BertTokenizer(vocab), seq_length=32)(texts)
+        outputs.append((inputs["input_word_ids"].numpy(), BertEncoder.from_pretrained(path)(inputs)))
+    (old_ids, old_out), (new_ids, new_out) = outputs
+    np.testing.assert_array_equal(new_ids, old_ids)
+    for name in ("sequence_output", "pooled_output"):
+        assert np.abs(np.asarray(new_out[name]) - np.asarray(old_out[name])).max() <= 1e-6

@@ -1,0 +1,102 @@
+"""Adapting a checkpoint to a domain's words: new WordPieces in the vocab, resized embeddings and MLM bias,
+written in the checkpoint's own format so that pre-training and fine-tuning continue from it unchanged."""
+
+import dataclasses
+import logging
+import os
+import tempfile
+
+from keras_bert.checkpoints import (
+    assign_encoder,
+    detect_format,
+    find_vocab_file,
+    read_checkpoint,
+    save_google_checkpoint,
+    save_huggingface,
+    save_pretrained,
+)
+from keras_bert.checkpoints.vocab_resize import resize_vocab
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.models.pretrainer import pretrainer_from_weights
+from keras_bert.tasks.finetuning import check_vocab_size
+from keras_bert.text import vocab as vocab_lib
+from keras_bert.text.vocab_extension import choose_new_tokens, extend_vocab, tokens_per_word
+from keras_bert.text.vocab_learner import count_words
+
+logger = logging.getLogger("keras_bert")
+
+GOOGLE_PREFIX = "bert_model.ckpt"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtendedCheckpoint:
+    """What `extend_checkpoint_vocab` wrote: `path` (the checkpoint to pass as init_checkpoint), the
+    `extension` (new vocab, new ids, their old pieces) and the domain's mean WordPiece tokens per word
+    with the old and the new vocab."""
+
+    path: str
+    extension: object
+    tokens_per_word_before: float
+    tokens_per_word_after: float
+
+
+def extend_checkpoint_vocab(init_checkpoint, files_or_lines, num_new_tokens, output_dir, lower_case=True,
+                            max_lines=None, min_frequency=2):
+    """Adds the `num_new_tokens` WordPieces that shorten the domain text most to a checkpoint's vocab.
+
+    Args:
+        init_checkpoint: a checkpoint in any supported format, with `vocab.txt` beside it.
+        files_or_lines: the domain text: a path or glob, a list of them, or an iterable of lines.
+        num_new_tokens: int, how many pieces to add (fewer when no more save a token).
+        output_dir: directory to write; it gets `vocab.txt` and the weights + config in the format of
+            `init_checkpoint` (Google `bert_model.ckpt` + `bert_config.json`, Hugging Face `config.json` +
+            `model.safetensors`, or our `model.keras`; other files of the input, such as tokenizer.json, are
+            not copied).
+        lower_case: whether the checkpoint's tokenizer is uncased.
+        max_lines: read at most this many lines of the domain text.
+        min_frequency: a new piece must occur at least this many times in the domain text.
+
+    Returns:
+        an `ExtendedCheckpoint`. The new tokens fill `[unusedK]` slots first, then are appended; their
+        word-embedding and MLM-bias rows are the mean of those of their old pieces; every old row is kept,
+        so a text whose tokenization uses no new token gets the old ids and the old encoder outputs. Heads
+        are written when `init_checkpoint` has them.
+    """
+    init_checkpoint, output_dir = os.fspath(init_checkpoint), os.fspath(output_dir)
+    vocab_file = find_vocab_file(init_checkpoint)
+    if vocab_file is None:
+        raise FileNotFoundError(f"{init_checkpoint}: no vocab.txt beside the checkpoint; expected the "
+                                f"WordPiece vocab the checkpoint was trained with")
+    vocab = vocab_lib.load_vocab(vocab_file)
+    config, weights = read_checkpoint(init_checkpoint)
+    check_vocab_size(config, len(vocab), vocab_file)
+    word_counts = count_words(files_or_lines, lower_case=lower_case, max_lines=max_lines)
+    chosen = dict(choose_new_tokens(word_counts, vocab, num_new_tokens, min_frequency=min_frequency))
+    extension = extend_vocab(vocab, list(chosen), tokens_saved=chosen)
+    config, weights = resize_vocab(config, weights, len(extension.vocab), extension.pieces)
+    if any(name.startswith("cls/") for name in weights.arrays):
+        model = pretrainer_from_weights(config, weights)
+    else:
+        model = BertEncoder(config)
+        assign_encoder(model, weights)
+    path = _save(model, detect_format(init_checkpoint), output_dir, extension.vocab)
+    logger.info("%s: %d new tokens (%d in [unusedK] slots, %d appended), vocab_size %d -> %d",
+                path, len(chosen), extension.num_unused_filled, len(chosen) - extension.num_unused_filled,
+                len(vocab), len(extension.vocab))
+    return ExtendedCheckpoint(path=path, extension=extension,
+                              tokens_per_word_before=tokens_per_word(word_counts, vocab),
+                              tokens_per_word_after=tokens_per_word(word_counts, extension.vocab))
+
+
+def _save(model, fmt, output_dir, vocab):
+    """Writes `model` + `vocab` to `output_dir` in the format `fmt`; returns the checkpoint path."""
+    os.makedirs(output_dir, exist_ok=True)
+    # The writers copy vocab.txt in with their atomic renames, so it never sits beside the old weights.
+    with tempfile.TemporaryDirectory(dir=output_dir, prefix=".vocab-") as tmp:
+        vocab_file = os.path.join(tmp, "vocab.txt")
+        vocab_lib.save_vocab(vocab, vocab_file)
+        if fmt == "google":
+            return save_google_checkpoint(model, os.path.join(output_dir, GOOGLE_PREFIX), vocab_file)
+        if fmt == "huggingface":
+            return save_huggingface(model, output_dir, vocab_file)
+        return save_pretrained(model, output_dir, vocab_file)

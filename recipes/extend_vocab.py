@@ -1,0 +1,43 @@
+"""Extends a checkpoint's WordPiece vocab with the pieces that shorten a domain's text most.
+
+    python -m recipes.extend_vocab --init_checkpoint=DIR --input_files='domain/*.txt' \\
+        --num_new_tokens=1000 --output_dir=OUT
+
+New tokens fill the vocab's [unusedK] slots first, then are appended; their word-embedding and MLM-bias
+rows start as the mean of the rows of the pieces the old vocab split them into. OUT holds vocab.txt and the
+weights + config in the input's format (heads kept), ready for `recipes.pretrain --init_checkpoint=OUT`.
+"""
+
+from absl import app, flags
+
+from recipes import common
+
+flags.DEFINE_string("init_checkpoint", None, "The checkpoint to extend (any format), vocab.txt beside it.")
+flags.DEFINE_list("input_files", None, "Comma-separated domain text files or globs.")
+flags.DEFINE_integer("num_new_tokens", 1000, "How many WordPieces to add.", lower_bound=1)
+flags.DEFINE_string("output_dir", None, "Where to write the extended checkpoint.")
+flags.DEFINE_bool("do_lower_case", True, "The checkpoint is uncased (lower-case + strip accents).")
+flags.DEFINE_integer("max_lines", None, "Read at most this many domain lines (default: all).")
+flags.DEFINE_integer("min_frequency", 2, "A new piece must occur at least this many times.")
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    del argv
+    from keras_bert.tasks.extend_vocab import extend_checkpoint_vocab
+
+    if not FLAGS.init_checkpoint or not FLAGS.input_files or not FLAGS.output_dir:
+        raise app.UsageError("--init_checkpoint, --input_files and --output_dir are required.")
+    with common.flag_errors("init_checkpoint", "input_files"):
+        result = extend_checkpoint_vocab(
+            FLAGS.init_checkpoint, FLAGS.input_files, FLAGS.num_new_tokens, FLAGS.output_dir,
+            lower_case=FLAGS.do_lower_case, max_lines=FLAGS.max_lines, min_frequency=FLAGS.min_frequency)
+    extension = result.extension
+    print(f"Added {len(extension.new_ids)} tokens ({extension.num_unused_filled} in [unusedK] slots), "
+          f"vocab {extension.old_size} -> {len(extension.vocab)}; domain tokens per word "
+          f"{result.tokens_per_word_before:.4f} -> {result.tokens_per_word_after:.4f}")
+    print(f"Extended checkpoint: {result.path} (continue with recipes.pretrain --init_checkpoint={result.path})")
+
+
+if __name__ == "__main__":
+    app.run(main)
