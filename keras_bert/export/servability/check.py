@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 from .c_api import TensorFlowCApi
-from .codec import load_check_arrays
+from .codec import json_outputs, load_check_arrays
 from .errors import ServabilityError
 from .ops import DEFAULT_SERVING_VERSION, op_report, saved_model_ops
 from .warmup import warmup_requests
@@ -19,7 +19,7 @@ def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSIO
         export_dir: a version directory (`.../<version>` holding saved_model.pb).
         runs: list of (signature, inputs, expected): inputs {key: numpy array} (bytes/object arrays for
             strings); expected {output key: numpy array} or None; every output present in `expected`
-            must match within `atol` (max abs difference) and in shape.
+            must match within `atol` (max abs difference; strings exactly) and in shape.
         serving_version: the TF Serving release whose tf-text ops the graph must stay within.
         api: a `TensorFlowCApi` to reuse across exports.
 
@@ -60,6 +60,10 @@ def _compare(export_dir, signature, key, outputs, want, atol):
     got = outputs[key]
     if got.shape != np.shape(want):
         raise ServabilityError(f"{where}: output {key!r} has shape {got.shape}, expected {np.shape(want)}")
+    if got.dtype == object:  # strings: byte-exact
+        if not np.array_equal(got, want):
+            raise ServabilityError(f"{where}: output {key!r} is {got.tolist()}, expected {np.asarray(want).tolist()}")
+        return 0.0
     diff = float(np.max(np.abs(got.astype(np.float64) - want))) if got.size else 0.0
     if not diff <= atol:
         raise ServabilityError(f"{where}: output {key!r} differs from the expected values by {diff:.3g} "
@@ -82,6 +86,6 @@ def run_checks(jobs, atol=1e-4, serving_version=DEFAULT_SERVING_VERSION):
             summaries.append({"export_dir": os.fspath(job["export_dir"]), "error": str(e)})
             continue
         for run in report["runs"]:
-            run["outputs"] = {k: v.tolist() for k, v in run["outputs"].items() if v.dtype != object}
+            run["outputs"] = json_outputs(run["outputs"])
         summaries.append(report)
     return summaries

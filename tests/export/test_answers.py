@@ -1,0 +1,176 @@
+"""Finished answers served by TF Serving's C++ loader (C API, fresh process): entities equal run_ner's
+predictions file, windowed classification equals the average over hand-made windows, `choice`, pooling."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert import BertClassifier, BertConfig, BertEncoder, BertMultipleChoice, BertTokenClassifier
+from keras_bert.data.features import WordPieceLookup
+from keras_bert.export import ExportError, export_saved_model, servability
+from keras_bert.metrics.conll import extract_chunks
+from keras_bert.tasks import ner
+from keras_bert.text import BertPreprocessor, BertTokenizer
+from keras_bert.text.windows import pick_max_context, piece_windows
+
+WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox", "jump", "##s", "over",
+         "lazy", "dog", ".", ",", "a", "is", "hello", "world", "##ing", "?", "what", "paris", "##ian"]
+SEQ_LENGTH = 16
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+SENTENCES = [["The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "."],
+             ["Hello", "world", "!"], ["naïve", "Parisian", "fox", "jumping", "?", "what", "a", "dog"],
+             ["a"], ["Zoë", "is", "the", "lazy", "dog,", "hello", "world"]]
+LONG = "hello world the quick brown fox " * 2900  # 92,800 characters: 1,934 windows of 14 pieces
+BAD = [b"", b"\xff\xfe dog \xc3", b" dog ", LONG.encode()]
+
+
+def tiny_config():
+    return BertConfig(vocab_size=len(WORDS), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                      intermediate_size=32, max_position_embeddings=64)
+
+
+@pytest.fixture(scope="module")
+def vocab_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+    path.write_text("\n".join(WORDS) + "\n")
+    return str(path)
+
+
+def _strings(texts):
+    return np.array([t if isinstance(t, bytes) else t.encode() for t in texts], dtype=object)
+
+
+def _entities_of_predictions(path):
+    """(text, [(type, start, end, entity text)]) per sentence of a `token gold predicted` file, the text
+    being the tokens joined by spaces."""
+    blocks = [b for b in open(path, encoding="utf-8").read().split("\n\n") if b.strip()]
+    result = []
+    for block in blocks:
+        rows = [line.split(" ") for line in block.splitlines()]
+        tokens, predicted = [r[0] for r in rows], [r[2] for r in rows]
+        starts = np.cumsum([0] + [len(t) + 1 for t in tokens])
+        text = " ".join(tokens)
+        entities = [(kind, int(starts[first]), int(starts[last] + len(tokens[last])))
+                    for kind, first, last in extract_chunks(predicted)]
+        result.append((text, [(k, s, e, text[s:e]) for k, s, e in entities]))
+    return result
+
+
+def _manual_window_logits(model, tokenizer, text, stride):
+    """Average logits over windows built here in Python: [CLS] + pieces[k*stride : k*stride + 14] + [SEP]."""
+    pieces = tokenizer(tf.constant([text])).to_list()[0]
+    window = SEQ_LENGTH - 2
+    rows = []
+    for begin in range(0, max(1, len(pieces) - window + stride), stride):
+        ids = [tokenizer.cls_id, *pieces[begin:begin + window], tokenizer.sep_id]
+        rows.append(ids + [0] * (SEQ_LENGTH - len(ids)))
+        if begin + window >= len(pieces):
+            break
+    ids = np.array(rows, np.int32)
+    inputs = {"input_word_ids": ids, "input_mask": (ids > 0).astype(np.int32), "input_type_ids": 0 * ids}
+    return np.mean(model.predict(inputs, verbose=0, batch_size=512), axis=0)
+
+
+def test_windows_pick_the_max_context_window():
+    windows = piece_windows(tf.ragged.constant([[1, 2, 3, 4, 5, 6, 7], [], [8, 9]]), 4, 2)
+    assert windows.pieces.to_list() == [[1, 2, 3, 4], [3, 4, 5, 6], [5, 6, 7], [], [8, 9]]
+    # Value = 10 * window + position: piece 4 is position 3 of window 0 (context 0) and 1 of window 1
+    # (context 1); piece 3 has context 1 in window 0 and 0 in window 1; window 2 (3 pieces) gives 6 its middle.
+    values = tf.constant([[10 * w + p for p in range(4)] for w in range(5)])
+    assert pick_max_context(windows, values).to_list() == [[0, 1, 2, 11, 12, 21, 22], [], [40, 41]]
+
+
+@pytest.mark.slow
+def test_served_answers_in_the_c_api(vocab_file, tmp_path):
+    tokenizer = BertTokenizer(vocab_file, lower_case=True)
+    preprocessor = BertPreprocessor(tokenizer, SEQ_LENGTH)
+    encoder = BertEncoder(tiny_config())
+    tagger = BertTokenClassifier(encoder, labels=TAGS)
+    head = tagger.weights[-2]  # the tag kernel: large, so random tags vary from word to word
+    head.assign(np.random.default_rng(0).normal(0, 3, head.shape).astype("float32"))
+    tagger.compile(loss=ner.token_loss())
+    classifier = BertClassifier(encoder, labels=["neg", "pos", "mixed"])
+    choices = BertMultipleChoice(encoder, 2)
+
+    # run_ner's prediction writer on a CoNLL file of SENTENCES.
+    conll = tmp_path / "test.conll"
+    conll.write_text("\n\n".join("\n".join(f"{t} O" for t in s) for s in SENTENCES) + "\n")
+    ner.predict_file(tagger, str(conll), WordPieceLookup(tokenizer), TAGS, SEQ_LENGTH, str(tmp_path / "pred.txt"))
+    expected = _entities_of_predictions(tmp_path / "pred.txt")
+    assert sum(len(e) for _, e in expected) >= 6 and {k for _, e in expected for k, *_ in e} == {"PER", "LOC"}
+
+    stride = 5
+    texts = [text for text, _ in expected]
+    jobs = []
+    for name, model, kwargs, inputs in [
+        ("ner", tagger, {"stride": stride}, {"text": _strings(texts + BAD)}),
+        ("windows", classifier, {"long_text": "windows", "stride": stride}, {"text": _strings(texts + BAD)}),
+    ]:
+        export_dir = export_saved_model(model, tmp_path / name, preprocessor, **kwargs)
+        servability.save_check_arrays(tmp_path / f"{name}.npz", inputs, None)
+        jobs.append({"export_dir": export_dir, "runs": [{"arrays": tmp_path / f"{name}.npz"}]})
+    ids = np.array([[[2, 5, 6, 3], [2, 13, 3, 0]], [[2, 8, 3, 0], [2, 18, 19, 3]]], np.int32)
+    token_ids = {"input_word_ids": ids, "input_mask": (ids > 0).astype(np.int32), "input_type_ids": 0 * ids}
+    for name, model, kwargs, inputs in [
+        ("choice", choices, {}, token_ids),
+        ("cls", encoder, {"pooling": "cls", "normalize": True}, {k: v[:, 1] for k, v in token_ids.items()}),
+    ]:
+        export_dir = export_saved_model(model, tmp_path / name, None, **kwargs)
+        servability.save_check_arrays(tmp_path / f"{name}.npz", inputs, None)
+        jobs.append({"export_dir": export_dir, "runs": [{"signature": "serve_token_ids",
+                                                          "arrays": tmp_path / f"{name}.npz"}]})
+    reports = {r["export_dir"].split("/")[-2]: r for r in servability.check_servable_subprocess(jobs)}
+    for report in reports.values():
+        assert "error" not in report, report["error"]
+        assert report["ops"]["missing"] == {}
+
+    served = reports["ner"]["runs"][0]["outputs"]
+    assert np.shape(served["entity_text"]) == (len(texts) + len(BAD), max(served["entity_count"]))
+    for row, (text, want) in enumerate(expected):
+        count = served["entity_count"][row]
+        got = list(zip(*(served[k][row][:count] for k in ("entity_type", "entity_start", "entity_end",
+                                                            "entity_text")), strict=True))
+        assert got == want, (text, got, want)
+        assert served["entity_text"][row][count:] == [""] * (len(served["entity_text"][row]) - count)
+        assert set(served["entity_start"][row][count:]) <= {-1}
+    # Bad input stays defined: no entity in "", invalid UTF-8 bytes count as one character each, and
+    # every entity of the 92,800-character text is its own span of it.
+    assert served["entity_count"][len(texts)] == 0
+    for row, text in enumerate(BAD, start=len(texts)):
+        decoded = text.decode("utf-8", "replace")
+        for i in range(served["entity_count"][row]):
+            start, end = served["entity_start"][row][i], served["entity_end"][row][i]
+            assert decoded[start:end] == served["entity_text"][row][i] != ""
+    assert served["entity_count"][-1] > 1000
+
+    served = reports["windows"]["runs"][0]["outputs"]
+    for row, text in enumerate([*texts, ""]):  # the long text: 1,934 windows, checked below at 1e-4
+        want = _manual_window_logits(classifier, tokenizer, text, stride)
+        np.testing.assert_allclose(served["logits"][row], want, atol=1e-5)
+        assert served["label"][row] == classifier.labels[int(np.argmax(want))]
+    np.testing.assert_allclose(served["logits"][-1], _manual_window_logits(classifier, tokenizer, LONG, stride),
+                               atol=1e-4)
+    np.testing.assert_allclose(np.sum(served["probabilities"], axis=-1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(served["logits"][len(texts) + 1], served["logits"][len(texts) + 2], atol=1e-6)
+
+    served = reports["choice"]["runs"][0]["outputs"]
+    want = choices.predict(token_ids, verbose=0)
+    assert served["choice"] == np.argmax(want, axis=-1).tolist()
+
+    served = reports["cls"]["runs"][0]["outputs"]
+    cls = np.asarray(encoder({k: v[:, 1] for k, v in token_ids.items()})["sequence_output"])[:, 0]
+    np.testing.assert_allclose(served["sentence_embedding"], cls / np.linalg.norm(cls, axis=-1, keepdims=True),
+                               atol=1e-5)
+
+
+def test_answer_options_are_checked(vocab_file, tmp_path):
+    preprocessor = BertPreprocessor(BertTokenizer(vocab_file), SEQ_LENGTH)
+    encoder = BertEncoder(tiny_config())
+    with pytest.raises(ExportError, match="long_text='windows' applies to a classifier.*BertTokenClassifier"):
+        export_saved_model(BertTokenClassifier(encoder, 3), tmp_path, preprocessor, long_text="windows")
+    with pytest.raises(ExportError, match="pooling='mean' applies to an encoder; this is a BertClassifier"):
+        export_saved_model(BertClassifier(encoder, 2), tmp_path, preprocessor, pooling="mean")
+    with pytest.raises(ExportError, match=r"stride=15; expected 0 < stride <= 14"):
+        export_saved_model(BertClassifier(encoder, 2), tmp_path, preprocessor, long_text="windows", stride=15)
+    with pytest.raises(ExportError, match="pooling='max'; expected None or one of"):
+        export_saved_model(encoder, tmp_path, preprocessor, pooling="max")
