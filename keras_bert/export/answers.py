@@ -18,7 +18,7 @@ import dataclasses
 import tensorflow as tf
 
 from keras_bert.export import entities
-from keras_bert.text.windows import piece_windows
+from keras_bert.text.windows import default_stride, piece_windows
 
 LONG_TEXT = ("truncate", "windows")
 POOLING = ("cls", "mean")
@@ -54,7 +54,7 @@ class AnswerOptions:
     def window_stride(self, seq_length):
         """The stride in pieces for windows of `seq_length - 2` pieces; ValueError if it does not fit."""
         window = seq_length - 2
-        stride = self.stride or max(1, window // 2)
+        stride = self.stride or default_stride(window)
         if not 0 < stride <= window:
             raise ValueError(f"stride={stride}; expected 0 < stride <= {window} (the sequence length "
                              f"{seq_length} less [CLS] and [SEP])")

@@ -25,6 +25,11 @@ Windows.__doc__ = """Strided windows of a ragged batch of pieces.
 """
 
 
+def default_stride(window_length):
+    """The stride when none is given: half a window."""
+    return max(1, window_length // 2)
+
+
 def piece_windows(pieces, window_length, stride):
     """Windows of `window_length` pieces every `stride` pieces over each row of `pieces` (ragged [batch,
     (n)]): see the module docstring. Returns `Windows`."""

@@ -1,5 +1,5 @@
 """Finished answers served by TF Serving's C++ loader (C API, fresh process): entities equal run_ner's
-predictions file, windowed classification equals the average over hand-made windows, `choice`, pooling."""
+predictions file (windowed alike), windowed classification equals the average over hand-made windows, `choice`, pooling."""
 
 import json
 
@@ -23,7 +23,8 @@ SEQ_LENGTH = 16
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 SENTENCES = [["The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "."],
              ["Hello", "world", "!"], ["naïve", "Parisian", "fox", "jumping", "?", "what", "a", "dog"],
-             ["a"], ["Zoë", "is", "the", "lazy", "dog,", "hello", "world"]]
+             ["a"], ["Zoë", "is", "the", "lazy", "dog,", "hello", "world"],
+             "what is the quick brown fox jumping over , a lazy Parisian dog ? hello world".split() * 3]
 LONG = "hello world the quick brown fox " * 2900  # 92,800 characters: 1,934 windows of 14 pieces
 BAD = [b"", b"\xff\xfe dog \xc3", b" dog ", LONG.encode()]
 
@@ -99,12 +100,14 @@ def test_served_answers_in_the_c_api(vocab_file, tmp_path):
     # run_ner's prediction writer on a CoNLL file of SENTENCES.
     conll = tmp_path / "test.conll"
     conll.write_text("\n\n".join("\n".join(f"{t} O" for t in s) for s in SENTENCES) + "\n")
-    ner.predict_file(tagger, str(conll), WordPieceLookup(tokenizer), TAGS, SEQ_LENGTH, str(tmp_path / "pred.txt"))
+    stride = 5
+    ner.predict_file(tagger, str(conll), WordPieceLookup(tokenizer), TAGS, SEQ_LENGTH, str(tmp_path / "pred.txt"),
+                     stride=stride)
     expected = _entities_of_predictions(tmp_path / "pred.txt")
     assert sum(len(e) for _, e in expected) >= 6 and {k for _, e in expected for k, *_ in e} == {"PER", "LOC"}
 
-    stride = 5
     texts = [text for text, _ in expected]
+    assert len(tokenizer(tf.constant(texts[-1]))) > 3 * SEQ_LENGTH  # read in windows by both
     jobs = []
     for name, model, kwargs, inputs in [
         ("ner", tagger, {"stride": stride}, {"text": _strings(texts + BAD)}),
