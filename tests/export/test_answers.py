@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from export import client
 from keras_bert import BertClassifier, BertConfig, BertEncoder, BertMultipleChoice, BertTokenClassifier
 from keras_bert.checkpoints import CheckpointError, find_vocab_file
 from keras_bert.checkpoints.sentence_transformers import sentence_pooling
@@ -225,3 +226,19 @@ def test_sentence_pooling_reads_modules_json(tmp_path):
     config.write_text(json.dumps({"pooling_mode_cls_token": False, "pooling_mode_max_tokens": True}))
     with pytest.raises(CheckpointError, match=r"1_Pooling/config.json: pooling modes \['pooling_mode_max_tokens'\]"):
         sentence_pooling(tmp_path)
+
+
+def test_client_prints_answers_readably():
+    rows = client.per_example({"outputs": {
+        "entity_count": [1, 0], "entity_type": [["PER"], [""]], "entity_text": [["Zoë"], [""]],
+        "entity_start": [[0], [-1]], "entity_end": [[3], [-1]]}})
+    assert [client.describe(row) for row in rows] == [["entities: PER 'Zoë' [0:3]"], ["entities: none"]]
+    row, = client.per_example({"predictions": [{"label": "pos", "label_id": 1, "probabilities": [0.25, 0.75],
+                                                "logits": [0.0, 1.1]}]})
+    assert client.describe(row) == ["label: pos (p=0.750)"]
+    row, = client.per_example({"choice": [2], "probabilities": [[0.1, 0.2, 0.7]], "label_id": [2]})
+    assert client.describe(row) == ["choice: 2 (p=0.700)"]
+    row, = client.per_example({"predictions": [[0.6, 0.8]]})
+    assert client.describe(row) == ['{"output": [0.6, 0.8]}']
+    row, = client.per_example({"predictions": [{"sentence_embedding": [0.6, 0.8]}]})
+    assert client.describe(row) == ["sentence_embedding: 2 values, norm 1.0000, [0.6000, 0.8000, ...]"]

@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 
+from .answers import check_answers
 from .c_api import TensorFlowCApi
 from .codec import json_outputs, load_check_arrays
 from .errors import ServabilityError
@@ -13,7 +14,8 @@ from .warmup import warmup_requests
 
 
 def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSION, api=None):
-    """Loads `export_dir` as TF Serving does, runs its warmup requests, then each of `runs`.
+    """Loads `export_dir` as TF Serving does, runs its warmup requests, then each of `runs`, checking
+    the served answers of every request (`answers.check_answers`: entity spans, probabilities, argmaxes).
 
     Args:
         export_dir: a version directory (`.../<version>` holding saved_model.pb).
@@ -42,9 +44,10 @@ def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSIO
         warmups = warmup_requests(export_dir)
         report["warmup_requests"] = None if warmups is None else len(warmups)
         for sig, request in warmups or ():
-            model.run(sig, request)
+            check_answers(f"{export_dir} warmup request to {sig!r}", request, model.run(sig, request))
         for signature, inputs, expected in runs:
             outputs = model.run(signature, inputs)
+            check_answers(f"{export_dir} signature {signature!r}", inputs, outputs)
             diffs = {key: _compare(export_dir, signature, key, outputs, want, atol)
                      for key, want in (expected or {}).items()}
             report["runs"].append({"signature": signature, "max_abs_diff": diffs, "outputs": outputs})
