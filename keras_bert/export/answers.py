@@ -5,7 +5,7 @@ chosen ending, sentence embeddings. `saved_model.build_archive` asks this module
     options = AnswerOptions(pooling="mean", normalize=True)        # encoder: + sentence_embedding [b, hidden]
 
 What each model kind serves on top of `saved_model.serving_outputs`:
-    token classifier with `labels`, raw `text`: the entities of `entities.py` (texts of any length);
+    token classifier with `labels`, single raw `text`: the entities of `entities.py` (any length);
     classifier with long_text="windows", raw `text`: logits / probabilities / label_id averaged over strided
         windows (`text.windows`) of the whole text, and `label` (tf.string name) when the model has labels;
     multiple choice: `choice` int32 [b], the index of the most probable ending;
@@ -66,7 +66,7 @@ def check_options(model, kind, signature, preprocessor, options):
     if options.long_text == "windows" and (kind != "classifier" or signature != "text"):
         raise ValueError(f"long_text='windows' applies to a classifier served on single texts (signature "
                          f"'text'); this is a {type(model).__name__} with signature {signature!r}")
-    if preprocessor is not None and (options.long_text == "windows" or serves_entities(model, kind)):
+    if signature == "text" and (options.long_text == "windows" or serves_entities(model, kind)):
         options.window_stride(preprocessor.seq_length)
     if options.pooling is not None and kind != "encoder":
         raise ValueError(f"pooling={options.pooling!r} applies to an encoder; this is a {type(model).__name__}")
@@ -80,7 +80,7 @@ def serves_entities(model, kind):
 def whole_text_outputs(model, kind, preprocessor, texts, options):
     """The raw-text outputs that need the whole text (entities, windowed classification), or None when the
     model kind packs a text into one sequence as usual."""
-    if serves_entities(model, kind):
+    if serves_entities(model, kind) and "text_b" not in texts:
         return entities.entity_outputs(model, preprocessor, texts["text"],
                                        options.window_stride(preprocessor.seq_length))
     if kind == "classifier" and options.long_text == "windows":

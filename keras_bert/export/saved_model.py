@@ -12,7 +12,8 @@ variables/, assets/, assets.extra/tf_serving_warmup_requests) with these signatu
                      (`text`, `text_b`) or, without a preprocessor, the int64 token-id features.
 
 The raw-text endpoints run the given `BertPreprocessor` (the tokenizer and packer layers used in training)
-inside the graph. Outputs are flat dicts of dense tensors, named per model kind (see `serving_outputs`).
+inside the graph. Outputs are flat dicts of dense tensors, named per model kind (see `serving_outputs`);
+`answers.py` adds finished answers (entities, windowed labels, `choice`, `sentence_embedding`).
 """
 
 import os

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from export import client
-from keras_bert import BertClassifier, BertConfig, BertEncoder, BertMultipleChoice, BertTokenClassifier
+from keras_bert import BertClassifier, BertEncoder, BertMultipleChoice, BertTokenClassifier
 from keras_bert.checkpoints import CheckpointError, find_vocab_file
 from keras_bert.checkpoints.sentence_transformers import sentence_pooling
 from keras_bert.data.features import WordPieceLookup
@@ -20,6 +20,7 @@ from keras_bert.text.windows import pick_max_context, piece_windows
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox", "jump", "##s", "over",
          "lazy", "dog", ".", ",", "a", "is", "hello", "world", "##ing", "?", "what", "paris", "##ian"]
+WORDS += [f"[unused{i}]" for i in range(60 - len(WORDS))]  # the 60 ids of the tiny_config fixture
 SEQ_LENGTH = 16
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 SENTENCES = [["The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "."],
@@ -28,11 +29,6 @@ SENTENCES = [["The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "d
              "what is the quick brown fox jumping over , a lazy Parisian dog ? hello world".split() * 3]
 LONG = "hello world the quick brown fox " * 2900  # 92,800 characters: 1,934 windows of 14 pieces
 BAD = [b"", b"\xff\xfe dog \xc3", b" dog ", LONG.encode()]
-
-
-def tiny_config():
-    return BertConfig(vocab_size=len(WORDS), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                      intermediate_size=32, max_position_embeddings=64)
 
 
 @pytest.fixture(scope="module")
@@ -87,10 +83,10 @@ def test_windows_pick_the_max_context_window():
 
 
 @pytest.mark.slow
-def test_served_answers_in_the_c_api(vocab_file, tmp_path):
+def test_served_answers_in_the_c_api(vocab_file, tiny_config, tmp_path):
     tokenizer = BertTokenizer(vocab_file, lower_case=True)
     preprocessor = BertPreprocessor(tokenizer, SEQ_LENGTH)
-    encoder = BertEncoder(tiny_config())
+    encoder = BertEncoder(tiny_config)
     tagger = BertTokenClassifier(encoder, labels=TAGS)
     head = tagger.weights[-2]  # the tag kernel: large, so random tags vary from word to word
     head.assign(np.random.default_rng(0).normal(0, 3, head.shape).astype("float32"))
@@ -171,9 +167,9 @@ def test_served_answers_in_the_c_api(vocab_file, tmp_path):
                                atol=1e-5)
 
 
-def test_answer_options_are_checked(vocab_file, tmp_path):
+def test_answer_options_are_checked(vocab_file, tiny_config, tmp_path):
     preprocessor = BertPreprocessor(BertTokenizer(vocab_file), SEQ_LENGTH)
-    encoder = BertEncoder(tiny_config())
+    encoder = BertEncoder(tiny_config)
     with pytest.raises(ExportError, match="long_text='windows' applies to a classifier.*BertTokenClassifier"):
         export_saved_model(BertTokenClassifier(encoder, 3), tmp_path, preprocessor, long_text="windows")
     with pytest.raises(ExportError, match="pooling='mean' applies to an encoder; this is a BertClassifier"):
