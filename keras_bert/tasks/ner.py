@@ -62,8 +62,9 @@ def _windowed_piece_logits(model, sentences, lookup, max_seq_length, stride, bat
     """(pieces per word, per sentence numpy logits [pieces, num_tags]) through `text.windows`."""
     lookup.ids([token for sentence in sentences for token in sentence.tokens])
     word_ids = [lookup.ids(list(sentence.tokens)) for sentence in sentences]
-    pieces = tf.ragged.constant([[i for ids in words for i in ids] for words in word_ids], tf.int32,
-                                row_splits_dtype=tf.int64)
+    rows = [[i for ids in words for i in ids] for words in word_ids]
+    pieces = tf.RaggedTensor.from_row_lengths(np.asarray([i for row in rows for i in row], np.int32),
+                                              np.asarray([len(row) for row in rows], np.int64))
     window = max_seq_length - 2
     windows = piece_windows(pieces, window, stride or default_stride(window))
     packed = BertPacker.from_tokenizer(lookup.tokenizer, max_seq_length)(windows.pieces)
