@@ -13,6 +13,8 @@ from keras_bert.checkpoints import CheckpointError, find_vocab_file
 from keras_bert.checkpoints.sentence_transformers import sentence_pooling
 from keras_bert.data.features import WordPieceLookup
 from keras_bert.export import ExportError, export_saved_model, servability
+from keras_bert.export.servability import ServabilityError
+from keras_bert.export.servability.answers import check_answers
 from keras_bert.metrics.conll import extract_chunks
 from keras_bert.tasks import ner
 from keras_bert.text import BertPreprocessor, BertTokenizer
@@ -238,3 +240,18 @@ def test_client_prints_answers_readably():
     assert client.describe(row) == ['{"output": [0.6, 0.8]}']
     row, = client.per_example({"predictions": [{"sentence_embedding": [0.6, 0.8]}]})
     assert client.describe(row) == ["sentence_embedding: 2 values, norm 1.0000, [0.6000, 0.8000, ...]"]
+
+
+def test_check_answers_names_a_wrong_span():
+    texts = {"text": np.array(["Zoë flew".encode(), b""], dtype=object)}
+
+    def outputs(start):
+        return {"entity_count": np.array([1, 0], np.int32), "entity_text": np.array([[b"Zo\xc3\xab"], [b""]], object),
+                "entity_type": np.array([[b"PER"], [b""]], object), "entity_start": np.array([[start], [-1]]),
+                "entity_end": np.array([[3], [-1]])}
+
+    check_answers("export", texts, outputs(0))
+    with pytest.raises(ServabilityError, match=r"export: text 0 entity 0 b'Zo\\xc3\\xab' is not text\[1:3\] = 'oë'"):
+        check_answers("export", texts, outputs(1))
+    with pytest.raises(ServabilityError, match=r"choice \[0\] is not the argmax"):
+        check_answers("export", {}, {"probabilities": np.array([[0.2, 0.8]]), "choice": np.array([0])})
