@@ -2,6 +2,7 @@
 
   python -m benchmarks.serving --impl=ours          # export (keras_bert.export), load, time both signatures
   python -m benchmarks.serving --impl=transformers  # BertModel + BertTokenizerFast, torch CPU, no_grad
+  python -m benchmarks.serving --impl=entities      # a NER export: entities (decoded in the graph) vs logits
 
 Base config (12 layers, hidden 768) with random weights and BERT's uncased 30,522-token vocab, seq 128,
 batch 1 and 8. The texts are long enough to fill all 128 positions, so every path computes the same
@@ -9,6 +10,10 @@ shapes. For ours, three figures per batch size:
   text      serving_default of the loaded SavedModel: tf-text WordPiece + packing + encoder, one graph;
   token_ids serve_token_ids of the same SavedModel on the same packed ids: the encoder alone, as served;
   keras     the Keras BertEncoder in a tf.function (inference): the bare forward pass.
+For entities (a BertTokenClassifier with the 9 CoNLL-2003 tags), per batch size: `entities`, serving_default
+on raw text (tokenize with offsets, windows, encoder, chunk decoding), vs `logits`, serve_token_ids of the
+same SavedModel on the packed ids; the texts are cut to one window (126 pieces), so both run the encoder
+once per text and the difference is what tokenizing and decoding in the graph cost.
 Latency is the median of `--repeats` calls after two warm-up calls.
 """
 
@@ -69,12 +74,11 @@ def _time_ours(tf, batch_size, repeats, loaded, preprocessor, forward, tokenize)
     }
 
 
-def run_ours(size, batch_sizes, repeats):
-    tf = common.configure_tensorflow()
+def random_encoder(size):
+    """(a BertEncoder of `size` with random weights, seed 0; the uncased BERT preprocessor, SEQ_LENGTH)."""
     import keras
 
     from keras_bert.config import BertConfig
-    from keras_bert.export import export_saved_model
     from keras_bert.models.encoder import BertEncoder
     from keras_bert.text import BertPreprocessor, BertTokenizer
 
@@ -82,8 +86,14 @@ def run_ours(size, batch_sizes, repeats):
     layers, hidden, heads, intermediate = common.SIZES[size]
     config = BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=heads, intermediate_size=intermediate)
-    encoder = BertEncoder(config)
-    preprocessor = BertPreprocessor(BertTokenizer(vocab_file()), seq_length=common.SEQ_LENGTH)
+    return BertEncoder(config), BertPreprocessor(BertTokenizer(vocab_file()), seq_length=common.SEQ_LENGTH)
+
+
+def run_ours(size, batch_sizes, repeats):
+    tf = common.configure_tensorflow()
+    from keras_bert.export import export_saved_model
+
+    encoder, preprocessor = random_encoder(size)
     forward = tf.function(lambda inputs: encoder(inputs, training=False)["pooled_output"])
     tokenize = tf.function(preprocessor)
     results = {}
@@ -94,6 +104,44 @@ def run_ours(size, batch_sizes, repeats):
         loaded = tf.saved_model.load(version_dir)
         for batch_size in batch_sizes:
             results.update(_time_ours(tf, batch_size, repeats, loaded, preprocessor, forward, tokenize))
+    return {k: round(v, 1) for k, v in results.items()}
+
+
+def one_window_texts(batch_size, tokenizer):
+    """`texts(batch_size)`, each cut to the most words that fit in one window (SEQ_LENGTH - 2 pieces)."""
+    out = []
+    for text in texts(batch_size):
+        words = text.split()
+        while len(tokenizer(" ".join(words))) > common.SEQ_LENGTH - 2:
+            words.pop()
+        out.append(" ".join(words))
+    return out
+
+
+def run_entities(size, batch_sizes, repeats):
+    tf = common.configure_tensorflow()
+    from keras_bert.export import export_saved_model
+    from keras_bert.models.token_classifier import BertTokenClassifier
+
+    encoder, preprocessor = random_encoder(size)
+    tags = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
+    model = BertTokenClassifier(encoder, labels=tags)
+    results = {}
+    with tempfile.TemporaryDirectory() as export_dir:
+        version_dir = export_saved_model(model, export_dir, preprocessor=preprocessor, warmup=False)
+        loaded = tf.saved_model.load(version_dir)
+        serve_entities = loaded.signatures["serving_default"]
+        serve_logits = loaded.signatures["serve_token_ids"]
+        for batch_size in batch_sizes:
+            text = tf.constant(one_window_texts(batch_size, preprocessor.tokenizer))
+            packed = preprocessor(text)
+            entities = serve_entities(text=text)
+            results[f"entities_per_text_b{batch_size}"] = float(tf.reduce_mean(
+                tf.cast(entities["entity_count"], tf.float32)))
+            results[f"entities_b{batch_size}_ms"] = median_latency(
+                lambda text=text: serve_entities(text=text), repeats) * 1e3
+            results[f"logits_b{batch_size}_ms"] = median_latency(
+                lambda packed=packed: serve_logits(**packed), repeats) * 1e3
     return {k: round(v, 1) for k, v in results.items()}
 
 
@@ -139,13 +187,13 @@ def run_transformers(size, batch_sizes, repeats):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--impl", choices=["ours", "transformers"], default="ours")
+    parser.add_argument("--impl", choices=["ours", "transformers", "entities"], default="ours")
     parser.add_argument("--size", choices=sorted(common.SIZES), default="base")
     parser.add_argument("--batch_sizes", default="1,8")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
-    run = run_ours if args.impl == "ours" else run_transformers
+    run = {"ours": run_ours, "transformers": run_transformers, "entities": run_entities}[args.impl]
     common.emit(dict(kind="serving", impl=args.impl, size=args.size, **run(args.size, batch_sizes, args.repeats)))
 
 

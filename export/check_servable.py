@@ -81,7 +81,7 @@ def main(argv):
             failed = True
             continue
         for run in report["runs"]:
-            run["outputs"] = {k: v.tolist() for k, v in run["outputs"].items() if v.dtype != object}
+            run["outputs"] = servability.json_outputs(run["outputs"])
         if FLAGS.rest_response and report["runs"]:
             print(json.dumps(rest_response(report["runs"][0]["outputs"], FLAGS.rest_response)))
         else:

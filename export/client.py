@@ -1,9 +1,11 @@
-"""Sends text to a running TF Serving model server and prints the predictions.
+"""Sends text to a running TF Serving model server and prints the answers, one text at a time.
 
     python export/client.py --model=bert_classifier --text="a great movie" --text="a dull movie"
     python export/client.py --model=bert_squad --text="who?" --text_b="context..." --protocol=grpc
 
 REST (port 8501) needs nothing beyond the standard library; gRPC (port 8500) needs `tensorflow-serving-api`.
+Entities, span answers, labels, the chosen ending and sentence embeddings print as one line each; other
+outputs (logits) as JSON; --raw prints the server's response as it came.
 """
 
 import json
@@ -22,6 +24,7 @@ flags.DEFINE_multi_string("text_b", [], "Second segments (the `text_b` input), o
 flags.DEFINE_enum("protocol", "rest", ["rest", "grpc"], "REST :predict or gRPC PredictionService/Predict.")
 flags.DEFINE_enum("rest_format", "instances", ["instances", "inputs"], "Row (instances) or columnar (inputs).")
 flags.DEFINE_float("timeout", 30.0, "Seconds to wait for the server.")
+flags.DEFINE_bool("raw", False, "Print the response JSON instead of one readable block per text.")
 flags.mark_flags_as_required(["model"])
 
 
@@ -67,6 +70,53 @@ def predict_grpc(target, model, version, signature, inputs, timeout):
     return {name: tf.make_ndarray(proto).tolist() for name, proto in response.outputs.items()}
 
 
+def per_example(result):
+    """A response (REST row or columnar body, or gRPC {name: list}) -> one {output name: value} per text."""
+    if "predictions" in result:
+        return [row if isinstance(row, dict) else {"output": row} for row in result["predictions"]]
+    outputs = result.get("outputs", result)
+    if not isinstance(outputs, dict):
+        outputs = {"output": outputs}
+    return [dict(zip(outputs, values, strict=True)) for values in zip(*outputs.values(), strict=True)]
+
+
+def _str(value):
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def describe(example):
+    """Readable lines of one text's outputs: the finished answers first, the rest as JSON."""
+    lines, shown = [], set()
+    if "entity_count" in example:
+        keys = ("entity_type", "entity_text", "entity_start", "entity_end")
+        spans = list(zip(*(example[k][:example["entity_count"]] for k in keys), strict=True))
+        lines.append("entities: " + (", ".join(f"{_str(kind)} {_str(text)!r} [{start}:{end}]"
+                                               for kind, text, start, end in spans) or "none"))
+        shown.update(keys + ("entity_count",))
+    if "answer" in example:
+        has_answer = example.get("has_answer", True)
+        lines.append(f"answer: {_str(example['answer'])!r} [{example.get('answer_start')}:"
+                     f"{example.get('answer_end')}] score {example.get('score')}"
+                     + ("" if has_answer else " (no answer)"))
+        shown.update(("answer", "answer_start", "answer_end", "score", "has_answer"))
+    name = next((n for n in ("label", "choice", "label_id") if not isinstance(example.get(n, []), list)), None)
+    if name is not None:
+        chosen, probabilities = example.get("choice", example.get("label_id")), example.get("probabilities")
+        p = f" (p={probabilities[chosen]:.3f})" if isinstance(probabilities, list) and chosen is not None else ""
+        lines.append(f"{name}: {_str(example[name])}{p}")
+        shown.update(("label", "choice", "label_id", "probabilities", "logits"))
+    if "sentence_embedding" in example:
+        vector = example["sentence_embedding"]
+        norm = sum(v * v for v in vector) ** 0.5
+        lines.append(f"sentence_embedding: {len(vector)} values, norm {norm:.4f}, "
+                     f"[{', '.join(f'{v:.4f}' for v in vector[:4])}, ...]")
+        shown.add("sentence_embedding")
+    rest = {k: v for k, v in example.items() if k not in shown}
+    if rest:
+        lines.append(json.dumps(rest, default=_str))
+    return lines
+
+
 def main(argv):
     del argv
     if not FLAGS.text:
@@ -79,7 +129,13 @@ def main(argv):
         version = f"/versions/{FLAGS.version}" if FLAGS.version is not None else ""
         url = f"http://{FLAGS.host}:{FLAGS.port or 8501}/v1/models/{FLAGS.model}{version}:predict"
         result = predict_rest(url, rest_body(inputs, FLAGS.signature, FLAGS.rest_format), FLAGS.timeout)
-    print(json.dumps(result, indent=1))
+    if FLAGS.raw:
+        print(json.dumps(result, indent=1, default=_str))
+        return
+    for text, example in zip(inputs["text"], per_example(result), strict=True):
+        print(f"text: {text!r}")
+        for line in describe(example):
+            print(f"  {line}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 
 --model_path is a `.keras` file (any keras_bert model: encoder or task model) or a checkpoint directory in
 any format `BertEncoder.from_pretrained` reads (Google TF1, Hugging Face, keras_bert), which exports the
-encoder. The version directory is written atomically under --export_dir; the path is printed.
+encoder; a sentence-transformers directory (modules.json) also serves its `sentence_embedding`, pooled and
+normalized as its modules.json says (--pooling / --normalize override). The version directory is written atomically under --export_dir; the path is printed.
 """
 
 import os
@@ -34,6 +35,15 @@ flags.DEFINE_enum("format", "serving", ["serving", "tfhub"],
                   "serving: one SavedModel; tfhub: <export_dir>/preprocess and <export_dir>/encoder.")
 flags.DEFINE_bool("warmup", True, "Write assets.extra/tf_serving_warmup_requests.")
 flags.DEFINE_bool("check", True, "Then run export/check_servable.py on the export (TF Serving's C++ loader).")
+flags.DEFINE_enum("long_text", "truncate", ["truncate", "windows"],
+                  "Classifier texts over --max_seq_length: truncate, or average the logits of strided windows.")
+flags.DEFINE_integer("stride", None, "Pieces between windows (--long_text=windows, token classifiers); default: "
+                                     "half of --max_seq_length - 2.")
+flags.DEFINE_enum("pooling", None, ["cls", "mean"], "Encoder: also serve `sentence_embedding`, the [CLS] vector or "
+                                                    "the mean over real tokens; default: a sentence-transformers "
+                                                    "directory's own (modules.json), else none.")
+flags.DEFINE_bool("normalize", False, "L2-normalize `sentence_embedding` (default: a sentence-transformers "
+                                      "directory's own).")
 flags.mark_flags_as_required(["model_path", "export_dir"])
 
 
@@ -48,6 +58,19 @@ def load_model(path):
             raise app.UsageError(f"--model_path={path}: no such .keras file")
         return keras.saving.load_model(path)
     return keras_bert.BertEncoder.from_pretrained(path)
+
+
+def sentence_pooling_flags(path):
+    """(pooling, normalize): --pooling / --normalize where given, else those of a sentence-transformers
+    directory at `path` (modules.json), else none."""
+    from keras_bert.checkpoints.sentence_transformers import sentence_pooling
+
+    pooling, normalize = FLAGS.pooling, FLAGS.normalize
+    own = sentence_pooling(path) if os.path.isdir(path) else None
+    if own is not None:
+        pooling = pooling or own[0]
+        normalize = normalize if FLAGS["normalize"].present else own[1]
+    return pooling, normalize
 
 
 def main(argv):
@@ -69,8 +92,11 @@ def main(argv):
     if FLAGS.format == "tfhub":
         exported = list(export_tfhub(model, preprocessor, FLAGS.export_dir, FLAGS.version))
     else:
+        pooling, normalize = sentence_pooling_flags(FLAGS.model_path)
         exported = [export_saved_model(model, FLAGS.export_dir, preprocessor, FLAGS.version, FLAGS.signature,
-                                       FLAGS.warmup, example_seq_length=FLAGS.max_seq_length)]
+                                       FLAGS.warmup, example_seq_length=FLAGS.max_seq_length,
+                                       long_text=FLAGS.long_text, stride=FLAGS.stride, pooling=pooling,
+                                       normalize=normalize)]
     for path in exported:
         print(path)
     if FLAGS.check:

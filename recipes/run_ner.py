@@ -6,7 +6,8 @@ predicted at the word's first WordPiece).
 
 Files: `token ... tag` per line, blank lines between sentences, -DOCSTART- lines ignored; tags IOB1 or IOB2
 (IOBES with --iobes). The tag set is the training file's ("O" first); an unknown tag in another file is an
-error naming its line. Words whose pieces do not fit in --max_seq_length are predicted "O".
+error naming its line. A sentence longer than --max_seq_length is predicted in windows --stride pieces apart
+(each piece from the window where it has the most context), as the exported model serves entities.
 
 Writes to --output_dir: eval_results.json (entity-level precision/recall/F1 with conlleval's chunk rules,
 token accuracy, eval_loss), eval_predictions.txt / test_predictions.txt (`token gold predicted` lines, the
@@ -33,6 +34,8 @@ flags.DEFINE_string("train_file", None, "CoNLL file for training.")
 flags.DEFINE_string("eval_file", None, "CoNLL file to score (--do_eval).")
 flags.DEFINE_string("predict_file", None, "CoNLL file to predict (--do_predict).")
 flags.DEFINE_bool("iobes", False, "Tags use the IOBES scheme (E-/S- chunk rules).")
+flags.DEFINE_integer("stride", None, "Pieces between the windows of a sentence longer than --max_seq_length "
+                                     "(as the served model's --stride); default: half a window.")
 
 
 def main(argv):
@@ -58,7 +61,7 @@ def main(argv):
 
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertTokenClassifier,
-                                        lambda encoder: BertTokenClassifier(encoder, len(tags)))
+                                        lambda encoder: BertTokenClassifier(encoder, labels=tags))
         with common.flag_errors("init_checkpoint"):
             check_num_classes(model, tags)
         common.compile_task(model, strategy, ner.token_loss(), num_train_examples=len(train) if FLAGS.do_train else None)
@@ -71,7 +74,8 @@ def main(argv):
 
     def predict(flag, name):
         return ner.predict_sentences(model, read[flag], lookup, tags, FLAGS.max_seq_length,
-                                     os.path.join(FLAGS.output_dir, f"{name}_predictions.txt"), FLAGS.eval_batch_size)
+                                     os.path.join(FLAGS.output_dir, f"{name}_predictions.txt"), FLAGS.eval_batch_size,
+                                     FLAGS.stride)
 
     if FLAGS.do_eval:
         common.write_eval_results(ner.eval_results(*predict("eval_file", "eval"), iobes=FLAGS.iobes), strategy)

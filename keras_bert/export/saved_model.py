@@ -12,7 +12,8 @@ variables/, assets/, assets.extra/tf_serving_warmup_requests) with these signatu
                      (`text`, `text_b`) or, without a preprocessor, the int64 token-id features.
 
 The raw-text endpoints run the given `BertPreprocessor` (the tokenizer and packer layers used in training)
-inside the graph. Outputs are flat dicts of dense tensors, named per model kind (see `serving_outputs`).
+inside the graph. Outputs are flat dicts of dense tensors, named per model kind (see `serving_outputs`);
+`answers.py` adds finished answers (entities, windowed labels, `choice`, `sentence_embedding`).
 """
 
 import os
@@ -24,6 +25,7 @@ import tensorflow as tf
 
 from keras_bert import tempdirs
 from keras_bert.checkpoints import split_model
+from keras_bert.export import answers
 from keras_bert.models.encoder import INPUT_NAMES
 
 SIGNATURES = ("text", "text_pair", "token_ids")
@@ -188,7 +190,7 @@ def check_compatible(model, preprocessor):
                           f"max_position_embeddings {config.max_position_embeddings}")
 
 
-def build_archive(model, preprocessor=None, signature=None, example_seq_length=None):
+def build_archive(model, preprocessor=None, signature=None, example_seq_length=None, options=None):
     """An ExportArchive of `model` (and `preprocessor`) with the endpoints of the module docstring.
 
     Args:
@@ -196,6 +198,7 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
         preprocessor: a `keras_bert.text.BertPreprocessor`, or None for a token-id-only export.
         signature: "text", "text_pair" or "token_ids": what serving_default takes (default per model kind).
         example_seq_length: length of the token-id features of `serve_examples` without a preprocessor.
+        options: `answers.AnswerOptions` (long texts, pooling); default: none of them.
 
     Returns (archive, signature).
     """
@@ -210,6 +213,11 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
         raise ExportError(f"a {type(model).__name__} needs two text inputs: use signature='text_pair'")
     if preprocessor is not None:
         check_compatible(model, preprocessor)
+    options = options or answers.AnswerOptions()
+    try:
+        answers.check_options(model, kind, signature, preprocessor, options)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
     archive = keras.export.ExportArchive()
     # The model is not `track`ed: its variables are saved through the endpoints that capture them, and
     # `track` would add the Keras variable wrappers as second objects, doubling variables/ on disk.
@@ -220,11 +228,15 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
         archive.track(preprocessor)
 
     def serve_token_ids(inputs):
-        return serving_outputs(model, checked_inputs(inputs, token_id_spec(model)))
+        inputs = checked_inputs(inputs, token_id_spec(model))
+        return answers.with_answers(model, kind, inputs, serving_outputs(model, inputs), options)
 
     def serve_text(texts):
-        return serving_outputs(model, preprocess_text(model, preprocessor,
-                                                      checked_inputs(texts, text_spec(model, signature))))
+        texts = checked_inputs(texts, text_spec(model, signature))
+        whole = answers.whole_text_outputs(model, kind, preprocessor, texts, options)
+        if whole is not None:
+            return whole
+        return serve_token_ids(preprocess_text(model, preprocessor, texts))
 
     # Each endpoint is traced once here; serve_examples calls the traced functions rather than retracing
     # their bodies (the tokenizer graph is large: tracing it dominates export time).
@@ -351,7 +363,7 @@ def publish_version(export_dir, version, write):
 
 
 def export_saved_model(model, export_dir, preprocessor=None, version=None, signature=None, warmup=True,
-                       example_seq_length=None):
+                       example_seq_length=None, long_text="truncate", stride=None, pooling=None, normalize=False):
     """Exports `model` for TF Serving as `<export_dir>/<version>`, written atomically.
 
     Args:
@@ -367,10 +379,16 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
         warmup: write assets.extra/tf_serving_warmup_requests (one request to serving_default).
         example_seq_length: without a preprocessor, the token-id length of `serve_examples` features
             (that signature is omitted if not given).
+        long_text, stride, pooling, normalize: the `answers.AnswerOptions` (classifier texts over the
+            sequence length, window stride, the encoder's `sentence_embedding`).
 
     Returns the version directory (str).
     """
-    archive, signature = build_archive(model, preprocessor, signature, example_seq_length)
+    try:
+        options = answers.AnswerOptions(long_text, stride, pooling, normalize)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
+    archive, signature = build_archive(model, preprocessor, signature, example_seq_length, options)
 
     def write(tmp_dir):
         archive.write_out(tmp_dir, verbose=False)

@@ -43,6 +43,15 @@ def _start_of_chunk(prev_tag, tag, prev_type, type_, iobes):
     return tag in ("[", "]")
 
 
+def chunk_transition(previous, tag, iobes=False):
+    """(ends, starts) between two adjacent tags (`previous` "O" at sentence start, `tag` "O" past its end):
+    whether a chunk open at `previous` ends there, and whether `tag` starts one. The rule `extract_chunks`
+    applies; the served NER graph tabulates it over the model's tags."""
+    (prev_tag, prev_type), (tag, type_) = split_tag(previous), split_tag(tag)
+    return (_end_of_chunk(prev_tag, tag, prev_type, type_, iobes),
+            _start_of_chunk(prev_tag, tag, prev_type, type_, iobes))
+
+
 def extract_chunks(tags, iobes=False):
     """The chunks of one sentence's tags under conlleval's rules: list of `(type, first, last)` token indices."""
     chunks, open_chunk = [], None

@@ -9,9 +9,13 @@ format, and the entity-level scores with conlleval's chunk rules.
 """
 
 import keras
+import numpy as np
+import tensorflow as tf
 
-from keras_bert.data import conll, features
+from keras_bert.data import conll
 from keras_bert.metrics.conll import conlleval
+from keras_bert.text.packer import BertPacker
+from keras_bert.text.windows import default_stride, pick_max_context, piece_windows
 
 
 def tag_list(train_file=None, saved_tags=None):
@@ -32,16 +36,42 @@ def token_loss():
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
-def predict_sentences(model, sentences, lookup, tags, max_seq_length, output_path, batch_size=32):
-    """Tags every word of `sentences` (read from a CoNLL file with `conll.read_conll_file`) with a compiled
-    `BertTokenClassifier` and writes `output_path` (`token gold predicted` lines). Returns (sentences,
-    predicted tags per sentence, the loss over the labeled pieces)."""
-    inputs, labels, weights, pieces_per_word = features.ner_arrays(sentences, lookup, tags, max_seq_length)
-    logits = model.predict(inputs, batch_size=batch_size, verbose=0)
-    predicted = features.ner_word_tags(logits, pieces_per_word, tags)
+def predict_sentences(model, sentences, lookup, tags, max_seq_length, output_path, batch_size=32, stride=None):
+    """Tags every word of `sentences` (read from a CoNLL file with `conll.read_conll_file`, before training, so
+    a bad file fails early) with a compiled `BertTokenClassifier` and writes
+    `output_path` (`token gold predicted` lines). A sentence of more than `max_seq_length - 2` pieces is
+    read in windows `stride` pieces apart (default half a window), each piece taking the logits of the
+    window where it has the most context: the rule of the served NER graph (`export/entities.py`), so
+    the served entities of the sentence's tokens joined by spaces are this file's chunks. Returns
+    (sentences, predicted tags per sentence, the mean loss over the words' first pieces)."""
+    pieces_per_word, piece_logits = _windowed_piece_logits(model, sentences, lookup, max_seq_length, stride,
+                                                           batch_size)
+    predicted, first_logits, first_labels = [], [], []
+    tag_ids = {tag: index for index, tag in enumerate(tags)}
+    for sentence, counts, logits in zip(sentences, pieces_per_word, piece_logits, strict=True):
+        first = np.cumsum([0, *counts[:-1]])[np.asarray(counts) > 0]
+        piece_tags = [tags[i] for i in np.argmax(logits, axis=-1)] if len(logits) else []
+        predicted.append(conll.word_predictions(counts, piece_tags, "O"))
+        first_logits.append(logits[first])
+        first_labels.extend(tag_ids[tag] for tag, count in zip(sentence.tags, counts, strict=True) if count)
     conll.write_conll_predictions(output_path, sentences, predicted)
-    loss = model.loss(labels, logits, sample_weight=weights)
-    return sentences, predicted, float(loss) * weights.size / max(weights.sum(), 1.0)
+    loss = model.loss(np.asarray(first_labels, np.int32), np.concatenate(first_logits)) if first_labels else 0.0
+    return sentences, predicted, float(loss)
+
+
+def _windowed_piece_logits(model, sentences, lookup, max_seq_length, stride, batch_size):
+    """(pieces per word, per sentence numpy logits [pieces, num_tags]) through `text.windows`."""
+    lookup.ids([token for sentence in sentences for token in sentence.tokens])
+    word_ids = [lookup.ids(list(sentence.tokens)) for sentence in sentences]
+    rows = [[i for ids in words for i in ids] for words in word_ids]
+    pieces = tf.RaggedTensor.from_row_lengths(np.asarray([i for row in rows for i in row], np.int32),
+                                              np.asarray([len(row) for row in rows], np.int64))
+    window = max_seq_length - 2
+    windows = piece_windows(pieces, window, stride or default_stride(window))
+    packed = BertPacker.from_tokenizer(lookup.tokenizer, max_seq_length)(windows.pieces)
+    logits = model.predict({k: v.numpy() for k, v in packed.items()}, batch_size=batch_size, verbose=0)
+    per_piece = pick_max_context(windows, tf.constant(logits[:, 1:]))
+    return [[len(ids) for ids in words] for words in word_ids], [row.numpy() for row in per_piece]
 
 
 def eval_results(sentences, predicted, eval_loss, iobes=False):

@@ -18,6 +18,7 @@ package also loads as the top-level `servability` without `keras_bert/__init__.p
     c_api.py    the C API through ctypes: load a SavedModel as Serving does, run a signature
     ops.py      the ops a SavedModel uses; which Serving release registers each tf-text op
     warmup.py   the export's warmup requests
+    answers.py  the served answers' consistency (entity spans, probabilities)
     codec.py    the .npz of a check's inputs and expected outputs
     check.py    one export checked end to end; several in one process
     worker.py   the same in a fresh process (`__main__.py` is the worker's side)
@@ -25,7 +26,7 @@ package also loads as the top-level `servability` without `keras_bert/__init__.p
 
 from .c_api import CApiSavedModel, TensorFlowCApi, tf_text_kernel_libraries
 from .check import check, run_checks
-from .codec import load_check_arrays, save_check_arrays
+from .codec import json_outputs, load_check_arrays, save_check_arrays
 from .errors import ServabilityError
 from .ops import (
     DEFAULT_SERVING_VERSION,
@@ -46,6 +47,7 @@ __all__ = [
     "TensorFlowCApi",
     "check",
     "check_servable_subprocess",
+    "json_outputs",
     "load_check_arrays",
     "op_report",
     "run_checks",

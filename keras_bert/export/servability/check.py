@@ -5,21 +5,23 @@ import os
 
 import numpy as np
 
+from .answers import check_answers
 from .c_api import TensorFlowCApi
-from .codec import load_check_arrays
+from .codec import json_outputs, load_check_arrays
 from .errors import ServabilityError
 from .ops import DEFAULT_SERVING_VERSION, op_report, saved_model_ops
 from .warmup import warmup_requests
 
 
 def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSION, api=None):
-    """Loads `export_dir` as TF Serving does, runs its warmup requests, then each of `runs`.
+    """Loads `export_dir` as TF Serving does, runs its warmup requests, then each of `runs`, checking
+    the served answers of every request (`answers.check_answers`: entity spans, probabilities, argmaxes).
 
     Args:
         export_dir: a version directory (`.../<version>` holding saved_model.pb).
         runs: list of (signature, inputs, expected): inputs {key: numpy array} (bytes/object arrays for
             strings); expected {output key: numpy array} or None; every output present in `expected`
-            must match within `atol` (max abs difference) and in shape.
+            must match within `atol` (max abs difference; strings exactly) and in shape.
         serving_version: the TF Serving release whose tf-text ops the graph must stay within.
         api: a `TensorFlowCApi` to reuse across exports.
 
@@ -42,9 +44,10 @@ def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSIO
         warmups = warmup_requests(export_dir)
         report["warmup_requests"] = None if warmups is None else len(warmups)
         for sig, request in warmups or ():
-            model.run(sig, request)
+            check_answers(f"{export_dir} warmup request to {sig!r}", request, model.run(sig, request))
         for signature, inputs, expected in runs:
             outputs = model.run(signature, inputs)
+            check_answers(f"{export_dir} signature {signature!r}", inputs, outputs)
             diffs = {key: _compare(export_dir, signature, key, outputs, want, atol)
                      for key, want in (expected or {}).items()}
             report["runs"].append({"signature": signature, "max_abs_diff": diffs, "outputs": outputs})
@@ -60,6 +63,10 @@ def _compare(export_dir, signature, key, outputs, want, atol):
     got = outputs[key]
     if got.shape != np.shape(want):
         raise ServabilityError(f"{where}: output {key!r} has shape {got.shape}, expected {np.shape(want)}")
+    if got.dtype == object:  # strings: byte-exact
+        if not np.array_equal(got, want):
+            raise ServabilityError(f"{where}: output {key!r} is {got.tolist()}, expected {np.asarray(want).tolist()}")
+        return 0.0
     diff = float(np.max(np.abs(got.astype(np.float64) - want))) if got.size else 0.0
     if not diff <= atol:
         raise ServabilityError(f"{where}: output {key!r} differs from the expected values by {diff:.3g} "
@@ -82,6 +89,6 @@ def run_checks(jobs, atol=1e-4, serving_version=DEFAULT_SERVING_VERSION):
             summaries.append({"export_dir": os.fspath(job["export_dir"]), "error": str(e)})
             continue
         for run in report["runs"]:
-            run["outputs"] = {k: v.tolist() for k, v in run["outputs"].items() if v.dtype != object}
+            run["outputs"] = json_outputs(run["outputs"])
         summaries.append(report)
     return summaries

@@ -37,3 +37,13 @@ def save_check_arrays(path, inputs, expected):
             else:
                 arrays[f"{group}/{key}"] = value
     np.savez(path, **arrays)
+
+
+def json_outputs(outputs):
+    """{name: numpy array} -> {name: nested lists} for JSON: string tensors as str (UTF-8, an invalid byte
+    as U+FFFD, as TF Serving's REST API writes them), numbers as numbers."""
+    def value(array):
+        if array.dtype == object:
+            return np.vectorize(lambda b: b.decode("utf-8", "replace"), otypes=[object])(array).tolist()
+        return array.tolist()
+    return {name: value(array) for name, array in outputs.items()}

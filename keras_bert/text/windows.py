@@ -1,0 +1,78 @@
+"""Windows over texts longer than the model: strided slices of each text's WordPieces, and for each piece
+the window where it has the most context.
+
+    windows = piece_windows(ids, window_length=seq_length - 2, stride=64)   # ragged [W, (<= window_length)]
+    logits = model(packer(windows.pieces))                                  # one row per window
+    per_piece = pick_max_context(windows, token_logits[:, 1:])              # ragged [batch, (pieces), C]
+
+A text of n pieces has `1 + ceil(max(0, n - window_length) / stride)` windows starting at 0, stride,
+2 * stride, ... (the last one may be shorter); a text without pieces has one empty window. The
+max-context rule is `run_squad`'s: the score of a piece in a window is min(pieces left of it, pieces right
+of it) + 0.01 * window length, the first window wins ties. Core TF ops only, so it runs in a serving graph.
+"""
+
+import collections
+
+import tensorflow as tf
+
+Windows = collections.namedtuple("Windows", ["pieces", "row", "start", "row_splits"])
+Windows.__doc__ = """Strided windows of a ragged batch of pieces.
+
+    pieces: ragged [num_windows, (length)], the pieces of each window (same dtype as the input).
+    row: int64 [num_windows], the input row each window comes from (rows in order, windows in order).
+    start: int64 [num_windows], the index of each window's first piece within its row.
+    row_splits: int64 [batch + 1], the input's row splits (pieces of row i are [splits[i], splits[i+1])).
+"""
+
+
+def default_stride(window_length):
+    """The stride when none is given: half a window."""
+    return max(1, window_length // 2)
+
+
+def piece_windows(pieces, window_length, stride):
+    """Windows of `window_length` pieces every `stride` pieces over each row of `pieces` (ragged [batch,
+    (n)]): see the module docstring. Returns `Windows`."""
+    if not 0 < stride <= window_length:
+        raise ValueError(f"window stride {stride}; expected 0 < stride <= window length {window_length}")
+    lengths = pieces.row_lengths()
+    over = tf.maximum(lengths - window_length, 0)
+    counts = 1 + (over + stride - 1) // stride
+    row = tf.repeat(tf.range(pieces.nrows()), counts)
+    start = tf.ragged.range(counts).flat_values * stride
+    window_lengths = tf.clip_by_value(tf.gather(lengths, row) - start, 0, window_length)
+    offsets = tf.ragged.range(window_lengths) + (tf.gather(pieces.row_splits, row) + start)[:, None]
+    windowed = tf.RaggedTensor.from_row_splits(tf.gather(pieces.flat_values, offsets.flat_values),
+                                               offsets.row_splits, validate=False)
+    return Windows(windowed, row, start, pieces.row_splits)
+
+
+def pick_max_context(windows, values):
+    """For every piece of the windowed batch, `values` at its position in its max-context window.
+
+    Args:
+        windows: `Windows` from `piece_windows`.
+        values: dense [num_windows, >= window length, ...]: per window, one entry per window position
+            (e.g. token logits without the [CLS] column).
+
+    Returns ragged [batch, (pieces), ...]: row i has one entry per piece of input row i, in order.
+    """
+    positions = tf.ragged.range(windows.pieces.row_lengths())  # [W, (length)]
+    length = tf.cast(windows.pieces.row_lengths(), tf.int64)
+    pair_window = positions.value_rowids()
+    pair_position = positions.flat_values
+    pair_length = tf.gather(length, pair_window)
+    piece = (tf.gather(windows.row_splits, tf.gather(windows.row, pair_window))
+             + tf.gather(windows.start, pair_window) + pair_position)
+    context = tf.minimum(pair_position, pair_length - 1 - pair_position)
+    # One int64 key per (window, position) pair: context, then window length (the 0.01 * length tie
+    # break), then the earlier pair; the segment max over each piece's pairs names the winning pair.
+    num_pairs = tf.size(pair_position, out_type=tf.int64)
+    max_length = tf.reduce_max(tf.concat([length, [0]], axis=0)) + 1
+    key = (context * max_length + pair_length) * num_pairs + (num_pairs - 1 - tf.range(num_pairs))
+    num_pieces = windows.row_splits[-1]
+    best = tf.math.unsorted_segment_max(key, piece, num_pieces)
+    best_pair = num_pairs - 1 - best % tf.maximum(num_pairs, 1)
+    picked = tf.gather_nd(values, tf.stack([tf.gather(pair_window, best_pair),
+                                            tf.gather(pair_position, best_pair)], axis=1))
+    return tf.RaggedTensor.from_row_splits(picked, windows.row_splits, validate=False)
