@@ -8,6 +8,15 @@ rows start as the mean of the rows of the pieces the old vocab split them into. 
 weights + config in the input's format (heads kept), ready for `recipes.pretrain --init_checkpoint=OUT`.
 """
 
+import os
+import sys
+
+if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
 from absl import app, flags
 
 from recipes import common
