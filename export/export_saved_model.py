@@ -21,12 +21,21 @@ flags.DEFINE_integer("version", None, "Version number; default: one more than th
 flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt; default: the vocab.txt beside --model_path.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased models).")
 flags.DEFINE_integer("max_seq_length", 128, "Packed sequence length of the raw-text signatures.")
-flags.DEFINE_enum("signature", None, ["text", "text_pair", "token_ids"],
-                  "What serving_default takes; default: text, or text_pair for span labeler / multiple choice.")
+flags.DEFINE_enum("signature", None, ["text", "text_pair", "token_ids", "question_context"],
+                  "What serving_default takes; default: text, question_context (decoded answers) for a span "
+                  "labeler, text_pair for multiple choice.")
 flags.DEFINE_enum("format", "serving", ["serving", "tfhub"],
                   "serving: one SavedModel; tfhub: <export_dir>/preprocess and <export_dir>/encoder.")
 flags.DEFINE_bool("warmup", True, "Write assets.extra/tf_serving_warmup_requests.")
 flags.DEFINE_bool("check", True, "Then run export/check_servable.py on the export (TF Serving's C++ loader).")
+# Span labeler (question_context): how run_squad cut windows and chose answers, with its defaults.
+flags.DEFINE_integer("doc_stride", 128, "Span labeler: pieces between the starts of consecutive context windows.")
+flags.DEFINE_integer("max_query_length", 64, "Span labeler: questions are cut to this many pieces.")
+flags.DEFINE_integer("n_best_size", 20, "Span labeler: start and end candidates per window.")
+flags.DEFINE_integer("max_answer_length", 30, "Span labeler: longest answer, in pieces.")
+flags.DEFINE_bool("version_2_with_negative", False, "Span labeler: SQuAD v2.0 model (has_answer output).")
+flags.DEFINE_float("null_score_diff_threshold", 0.0, "Span labeler, v2.0: no answer when null score - best span "
+                   "score exceeds this.")
 flags.mark_flags_as_required(["model_path", "export_dir"])
 
 
@@ -46,6 +55,7 @@ def load_model(path):
 def main(argv):
     del argv
     from keras_bert.checkpoints.files import find_vocab_file
+    from keras_bert.data.squad_answers import AnswerRules
     from keras_bert.export import export_saved_model
     from keras_bert.export.tfhub import export_tfhub
     from keras_bert.text import BertPreprocessor, BertTokenizer
@@ -62,8 +72,10 @@ def main(argv):
     if FLAGS.format == "tfhub":
         exported = list(export_tfhub(model, preprocessor, FLAGS.export_dir, FLAGS.version))
     else:
+        rules = AnswerRules(FLAGS.doc_stride, FLAGS.max_query_length, FLAGS.n_best_size, FLAGS.max_answer_length,
+                            FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold)
         exported = [export_saved_model(model, FLAGS.export_dir, preprocessor, FLAGS.version, FLAGS.signature,
-                                       FLAGS.warmup, example_seq_length=FLAGS.max_seq_length)]
+                                       FLAGS.warmup, example_seq_length=FLAGS.max_seq_length, answer_rules=rules)]
     for path in exported:
         print(path)
     if FLAGS.check:

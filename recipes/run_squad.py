@@ -69,11 +69,11 @@ def main(argv):
     if not (FLAGS.do_eval or FLAGS.do_predict):
         return
     with common.flag_errors("predict_file", "max_seq_length", "doc_stride", "max_query_length"):
-        examples, windows, result = squad.predict(model, FLAGS.predict_file, lookup, settings, FLAGS.eval_batch_size)
+        examples, num_windows, result = squad.predict(model, FLAGS.predict_file, lookup, settings, FLAGS.eval_batch_size)
     print("Predictions: " + ", ".join(result.save(FLAGS.output_dir)))
     if FLAGS.do_eval:
         scores = squad.evaluate(FLAGS.predict_file, result, settings)
-        scores.update(num_questions=len(examples), num_windows=len(windows))
+        scores.update(num_questions=len(examples), num_windows=num_windows)
         common.write_eval_results(scores, strategy)
 
 
