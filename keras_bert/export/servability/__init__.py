@@ -24,7 +24,7 @@ package also loads as the top-level `servability` without `keras_bert/__init__.p
 """
 
 from .c_api import CApiSavedModel, TensorFlowCApi, tf_text_kernel_libraries
-from .check import check, run_checks
+from .check import check, json_outputs, run_checks
 from .codec import load_check_arrays, save_check_arrays
 from .errors import ServabilityError
 from .ops import (
@@ -46,6 +46,7 @@ __all__ = [
     "TensorFlowCApi",
     "check",
     "check_servable_subprocess",
+    "json_outputs",
     "load_check_arrays",
     "op_report",
     "run_checks",

@@ -42,15 +42,30 @@ def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSIO
         warmups = warmup_requests(export_dir)
         report["warmup_requests"] = None if warmups is None else len(warmups)
         for sig, request in warmups or ():
-            model.run(sig, request)
+            check_answer_spans(export_dir, sig, request, model.run(sig, request))
         for signature, inputs, expected in runs:
             outputs = model.run(signature, inputs)
+            check_answer_spans(export_dir, signature, inputs, outputs)
             diffs = {key: _compare(export_dir, signature, key, outputs, want, atol)
                      for key, want in (expected or {}).items()}
             report["runs"].append({"signature": signature, "max_abs_diff": diffs, "outputs": outputs})
     finally:
         model.close()
     return report
+
+
+def check_answer_spans(export_dir, signature, inputs, outputs):
+    """A span labeler's decoded answers (`answer`, `answer_start`, `answer_end` of a `context` input) must be
+    context[answer_start:answer_end], with Python's character indexes; raises ServabilityError otherwise."""
+    if "answer" not in outputs or "context" not in inputs:
+        return
+    for row, context in enumerate(np.asarray(inputs["context"]).reshape(-1)):
+        text = context.decode("utf-8", "replace") if isinstance(context, bytes) else str(context)
+        start, end = int(outputs["answer_start"][row]), int(outputs["answer_end"][row])
+        answer = outputs["answer"][row].decode("utf-8", "replace")
+        if text[start:end] != answer:
+            raise ServabilityError(f"{export_dir} signature {signature!r}: answer {answer!r} of example {row} is "
+                                   f"not context[{start}:{end}] = {text[start:end]!r}")
 
 
 def _compare(export_dir, signature, key, outputs, want, atol):
@@ -82,6 +97,13 @@ def run_checks(jobs, atol=1e-4, serving_version=DEFAULT_SERVING_VERSION):
             summaries.append({"export_dir": os.fspath(job["export_dir"]), "error": str(e)})
             continue
         for run in report["runs"]:
-            run["outputs"] = {k: v.tolist() for k, v in run["outputs"].items() if v.dtype != object}
+            run["outputs"] = json_outputs(run["outputs"])
         summaries.append(report)
     return summaries
+
+
+def json_outputs(outputs):
+    """{key: numpy array} -> {key: nested lists}, string outputs decoded from UTF-8 (undecodable bytes as
+    U+FFFD), as TF Serving's REST API returns them."""
+    return {key: np.vectorize(lambda b: b.decode("utf-8", "replace"), otypes=[object])(value).tolist()
+            if value.dtype == object else value.tolist() for key, value in outputs.items()}
