@@ -10,15 +10,17 @@ is ~200 words, so it needs two windows. Per batch size:
   logits     serve_token_ids of the same SavedModel on the same windows (packed beforehand): the encoder
              and span head alone, what a client decoding the logits itself would call;
   overhead   answers - logits: everything the answer signature adds (tokenize, window, decode).
-Latency is the median of `--repeats` calls after two warm-up calls.
+Latency is the median of `--repeats` calls after two warm-up calls; the two signatures' calls alternate, so
+a load change on a shared machine hits both alike.
 """
 
 import argparse
+import statistics
 import tempfile
 import time
 
 from benchmarks import common
-from benchmarks.serving import _WORDS, median_latency, vocab_file
+from benchmarks.serving import _WORDS, vocab_file
 
 
 def questions_and_contexts(batch_size):
@@ -29,6 +31,18 @@ def questions_and_contexts(batch_size):
         questions.append(f"what does the {words[0]} graph read before it answers?")
         contexts.append(" ".join(words + words[:120]))
     return questions, contexts
+
+
+def alternating_latency(fns, repeats):
+    """Median seconds of each of `fns` over `repeats` rounds calling each once per round (two warm-up rounds)."""
+    times = [[] for _ in fns]
+    for round_index in range(repeats + 2):
+        for fn, spent in zip(fns, times, strict=True):
+            start = time.perf_counter()
+            fn()
+            if round_index >= 2:
+                spent.append(time.perf_counter() - start)
+    return [statistics.median(spent) for spent in times]
 
 
 def run(size, batch_sizes, repeats):
@@ -60,8 +74,10 @@ def run(size, batch_sizes, repeats):
         for batch_size in batch_sizes:
             questions, contexts = (tf.constant(x) for x in questions_and_contexts(batch_size))
             windows, _ = question_context_windows(preprocessor, questions, contexts, rules)
-            answer_ms = median_latency(lambda q=questions, c=contexts: answers(question=q, context=c), repeats) * 1e3
-            logits_ms = median_latency(lambda w=windows: logits(**w), repeats) * 1e3
+            answer_s, logits_s = alternating_latency(
+                [lambda q=questions, c=contexts: answers(question=q, context=c), lambda w=windows: logits(**w)],
+                repeats)
+            answer_ms, logits_ms = answer_s * 1e3, logits_s * 1e3
             results.update({f"windows_b{batch_size}": int(windows["input_word_ids"].shape[0]),
                             f"answers_b{batch_size}_ms": answer_ms, f"logits_b{batch_size}_ms": logits_ms,
                             f"overhead_b{batch_size}_ms": answer_ms - logits_ms})
