@@ -120,7 +120,7 @@ def _char_index(text):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--max_bytes", type=int, default=400_000, help="English prose read from docstrings.")
+    parser.add_argument("--max_bytes", type=int, default=100_000, help="English prose read from docstrings.")
     parser.add_argument("--questions_per_context", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
