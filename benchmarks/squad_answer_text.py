@@ -1,7 +1,7 @@
 """How often answers as character spans (the served and run_squad decoding) differ from the original's
 `get_final_text`, and the EM/F1 effect, on gold answer spans.
 
-  python -m benchmarks.squad_answer_text [--max_bytes=400000] [--questions_per_context=8]
+  python -m benchmarks.squad_answer_text [--max_bytes=100000] [--questions_per_context=8]
 
 Contexts: paragraphs of English prose (the docstrings of the installed packages, as the default
 pre-training corpus) and a handful of encyclopedia-style paragraphs with accents, ligatures, combining marks,
