@@ -5,7 +5,9 @@
 
 --model_path is a `.keras` file (any keras_bert model: encoder or task model) or a checkpoint directory in
 any format `BertEncoder.from_pretrained` reads (Google TF1, Hugging Face, keras_bert), which exports the
-encoder. The version directory is written atomically under --export_dir; the path is printed.
+encoder. The version directory is written atomically under --export_dir; the path is printed. A span
+labeler serves decoded answers (question, context in); --doc_stride, --max_query_length, --n_best_size,
+--max_answer_length, --version_2_with_negative and --null_score_diff_threshold are run_squad's.
 """
 
 import os
