@@ -107,7 +107,7 @@ def _max_context(windows, doc_index):
     # Windows holding the piece are k_low..k_high; at most ceil(room / stride) + 1 of them.
     k_low = tf.maximum(_ceil_div(position - room + 1, stride), 0)
     k_high = tf.minimum(tf.math.floordiv(position, stride), last)
-    most = tf.reduce_max(_ceil_div(windows["room"], windows["stride"])) + 1
+    most = tf.maximum(tf.reduce_max(_ceil_div(windows["room"], windows["stride"])), 0) + 1  # 1 for an empty batch
     k = k_low + tf.range(most)[None, None, :]
     start = k * stride
     length = tf.minimum(pieces - start, room)
@@ -163,12 +163,15 @@ def decode_answers(start_logits, end_logits, windows, contexts, rules):
     per_window = top * top
     num_windows = windows["num_windows"]
     scores = tf.RaggedTensor.from_row_lengths(tf.reshape(score, [-1]), num_windows * per_window)
-    scores = scores.to_tensor(-float("inf"))
+    # One -inf column more so that k >= 1 for an empty batch.
+    scores = tf.pad(scores.to_tensor(-float("inf")), [[0, 0], [0, 1]], constant_values=-float("inf"))
     k = tf.minimum(tf.constant(rules.n_best_size, tf.int32), tf.shape(scores)[1])
     best_scores, best = tf.math.top_k(scores, k)
     best = tf.cast(best, tf.int64)
     window_first = tf.cumsum(num_windows, exclusive=True)
-    window = window_first[:, None] + best // per_window
+    # Padding columns (a question with fewer than k candidates) are not valid; keep their indexes in range.
+    last_window = tf.maximum(tf.size(windows["example"], out_type=tf.int64) - 1, 0)
+    window = tf.minimum(window_first[:, None] + best // per_window, last_window)
     start_rank, end_rank = (best % per_window) // top, best % top
     start = tf.gather_nd(start_positions, tf.stack([window, start_rank], -1))
     end = tf.gather_nd(end_positions, tf.stack([window, end_rank], -1))

@@ -136,6 +136,8 @@ def test_bad_input_stays_defined(model):
         start, end = found["answer_start"][row], found["answer_end"][row]
         assert context[start:end] == found["nbest_text"][row][0].decode()
     assert found["num_windows"][3] > 1000 and np.all(np.isfinite(found["score"]))
+    empty = answer_questions(model, model.preprocessor, tf.constant([], tf.string), tf.constant([], tf.string), rules)
+    assert empty["answer"].shape == empty["has_answer"].shape == (0,)
     with pytest.raises(tf.errors.InvalidArgumentError, match="`question` and `context` must have the same batch"):
         answer_questions(model, model.preprocessor, tf.constant(["a", "b"]), tf.constant(["a"]), rules)
     with pytest.raises(ValueError, match="max_query_length=29 leaves no context piece"):
