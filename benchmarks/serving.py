@@ -69,12 +69,11 @@ def _time_ours(tf, batch_size, repeats, loaded, preprocessor, forward, tokenize)
     }
 
 
-def run_ours(size, batch_sizes, repeats):
-    tf = common.configure_tensorflow()
+def random_encoder(size):
+    """(BertEncoder of `size` with random weights, seed 0; BertPreprocessor of BERT's vocab at SEQ_LENGTH)."""
     import keras
 
     from keras_bert.config import BertConfig
-    from keras_bert.export import export_saved_model
     from keras_bert.models.encoder import BertEncoder
     from keras_bert.text import BertPreprocessor, BertTokenizer
 
@@ -82,8 +81,14 @@ def run_ours(size, batch_sizes, repeats):
     layers, hidden, heads, intermediate = common.SIZES[size]
     config = BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=heads, intermediate_size=intermediate)
-    encoder = BertEncoder(config)
-    preprocessor = BertPreprocessor(BertTokenizer(vocab_file()), seq_length=common.SEQ_LENGTH)
+    return BertEncoder(config), BertPreprocessor(BertTokenizer(vocab_file()), seq_length=common.SEQ_LENGTH)
+
+
+def run_ours(size, batch_sizes, repeats):
+    tf = common.configure_tensorflow()
+    from keras_bert.export import export_saved_model
+
+    encoder, preprocessor = random_encoder(size)
     forward = tf.function(lambda inputs: encoder(inputs, training=False)["pooled_output"])
     tokenize = tf.function(preprocessor)
     results = {}

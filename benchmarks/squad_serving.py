@@ -20,7 +20,7 @@ import tempfile
 import time
 
 from benchmarks import common
-from benchmarks.serving import _WORDS, vocab_file
+from benchmarks.serving import _WORDS, random_encoder
 
 
 def questions_and_contexts(batch_size):
@@ -47,21 +47,12 @@ def alternating_latency(fns, repeats):
 
 def run(size, batch_sizes, repeats):
     tf = common.configure_tensorflow()
-    import keras
-
-    from keras_bert.config import BertConfig
     from keras_bert.data.squad_answers import AnswerRules, question_context_windows
     from keras_bert.export import export_saved_model
-    from keras_bert.models.encoder import BertEncoder
     from keras_bert.models.span_labeler import BertSpanLabeler
-    from keras_bert.text import BertPreprocessor, BertTokenizer
 
-    keras.utils.set_random_seed(0)
-    layers, hidden, heads, intermediate = common.SIZES[size]
-    config = BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=heads, intermediate_size=intermediate)
-    preprocessor = BertPreprocessor(BertTokenizer(vocab_file()), seq_length=common.SEQ_LENGTH)
-    model = BertSpanLabeler(BertEncoder(config), preprocessor=preprocessor)
+    encoder, preprocessor = random_encoder(size)
+    model = BertSpanLabeler(encoder, preprocessor=preprocessor)
     rules = AnswerRules()
     results = {}
     with tempfile.TemporaryDirectory() as export_dir:
