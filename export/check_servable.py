@@ -2,6 +2,7 @@
 
     python export/check_servable.py --export_dir=/models/bert_classifier/1 \
         [--text="a sentence" --text="another"] [--text_b=...] [--signature=serving_default] \
+        [--question="who?" --context="a paragraph"] \
         [--expected=expected.npz] [--serving_version=2.20]
 
 Runs in this fresh process without keras or keras_bert (nor TensorFlow's Python package): the installed
@@ -29,6 +30,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_multi_string("export_dir", None, "Version directory (holds saved_model.pb); repeat for several.")
 flags.DEFINE_multi_string("text", [], "Raw text fed as the `text` input of --signature.")
 flags.DEFINE_multi_string("text_b", [], "Second segments, fed as `text_b` (one per --text).")
+flags.DEFINE_multi_string("question", [], "Span labeler: questions, fed as `question` (answers are checked to be "
+                          "context[answer_start:answer_end]).")
+flags.DEFINE_multi_string("context", [], "Span labeler: contexts, fed as `context` (one per --question).")
 flags.DEFINE_string("signature", "serving_default", "Signature to run.")
 flags.DEFINE_string("expected", None, ".npz of inputs and expected outputs (servability.save_check_arrays).")
 flags.DEFINE_float("atol", 1e-4, "Largest allowed |output - expected|.")
@@ -70,6 +74,10 @@ def main(argv):
         inputs = {"text": np.array([t.encode() for t in FLAGS.text], dtype=object)}
         if FLAGS.text_b:
             inputs["text_b"] = np.array([t.encode() for t in FLAGS.text_b], dtype=object)
+        runs.append((FLAGS.signature, inputs, None))
+    elif FLAGS.question:
+        inputs = {name: np.array([t.encode() for t in values], dtype=object)
+                  for name, values in (("question", FLAGS.question), ("context", FLAGS.context))}
         runs.append((FLAGS.signature, inputs, None))
     api = servability.TensorFlowCApi()
     failed = False

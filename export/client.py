@@ -1,7 +1,7 @@
 """Sends text to a running TF Serving model server and prints the answers, one text at a time.
 
     python export/client.py --model=bert_classifier --text="a great movie" --text="a dull movie"
-    python export/client.py --model=bert_squad --text="who?" --text_b="context..." --protocol=grpc
+    python export/client.py --model=bert_squad --question="Who built it?" --context="Steve built it." --protocol=grpc
 
 REST (port 8501) needs nothing beyond the standard library; gRPC (port 8500) needs `tensorflow-serving-api`.
 Entities, span answers, labels, the chosen ending and sentence embeddings print as one line each; other
@@ -21,6 +21,8 @@ flags.DEFINE_integer("version", None, "Model version; default: the server's late
 flags.DEFINE_string("signature", "serving_default", "Signature name.")
 flags.DEFINE_multi_string("text", [], "Texts to send (the `text` input).")
 flags.DEFINE_multi_string("text_b", [], "Second segments (the `text_b` input), one per --text.")
+flags.DEFINE_multi_string("question", [], "Span labeler: questions (the `question` input).")
+flags.DEFINE_multi_string("context", [], "Span labeler: contexts (the `context` input), one per --question.")
 flags.DEFINE_enum("protocol", "rest", ["rest", "grpc"], "REST :predict or gRPC PredictionService/Predict.")
 flags.DEFINE_enum("rest_format", "instances", ["instances", "inputs"], "Row (instances) or columnar (inputs).")
 flags.DEFINE_float("timeout", 30.0, "Seconds to wait for the server.")
@@ -36,6 +38,39 @@ def request_inputs(texts, texts_b):
     if texts_b:
         inputs["text_b"] = list(texts_b)
     return inputs
+
+
+def question_inputs(questions, contexts):
+    """{input name: list of str} for a span labeler's decoded-answer signature."""
+    if len(contexts) != len(questions):
+        raise app.UsageError(f"{len(contexts)} --context for {len(questions)} --question; expected one per "
+                             "--question")
+    return {"question": list(questions), "context": list(contexts)}
+
+
+def output_columns(result):
+    """The outputs of any response form (REST row / columnar, gRPC dict) as {name: list per example}."""
+    if "predictions" in result:
+        rows = result["predictions"]
+        names = rows[0] if rows and isinstance(rows[0], dict) else ()
+        return {name: [row[name] for row in rows] for name in names}
+    outputs = result.get("outputs", result)
+    return outputs if isinstance(outputs, dict) else {}
+
+
+def answer_lines(questions, result):
+    """Readable lines of a span labeler's answers: question, answer with its character span, score."""
+    columns = output_columns(result)
+    lines = []
+    for row, question in enumerate(questions):
+        answer = columns["answer"][row]
+        answer = answer.decode("utf-8", "replace") if isinstance(answer, bytes) else answer
+        found = f"{answer!r} [{columns['answer_start'][row]}:{columns['answer_end'][row]}]" if answer else "(none)"
+        line = f"Q: {question}\nA: {found}  score {columns['score'][row]:.3f}"
+        if "no_answer_score" in columns:
+            line += f"  no-answer score {columns['no_answer_score'][row]:.3f}"
+        lines.append(line)
+    return lines
 
 
 def rest_body(inputs, signature, rest_format):
@@ -119,9 +154,12 @@ def describe(example):
 
 def main(argv):
     del argv
-    if not FLAGS.text:
-        raise app.UsageError("pass at least one --text")
-    inputs = request_inputs(FLAGS.text, FLAGS.text_b)
+    if not (FLAGS.text or FLAGS.question):
+        raise app.UsageError("pass at least one --text (or --question with --context)")
+    if FLAGS.question:
+        inputs = question_inputs(FLAGS.question, FLAGS.context)
+    else:
+        inputs = request_inputs(FLAGS.text, FLAGS.text_b)
     if FLAGS.protocol == "grpc":
         target = f"{FLAGS.host}:{FLAGS.port or 8500}"
         result = predict_grpc(target, FLAGS.model, FLAGS.version, FLAGS.signature, inputs, FLAGS.timeout)
@@ -131,6 +169,9 @@ def main(argv):
         result = predict_rest(url, rest_body(inputs, FLAGS.signature, FLAGS.rest_format), FLAGS.timeout)
     if FLAGS.raw:
         print(json.dumps(result, indent=1, default=_str))
+        return
+    if "answer" in output_columns(result):
+        print("\n".join(answer_lines(FLAGS.question, result)))
         return
     for text, example in zip(inputs["text"], per_example(result), strict=True):
         print(f"text: {text!r}")

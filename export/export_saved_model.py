@@ -6,7 +6,10 @@
 --model_path is a `.keras` file (any keras_bert model: encoder or task model) or a checkpoint directory in
 any format `BertEncoder.from_pretrained` reads (Google TF1, Hugging Face, keras_bert), which exports the
 encoder; a sentence-transformers directory (modules.json) also serves its `sentence_embedding`, pooled and
-normalized as its modules.json says (--pooling / --normalize override). The version directory is written atomically under --export_dir; the path is printed.
+normalized as its modules.json says (--pooling / --normalize override). The version directory is written
+atomically under --export_dir; the path is printed. A span labeler serves decoded answers (question, context
+in); --doc_stride, --max_query_length, --n_best_size, --max_answer_length, --version_2_with_negative and
+--null_score_diff_threshold are run_squad's.
 """
 
 import os
@@ -29,8 +32,9 @@ flags.DEFINE_integer("version", None, "Version number; default: one more than th
 flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt; default: the vocab.txt beside --model_path.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased models).")
 flags.DEFINE_integer("max_seq_length", 128, "Packed sequence length of the raw-text signatures.")
-flags.DEFINE_enum("signature", None, ["text", "text_pair", "token_ids"],
-                  "What serving_default takes; default: text, or text_pair for span labeler / multiple choice.")
+flags.DEFINE_enum("signature", None, ["text", "text_pair", "token_ids", "question_context"],
+                  "What serving_default takes; default: text, question_context (decoded answers) for a span "
+                  "labeler, text_pair for multiple choice.")
 flags.DEFINE_enum("format", "serving", ["serving", "tfhub"],
                   "serving: one SavedModel; tfhub: <export_dir>/preprocess and <export_dir>/encoder.")
 flags.DEFINE_bool("warmup", True, "Write assets.extra/tf_serving_warmup_requests.")
@@ -44,6 +48,14 @@ flags.DEFINE_enum("pooling", None, ["cls", "mean"], "Encoder: also serve `senten
                                                     "directory's own (modules.json), else none.")
 flags.DEFINE_bool("normalize", False, "L2-normalize `sentence_embedding` (default: a sentence-transformers "
                                       "directory's own).")
+# Span labeler (question_context): how run_squad cut windows and chose answers, with its defaults.
+flags.DEFINE_integer("doc_stride", 128, "Span labeler: pieces between the starts of consecutive context windows.")
+flags.DEFINE_integer("max_query_length", 64, "Span labeler: questions are cut to this many pieces.")
+flags.DEFINE_integer("n_best_size", 20, "Span labeler: start and end candidates per window.")
+flags.DEFINE_integer("max_answer_length", 30, "Span labeler: longest answer, in pieces.")
+flags.DEFINE_bool("version_2_with_negative", False, "Span labeler: SQuAD v2.0 model (has_answer output).")
+flags.DEFINE_float("null_score_diff_threshold", 0.0, "Span labeler, v2.0: no answer when null score - best span "
+                   "score exceeds this.")
 flags.mark_flags_as_required(["model_path", "export_dir"])
 
 
@@ -76,6 +88,7 @@ def sentence_pooling_flags(path):
 def main(argv):
     del argv
     from keras_bert.checkpoints.files import find_vocab_file
+    from keras_bert.data.squad_answers import AnswerRules
     from keras_bert.export import export_saved_model
     from keras_bert.export.tfhub import export_tfhub
     from keras_bert.text import BertPreprocessor, BertTokenizer
@@ -93,10 +106,12 @@ def main(argv):
         exported = list(export_tfhub(model, preprocessor, FLAGS.export_dir, FLAGS.version))
     else:
         pooling, normalize = sentence_pooling_flags(FLAGS.model_path)
+        rules = AnswerRules(FLAGS.doc_stride, FLAGS.max_query_length, FLAGS.n_best_size, FLAGS.max_answer_length,
+                            FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold)
         exported = [export_saved_model(model, FLAGS.export_dir, preprocessor, FLAGS.version, FLAGS.signature,
                                        FLAGS.warmup, example_seq_length=FLAGS.max_seq_length,
                                        long_text=FLAGS.long_text, stride=FLAGS.stride, pooling=pooling,
-                                       normalize=normalize)]
+                                       normalize=normalize, answer_rules=rules)]
     for path in exported:
         print(path)
     if FLAGS.check:

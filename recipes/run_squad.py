@@ -6,8 +6,10 @@
     python -m recipes.run_squad --version_2_with_negative --null_score_diff_threshold=-1.0 ...
 
 Contexts longer than a window are split into windows `doc_stride` pieces apart; each answer is predicted in
-the window where its tokens have the most context, and mapped back onto the original text. Training
-questions whose answer text is not found at its offset are skipped (their number is logged).
+the window where its tokens have the most context, as the characters of the context its pieces came from
+(`keras_bert.data.squad_answers`, the decoding an exported span labeler serves). Training questions whose
+answer text is not found at its offset are skipped (their number is logged). A saved span labeler
+predicts with `--init_checkpoint=runs/squad/model.keras --do_train=false --do_predict`.
 
 --do_predict writes predictions.json, nbest_predictions.json (and null_odds.json for v2.0) for
 --predict_file; --do_eval also scores them with the official v1.1 / v2.0 EM and F1 (eval_results.json;
@@ -85,11 +87,11 @@ def main(argv):
     if predict_examples is None:
         return
     with common.flag_errors("predict_file", "max_seq_length", "doc_stride", "max_query_length"):
-        examples, windows, result = squad.predict(model, FLAGS.predict_file, lookup, settings, FLAGS.eval_batch_size)
+        examples, num_windows, result = squad.predict(model, FLAGS.predict_file, lookup, settings, FLAGS.eval_batch_size)
     print("Predictions: " + ", ".join(result.save(FLAGS.output_dir)))
     if FLAGS.do_eval:
         scores = squad.evaluate(FLAGS.predict_file, result, settings)
-        scores.update(num_questions=len(examples), num_windows=len(windows))
+        scores.update(num_questions=len(examples), num_windows=num_windows)
         common.write_eval_results(scores, strategy)
 
 

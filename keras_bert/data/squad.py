@@ -13,7 +13,9 @@ The flow of a recipe (the tokenizer is any callable mapping a list of strings to
 
 Contexts are split into words on whitespace as the original (`char_to_word_offset` maps each context
 character to its word); WordPiece positions map back to words, and `get_final_text` maps the detokenized
-prediction back to the exact span of the original text.
+prediction back to the exact span of the original text. `postprocess_predictions` is the original's rule,
+kept as the reference that `keras_bert.data.squad_answers` (what run_squad and the served span labeler
+decode with: answers as character spans) is tested and measured against.
 """
 
 import collections

@@ -5,7 +5,9 @@ variables/, assets/, assets.extra/tf_serving_warmup_requests) with these signatu
 
   serving_default  = the raw-text endpoint (registered first, so ExportArchive aliases it):
                      `serve_text`: text tf.string [batch], or `serve_text_pair`: text, text_b [batch]
-                     (for BertMultipleChoice text_b is [batch, num_choices]: one ending per choice);
+                     (for BertMultipleChoice text_b is [batch, num_choices]: one ending per choice), or
+                     for a span labeler `serve_question_context`: question, context [batch] -> decoded
+                     answers over doc-stride windows (`keras_bert.export.span_answers`);
   serve_token_ids:   input_word_ids, input_mask, input_type_ids int32 [batch, seq] ([batch, choices, seq] for
                      multiple choice; the pretrainer also takes masked_lm_positions int32 [batch, k]);
   serve_examples:    examples tf.string [batch] of serialized tf.Example with the raw-text features
@@ -25,10 +27,11 @@ import tensorflow as tf
 
 from keras_bert import tempdirs
 from keras_bert.checkpoints import split_model
-from keras_bert.export import answers
+from keras_bert.data.squad_answers import AnswerRules
+from keras_bert.export import answers, span_answers
 from keras_bert.models.encoder import INPUT_NAMES
 
-SIGNATURES = ("text", "text_pair", "token_ids")
+SIGNATURES = ("text", "text_pair", "token_ids", span_answers.SIGNATURE)
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 # Texts sent by the warmup requests; the empty string also exercises the no-token path at load time.
 WARMUP_TEXTS = ("TF Serving warms the model up with this request.", "")
@@ -143,7 +146,9 @@ def default_signature(model, preprocessor):
     """The serving_default input form when none is asked for."""
     if preprocessor is None:
         return "token_ids"
-    return "text_pair" if model_kind(model) in ("span_labeler", "multiple_choice") else "text"
+    if model_kind(model) == "span_labeler":
+        return span_answers.SIGNATURE
+    return "text_pair" if model_kind(model) == "multiple_choice" else "text"
 
 
 def preprocess_text(model, preprocessor, texts):
@@ -169,6 +174,8 @@ def _example_features(model, signature, seq_length):
         if "masked_lm_positions" in spec:
             features["masked_lm_positions"] = tf.io.VarLenFeature(tf.int64)
         return features
+    if signature == span_answers.SIGNATURE:
+        return span_answers.EXAMPLE_FEATURES
     features = {"text": tf.io.FixedLenFeature([], tf.string)}
     if signature == "text_pair":
         shape = [model.num_choices] if model_kind(model) == "multiple_choice" else []
@@ -190,15 +197,18 @@ def check_compatible(model, preprocessor):
                           f"max_position_embeddings {config.max_position_embeddings}")
 
 
-def build_archive(model, preprocessor=None, signature=None, example_seq_length=None, options=None):
+def build_archive(model, preprocessor=None, signature=None, example_seq_length=None, options=None,
+                  answer_rules=None):
     """An ExportArchive of `model` (and `preprocessor`) with the endpoints of the module docstring.
 
     Args:
         model: a BertEncoder or task model (built).
         preprocessor: a `keras_bert.text.BertPreprocessor`, or None for a token-id-only export.
-        signature: "text", "text_pair" or "token_ids": what serving_default takes (default per model kind).
+        signature: "text", "text_pair", "token_ids" or "question_context" (span labeler: decoded answers):
+            what serving_default takes (default per model kind).
         example_seq_length: length of the token-id features of `serve_examples` without a preprocessor.
         options: `answers.AnswerOptions` (long texts, pooling); default: none of them.
+        answer_rules: the `AnswerRules` of "question_context" (default: run_squad's defaults).
 
     Returns (archive, signature).
     """
@@ -211,6 +221,9 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
                           "pass one, or use signature='token_ids'")
     if signature == "text" and kind in ("span_labeler", "multiple_choice"):
         raise ExportError(f"a {type(model).__name__} needs two text inputs: use signature='text_pair'")
+    if signature == span_answers.SIGNATURE and kind != "span_labeler":
+        raise ExportError(f"signature={signature!r} serves SQuAD answers and needs a BertSpanLabeler, got a "
+                          f"{type(model).__name__}")
     if preprocessor is not None:
         check_compatible(model, preprocessor)
     options = options or answers.AnswerOptions()
@@ -241,7 +254,13 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
     # Each endpoint is traced once here; serve_examples calls the traced functions rather than retracing
     # their bodies (the tokenizer graph is large: tracing it dominates export time).
     endpoints = {}
-    if signature != "token_ids":
+    if signature == span_answers.SIGNATURE:
+        try:
+            serve = span_answers.serve_answers(model, preprocessor, answer_rules or AnswerRules())
+        except ValueError as e:
+            raise ExportError(str(e)) from None
+        endpoints[f"serve_{signature}"] = _traced(serve, span_answers.input_spec())
+    elif signature != "token_ids":
         endpoints[f"serve_{signature}"] = _traced(serve_text, text_spec(model, signature))
     endpoints["serve_token_ids"] = _traced(serve_token_ids, token_id_spec(model))
     seq_length = preprocessor.seq_length if preprocessor is not None else example_seq_length
@@ -289,6 +308,8 @@ def warmup_inputs(model, signature, preprocessor=None):
         if "masked_lm_positions" in spec:
             inputs["masked_lm_positions"] = np.zeros([2, 1], np.int32)
         return inputs
+    if signature == span_answers.SIGNATURE:
+        return span_answers.warmup_inputs()
     inputs = {"text": np.array([t.encode() for t in WARMUP_TEXTS], dtype=object)}
     if signature == "text_pair":
         text_b = inputs["text"][::-1]
@@ -363,7 +384,8 @@ def publish_version(export_dir, version, write):
 
 
 def export_saved_model(model, export_dir, preprocessor=None, version=None, signature=None, warmup=True,
-                       example_seq_length=None, long_text="truncate", stride=None, pooling=None, normalize=False):
+                       example_seq_length=None, long_text="truncate", stride=None, pooling=None, normalize=False,
+                       answer_rules=None):
     """Exports `model` for TF Serving as `<export_dir>/<version>`, written atomically.
 
     Args:
@@ -374,13 +396,17 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
             raw-text signatures; its vocab size must equal the model's.
         version: int version; default: one more than the largest existing one (1 for a new directory).
             An existing version directory is an error.
-        signature: "text", "text_pair" or "token_ids", what serving_default takes (default: "text", or
-            "text_pair" for span labeler / multiple choice; "token_ids" without preprocessor).
+        signature: "text", "text_pair", "token_ids" or "question_context", what serving_default takes
+            (default: "text", "question_context" for a span labeler, "text_pair" for multiple choice;
+            "token_ids" without preprocessor).
         warmup: write assets.extra/tf_serving_warmup_requests (one request to serving_default).
         example_seq_length: without a preprocessor, the token-id length of `serve_examples` features
             (that signature is omitted if not given).
         long_text, stride, pooling, normalize: the `answers.AnswerOptions` (classifier texts over the
             sequence length, window stride, the encoder's `sentence_embedding`).
+        answer_rules: a span labeler's `keras_bert.data.squad_answers.AnswerRules` (doc_stride,
+            max_query_length, n_best_size, max_answer_length, version_2_with_negative,
+            null_score_diff_threshold); default: run_squad's defaults.
 
     Returns the version directory (str).
     """
@@ -388,7 +414,7 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
         options = answers.AnswerOptions(long_text, stride, pooling, normalize)
     except ValueError as e:
         raise ExportError(str(e)) from None
-    archive, signature = build_archive(model, preprocessor, signature, example_seq_length, options)
+    archive, signature = build_archive(model, preprocessor, signature, example_seq_length, options, answer_rules)
 
     def write(tmp_dir):
         archive.write_out(tmp_dir, verbose=False)

@@ -4,7 +4,7 @@ files (predictions.json, nbest_predictions.json, null_odds.json) and the officia
     settings = SquadSettings(max_seq_length=384, version_2_with_negative=True)
     train = training_windows("train-v2.0.json", lookup, settings)
     model.compile(optimizer, *span_loss()); model.fit(...)
-    examples, windows, result = predict(model, "dev-v2.0.json", lookup, settings)
+    examples, num_windows, result = predict(model, "dev-v2.0.json", lookup, settings)
     result.save(output_dir); scores = evaluate("dev-v2.0.json", result, settings)
 """
 
@@ -13,9 +13,11 @@ import json
 
 import keras
 import numpy as np
+import tensorflow as tf
 
-from keras_bert.data import features, squad
+from keras_bert.data import features, squad, squad_answers
 from keras_bert.metrics import squad as squad_metrics
+from keras_bert.text import BertPreprocessor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +43,13 @@ class SquadSettings:
     max_answer_length: int = 30
     null_score_diff_threshold: float = 0.0
     do_lower_case: bool = True
+
+    def answer_rules(self):
+        """The `squad_answers.AnswerRules` of these settings."""
+        return squad_answers.AnswerRules(
+            doc_stride=self.doc_stride, max_query_length=self.max_query_length, n_best_size=self.n_best_size,
+            max_answer_length=self.max_answer_length, version_2_with_negative=self.version_2_with_negative,
+            null_score_diff_threshold=self.null_score_diff_threshold)
 
 
 @dataclasses.dataclass
@@ -78,17 +87,50 @@ def span_loss():
 
 
 def predict(model, path, lookup, settings, batch_size=32):
-    """Answers every question of the SQuAD JSON file `path` with a `BertSpanLabeler`. Returns (examples,
-    windows, `squad.SquadPredictions`); `.save(output_dir)` writes the prediction files."""
+    """Answers every question of the SQuAD JSON file `path` with a `BertSpanLabeler`, through the decoding the
+    exported span labeler serves (`keras_bert.data.squad_answers`): windows cut by `lookup.tokenizer` in the
+    graph, answers as character spans of the context. Returns (examples, number of windows,
+    `squad.SquadPredictions`); `.save(output_dir)` writes the prediction files."""
     examples, _ = squad.read_squad_examples(path, False, settings.version_2_with_negative)
-    windows, (inputs, _) = _windows(examples, lookup, settings, False)
-    outputs = model.predict(inputs, batch_size=batch_size, verbose=0)
-    result = squad.postprocess_predictions(
-        examples, windows, np.asarray(outputs["start_logits"]), np.asarray(outputs["end_logits"]),
-        n_best_size=settings.n_best_size, max_answer_length=settings.max_answer_length,
-        do_lower_case=settings.do_lower_case, version_2_with_negative=settings.version_2_with_negative,
-        null_score_diff_threshold=settings.null_score_diff_threshold)
-    return examples, windows, result
+    preprocessor = BertPreprocessor(lookup.tokenizer, settings.max_seq_length)
+    rules = settings.answer_rules()
+    strings = tf.TensorSpec([None], tf.string)
+    answer = tf.function(lambda questions, contexts: squad_answers.answer_questions(
+        model, preprocessor, questions, contexts, rules), input_signature=[strings, strings], autograph=False)
+    result, num_windows = squad.SquadPredictions({}, {}, {}), 0
+    for begin in range(0, len(examples), batch_size):
+        chunk = examples[begin : begin + batch_size]
+        found = {name: value.numpy() for name, value in answer(
+            tf.constant([e.question_text for e in chunk]), tf.constant([e.context_text for e in chunk])).items()}
+        num_windows += int(found["num_windows"].sum())
+        for row, example in enumerate(chunk):
+            result.predictions[example.qas_id] = found["answer"][row].decode("utf-8")
+            result.nbest[example.qas_id] = _nbest_entries(found, row, settings)
+            if settings.version_2_with_negative:
+                result.null_odds[example.qas_id] = float(found["no_answer_score"][row] - found["score"][row])
+    return examples, num_windows, result
+
+
+def _nbest_entries(found, row, settings):
+    """nbest_predictions.json entries of one question: its n-best spans, the null answer ("", v2.0) placed
+    by its score after spans of equal score (kept even past n_best_size, as the original), probabilities
+    by softmax over the listed entries."""
+    entries = [{"text": text.decode("utf-8"), "start_logit": float(start), "end_logit": float(end)}
+               for text, start, end, valid in zip(found["nbest_text"][row], found["nbest_start_logit"][row],
+                                                  found["nbest_end_logit"][row], found["nbest_valid"][row],
+                                                  strict=True) if valid]
+    if settings.version_2_with_negative:
+        null = {"text": "", "start_logit": float(found["null_start_logit"][row]),
+                "end_logit": float(found["null_end_logit"][row])}
+        place = sum(e["start_logit"] + e["end_logit"] >= null["start_logit"] + null["end_logit"] for e in entries)
+        entries = (entries[:place] + [null] + entries[place:])[: max(settings.n_best_size, place + 1)]
+    if not entries:  # no span fits the rules: the served answer is "" with score 0.0
+        entries = [{"text": "", "start_logit": 0.0, "end_logit": 0.0}]
+    scores = np.asarray([e["start_logit"] + e["end_logit"] for e in entries])
+    probabilities = np.exp(scores - scores.max())
+    probabilities /= probabilities.sum()
+    return [{"text": e["text"], "probability": float(p), "start_logit": e["start_logit"],
+             "end_logit": e["end_logit"]} for e, p in zip(entries, probabilities, strict=True)]
 
 
 def evaluate(path, result, settings):

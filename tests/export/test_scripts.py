@@ -72,3 +72,16 @@ def test_client_request_bodies():
         "instances": [{"text": "q1", "text_b": "c1"}, {"text": "q2", "text_b": "c2"}]}
     assert client.rest_body(inputs, "serve_text_pair", "inputs") == {
         "signature_name": "serve_text_pair", "inputs": {"text": ["q1", "q2"], "text_b": ["c1", "c2"]}}
+
+
+def test_client_prints_answers_of_row_and_columnar_responses():
+    assert client.question_inputs(["q1"], ["c1"]) == {"question": ["q1"], "context": ["c1"]}
+    rows = {"predictions": [{"answer": "Zürich", "answer_start": 22, "answer_end": 28, "score": 1.25,
+                             "no_answer_score": -0.5, "has_answer": True},
+                            {"answer": "", "answer_start": 0, "answer_end": 0, "score": 0.0,
+                             "no_answer_score": 2.0, "has_answer": False}]}
+    columns = {"outputs": {name: [row[name] for row in rows["predictions"]] for name in rows["predictions"][0]}}
+    want = ["Q: Where?\nA: 'Zürich' [22:28]  score 1.250  no-answer score -0.500",
+            "Q: Who?\nA: (none)  score 0.000  no-answer score 2.000"]
+    assert client.answer_lines(["Where?", "Who?"], rows) == want
+    assert client.answer_lines(["Where?", "Who?"], columns) == want

@@ -70,6 +70,15 @@ def test_squad_v2_train_predict_eval(tmp_path, tiny_model):
         expected = evaluate_v2(json.load(f)["data"], predictions, na_probs=null_odds)
     assert results["exact"] == expected["exact"] and results["f1"] == expected["f1"]
     assert os.path.isfile(os.path.join(out, "model.keras"))
+    # Predicting from the saved span labeler gives the same answers (what an export of it serves).
+    again = str(tmp_path / "again")
+    model_flags = tiny_model(CONTEXTS + ["when was built who what is capital france spain slept moon where"],
+                             max_seq_length=40)
+    run_recipe("run_squad", f"--init_checkpoint={out}/model.keras", "--do_train=false", "--do_predict",
+               f"--predict_file={dev}", "--version_2_with_negative", "--doc_stride=16", "--max_query_length=12",
+               f"--output_dir={again}", *[f for f in model_flags if not f.startswith("--bert_config_file")])
+    with open(os.path.join(again, "predictions.json")) as f:
+        assert json.load(f) == predictions
 
 
 def test_bad_predict_file_fails_before_training(tmp_path, tiny_model):

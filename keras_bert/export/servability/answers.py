@@ -29,8 +29,21 @@ def _entities(where, texts, outputs):
                                        f"{span[3]}] = {decoded[span[2]:span[3]]!r}")
 
 
+def _spans(where, contexts, outputs):
+    """A span labeler's `answer` must be context[answer_start:answer_end] (Python character indexes)."""
+    for row, context in enumerate(np.asarray(contexts).reshape(-1)):
+        text = context.decode("utf-8", "replace") if isinstance(context, bytes) else str(context)
+        start, end = int(outputs["answer_start"][row]), int(outputs["answer_end"][row])
+        answer = outputs["answer"][row].decode("utf-8", "replace")
+        if text[start:end] != answer:
+            raise ServabilityError(f"{where}: answer {answer!r} of example {row} is not context[{start}:{end}] = "
+                                   f"{text[start:end]!r}")
+
+
 def check_answers(where, inputs, outputs):
     """Raises ServabilityError naming `where` and the output when a served answer is inconsistent."""
+    if "answer" in outputs and "context" in inputs:
+        _spans(where, inputs["context"], outputs)
     if "entity_count" in outputs and "text" in inputs:
         _entities(where, list(inputs["text"]), outputs)
     probabilities = outputs.get("probabilities")
