@@ -16,7 +16,7 @@ from keras_bert.config import BertConfig
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.transformer import TransformerBlock, attention_bias
-from keras_bert.models.pretrained import load_saved_model, with_pretrained_preprocessor
+from keras_bert.models.pretrained import checkpoint_lower_case, load_saved_model, with_pretrained_preprocessor
 from keras_bert.models.text_task import TextTask
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -119,6 +119,7 @@ class BertEncoder(TextTask, keras.Model):
         model's own (packed to `seq_length` if given), else the `vocab.txt` beside `path` packed to
         `seq_length` (default min(128, max_position_embeddings)) with the casing the checkpoint's files state
         (HF tokenizer_config.json), else `lower_case` (default True). No vocab.txt: no preprocessor."""
+        checkpoint_lower_case(path, lower_case)  # a contradicting casing is refused before any loading
         saved = load_saved_model(path) if dtype is None else None
         if saved is None:
             encoder = load_encoder(path, dtype=dtype)

@@ -5,7 +5,7 @@ import keras
 
 from keras_bert.checkpoints import split_model
 from keras_bert.models.encoder import load_encoder
-from keras_bert.models.pretrained import load_saved_model, with_pretrained_preprocessor
+from keras_bert.models.pretrained import checkpoint_lower_case, load_saved_model, with_pretrained_preprocessor
 from keras_bert.models.text_task import TextTask
 
 # Constructor arguments that define a head: a saved model of the same class must match those given.
@@ -53,6 +53,7 @@ class EncoderTaskModel(TextTask, keras.Model):
         The preprocessor is a saved model's own, else the `vocab.txt` beside `path`; with neither, the
         model takes token-id dicts only.
         """
+        checkpoint_lower_case(path, lower_case)  # a contradicting casing is refused before any loading
         saved = load_saved_model(path) if dtype is None else None
         if isinstance(saved, cls):
             for name in HEAD_ARGS:
