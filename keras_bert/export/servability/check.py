@@ -60,6 +60,12 @@ def _compare(export_dir, signature, key, outputs, want, atol):
     got = outputs[key]
     if got.shape != np.shape(want):
         raise ServabilityError(f"{where}: output {key!r} has shape {got.shape}, expected {np.shape(want)}")
+    if got.dtype == object:  # tf.string outputs (a classifier's `label`) must match exactly
+        wrong = np.flatnonzero(got.ravel() != np.asarray(want, dtype=object).ravel())
+        if wrong.size:
+            raise ServabilityError(f"{where}: output {key!r} is {got.ravel()[wrong[0]]!r} at flat index "
+                                   f"{wrong[0]}, expected {np.asarray(want).ravel()[wrong[0]]!r}")
+        return 0.0
     diff = float(np.max(np.abs(got.astype(np.float64) - want))) if got.size else 0.0
     if not diff <= atol:
         raise ServabilityError(f"{where}: output {key!r} differs from the expected values by {diff:.3g} "
@@ -82,6 +88,14 @@ def run_checks(jobs, atol=1e-4, serving_version=DEFAULT_SERVING_VERSION):
             summaries.append({"export_dir": os.fspath(job["export_dir"]), "error": str(e)})
             continue
         for run in report["runs"]:
-            run["outputs"] = {k: v.tolist() for k, v in run["outputs"].items() if v.dtype != object}
+            run["outputs"] = {k: _json_values(v) for k, v in run["outputs"].items()}
         summaries.append(report)
     return summaries
+
+
+def _json_values(array):
+    """An output as (nested) lists; strings (tf.string outputs such as `label`) decoded as UTF-8."""
+    if array.dtype == object:
+        array = np.vectorize(lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v),
+                             otypes=[object])(array)
+    return array.tolist()
