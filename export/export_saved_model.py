@@ -37,7 +37,8 @@ flags.mark_flags_as_required(["model_path", "export_dir"])
 
 
 def load_model(path):
-    """A keras_bert model from a .keras file, or the encoder of a checkpoint directory."""
+    """A keras_bert model from a .keras file, or the encoder of a checkpoint directory (with the preprocessor
+    of the vocab.txt beside it, cased and packed as the flags say, unless --vocab_file replaces it)."""
     import keras
 
     import keras_bert  # noqa: F401  (registers the classes .keras files name)
@@ -46,7 +47,10 @@ def load_model(path):
         if not os.path.isfile(path):
             raise app.UsageError(f"--model_path={path}: no such .keras file")
         return keras.saving.load_model(path)
-    return keras_bert.BertEncoder.from_pretrained(path)
+    if FLAGS.vocab_file:
+        return keras_bert.load_encoder(path)
+    return keras_bert.BertEncoder.from_pretrained(path, seq_length=FLAGS.max_seq_length,
+                                                  lower_case=FLAGS.do_lower_case)
 
 
 def main(argv):
