@@ -46,7 +46,7 @@ def load_model(path):
     if path.endswith(".keras"):
         if not os.path.isfile(path):
             raise app.UsageError(f"--model_path={path}: no such .keras file")
-        return keras.saving.load_model(path)
+        return keras.saving.load_model(path, compile=False)  # exported for inference: no optimizer needed
     if FLAGS.vocab_file:
         return keras_bert.load_encoder(path)
     return keras_bert.BertEncoder.from_pretrained(path, seq_length=FLAGS.max_seq_length,
