@@ -1,15 +1,18 @@
 """Exports a keras_bert model as a raw-text SavedModel for TF Serving (or as a TF Hub encoder pair).
 
     python -m export.export_saved_model --model_path=runs/classifier/model.keras \
-        --export_dir=/models/bert_classifier --max_seq_length=128 [--signature=text_pair] [--check]
+        --export_dir=/models/bert_classifier [--signature=text_pair] [--check]
 
 --model_path is a `.keras` file (any keras_bert model: encoder or task model) or a checkpoint directory in
 any format `BertEncoder.from_pretrained` reads (Google TF1, Hugging Face, keras_bert), which exports the
 encoder; a sentence-transformers directory (modules.json) also serves its `sentence_embedding`, pooled and
-normalized as its modules.json says (--pooling / --normalize override). The version directory is written
-atomically under --export_dir; the path is printed. A span labeler serves decoded answers (question, context
-in); --doc_stride, --max_query_length, --n_best_size, --max_answer_length, --version_2_with_negative and
---null_score_diff_threshold are run_squad's.
+normalized as its modules.json says (--pooling / --normalize override). A model saved with its preprocessor
+(fine-tuning recipes, `from_pretrained`, `preprocessor=`) exports with no other flag; --vocab_file,
+--do_lower_case and --max_seq_length then override its parts, and one that contradicts the model (another
+vocab or casing) is refused. A span labeler serves decoded answers (question, context in); --doc_stride,
+--max_query_length, --n_best_size, --max_answer_length, --version_2_with_negative and
+--null_score_diff_threshold are run_squad's. The version directory is written atomically under
+--export_dir; the path is printed.
 """
 
 import os
@@ -29,9 +32,12 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("model_path", None, "A .keras model file, or a checkpoint directory (exports the encoder).")
 flags.DEFINE_string("export_dir", None, "Model base path TF Serving watches; the version goes below it.")
 flags.DEFINE_integer("version", None, "Version number; default: one more than the largest existing one.")
-flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt; default: the vocab.txt beside --model_path.")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased models).")
-flags.DEFINE_integer("max_seq_length", 128, "Packed sequence length of the raw-text signatures.")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt; default: the model's own, else the vocab.txt "
+                    "beside --model_path.")
+flags.DEFINE_bool("do_lower_case", None, "Lower-case and strip accents (uncased models); default: the model's "
+                  "own casing, else true.")
+flags.DEFINE_integer("max_seq_length", None, "Packed sequence length of the raw-text signatures; default: the "
+                     "model's own, else 128.")
 flags.DEFINE_enum("signature", None, ["text", "text_pair", "token_ids", "question_context"],
                   "What serving_default takes; default: text, question_context (decoded answers) for a span "
                   "labeler, text_pair for multiple choice.")
@@ -60,7 +66,8 @@ flags.mark_flags_as_required(["model_path", "export_dir"])
 
 
 def load_model(path):
-    """A keras_bert model from a .keras file, or the encoder of a checkpoint directory."""
+    """A keras_bert model from a .keras file, or the encoder of a checkpoint directory (with the preprocessor
+    of the vocab.txt beside it, cased and packed as the flags say, unless --vocab_file replaces it)."""
     import keras
 
     import keras_bert  # noqa: F401  (registers the classes .keras files name)
@@ -68,8 +75,11 @@ def load_model(path):
     if path.endswith(".keras"):
         if not os.path.isfile(path):
             raise app.UsageError(f"--model_path={path}: no such .keras file")
-        return keras.saving.load_model(path)
-    return keras_bert.BertEncoder.from_pretrained(path)
+        return keras.saving.load_model(path, compile=False)  # exported for inference: no optimizer needed
+    if FLAGS.vocab_file:
+        return keras_bert.load_encoder(path)
+    return keras_bert.BertEncoder.from_pretrained(path, seq_length=FLAGS.max_seq_length,
+                                                  lower_case=FLAGS.do_lower_case)
 
 
 def sentence_pooling_flags(path):
@@ -89,19 +99,24 @@ def main(argv):
     del argv
     from keras_bert.checkpoints.files import find_vocab_file
     from keras_bert.data.squad_answers import AnswerRules
-    from keras_bert.export import export_saved_model
+    from keras_bert.export import ExportError, export_saved_model
+    from keras_bert.export.preprocessing import DEFAULT_SEQ_LENGTH, preprocessor_with_overrides
     from keras_bert.export.tfhub import export_tfhub
-    from keras_bert.text import BertPreprocessor, BertTokenizer
 
     model = load_model(FLAGS.model_path)
-    vocab_file = FLAGS.vocab_file or find_vocab_file(FLAGS.model_path)
-    preprocessor = None
-    if FLAGS.signature != "token_ids" or FLAGS.format == "tfhub":
-        if vocab_file is None:
-            raise app.UsageError(f"no vocab.txt beside --model_path={FLAGS.model_path}; pass --vocab_file "
-                                 "(or --signature=token_ids for a token-id-only export)")
-        preprocessor = BertPreprocessor(BertTokenizer(vocab_file, lower_case=FLAGS.do_lower_case),
-                                        FLAGS.max_seq_length)
+    takes_text = FLAGS.signature != "token_ids" or FLAGS.format == "tfhub"
+    try:
+        preprocessor = preprocessor_with_overrides(model, FLAGS.vocab_file, FLAGS.do_lower_case,
+                                                   FLAGS.max_seq_length,
+                                                   find_vocab_file(FLAGS.model_path) if takes_text else None)
+    except ExportError as e:
+        e.add_note(f"given as --model_path={FLAGS.model_path} with " + " ".join(
+            FLAGS[name].serialize() for name in ("vocab_file", "do_lower_case", "max_seq_length")
+            if FLAGS[name].value is not None))
+        raise
+    if preprocessor is None and takes_text:
+        raise app.UsageError(f"--model_path={FLAGS.model_path} has no preprocessor and no vocab.txt beside it; "
+                             "pass --vocab_file (or --signature=token_ids for a token-id-only export)")
     if FLAGS.format == "tfhub":
         exported = list(export_tfhub(model, preprocessor, FLAGS.export_dir, FLAGS.version))
     else:
@@ -109,7 +124,7 @@ def main(argv):
         rules = AnswerRules(FLAGS.doc_stride, FLAGS.max_query_length, FLAGS.n_best_size, FLAGS.max_answer_length,
                             FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold)
         exported = [export_saved_model(model, FLAGS.export_dir, preprocessor, FLAGS.version, FLAGS.signature,
-                                       FLAGS.warmup, example_seq_length=FLAGS.max_seq_length,
+                                       FLAGS.warmup, example_seq_length=FLAGS.max_seq_length or DEFAULT_SEQ_LENGTH,
                                        long_text=FLAGS.long_text, stride=FLAGS.stride, pooling=pooling,
                                        normalize=normalize, answer_rules=rules)]
     for path in exported:

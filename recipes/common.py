@@ -251,11 +251,17 @@ def fit_task(model, train_data, num_train_examples):
                      verbose=2)
 
 
-def save_task_model(model, strategy, labels=None):
+def save_task_model(model, strategy, labels=None, tokenizer=None):
     """Writes the fine-tuned model to <output_dir>/model.keras (and its label list to labels.json) on the
-    chief; returns the path."""
+    chief; returns the path. The model carries `labels` and a preprocessor of `tokenizer` and
+    --max_seq_length, so the .keras alone predicts on raw text and exports."""
     from keras_bert.tasks.labels import write_labels
+    from keras_bert.text import BertPreprocessor
 
+    if tokenizer is not None:
+        model.preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
+    if labels is not None:
+        model.labels = [str(label) for label in labels]
     path = os.path.join(FLAGS.model_dir, "model.keras")
     if distribute.is_chief(strategy):
         model.save(path)

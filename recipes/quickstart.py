@@ -7,7 +7,10 @@ here can be copied and rerun):
   1. build_vocab      a WordPiece vocab learned on the default corpus (docstrings of installed packages);
   2. pretrain         a tiny BERT, masked LM + next-sentence prediction, streaming the corpus;
   3. run_classifier   fine-tunes it on the default task (stdlib docstring topics);
-  4. export           the classifier as a raw-text SavedModel, checked with TF Serving's C++ loader.
+  4. export           the classifier as a raw-text SavedModel, checked with TF Serving's C++ loader
+                      (its model.keras carries vocab, casing, sequence length and labels: no flag repeated);
+  5. serve            a few raw sentences through that SavedModel in TF Serving's C++ loader, each printed
+                      with the topic name it predicts.
 Then prints where everything went and what the loss did. Rerunning resumes/reuses finished steps.
 """
 
@@ -37,6 +40,14 @@ flags.DEFINE_integer("max_seq_length", 128, "Pre-training sequence length.")
 flags.DEFINE_integer("train_batch_size", 32, "Pre-training global batch size.")
 flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16"], "Pre-training precision.")
 
+# One sentence per topic of the default task, written for this demo (not in its training data).
+DEMO_SENTENCES = (
+    "Parse the message headers and return the address of the sender.",
+    "Schedule the coroutine on the event loop and wait until the task is done.",
+    "Create a scrollbar widget and pack it into the frame of the window.",
+    "Send a GET request to the server and read the body of the response.",
+)
+
 
 def _run(step, module_or_script, args):
     command = [sys.executable] + (["-m", module_or_script] if not module_or_script.endswith(".py")
@@ -45,6 +56,20 @@ def _run(step, module_or_script, args):
     start = time.time()
     subprocess.run(command, check=True)
     return time.time() - start
+
+
+def _serve(version_dir, sentences, arrays):
+    """Runs `sentences` through serving_default of the export in TF Serving's C++ loader (a fresh process,
+    as export/check_servable.py; the inputs travel in the .npz `arrays`); returns the served label names."""
+    import numpy as np
+
+    from keras_bert.export import servability
+
+    servability.save_check_arrays(arrays, {"text": np.array([s.encode() for s in sentences], dtype=object)}, None)
+    (report,) = servability.check_servable_subprocess([{"export_dir": version_dir, "runs": [{"arrays": arrays}]}])
+    if "error" in report:
+        raise RuntimeError(report["error"])
+    return report["runs"][0]["outputs"]["label"]
 
 
 def _loss_curve(log_dir):
@@ -74,21 +99,20 @@ def main(argv):
     seconds = {}
 
     if not os.path.exists(vocab):
-        seconds["build_vocab"] = _run("1/4 learn a WordPiece vocab", "recipes.build_vocab", [
+        seconds["build_vocab"] = _run("1/5 learn a WordPiece vocab", "recipes.build_vocab", [
             f"--input_files={corpus}", f"--output_file={vocab}", f"--vocab_size={FLAGS.vocab_size}"])
-    seconds["pretrain"] = _run("2/4 pre-train (MLM + NSP)", "recipes.pretrain", [
+    seconds["pretrain"] = _run("2/5 pre-train (MLM + NSP)", "recipes.pretrain", [
         f"--input_files={corpus}", f"--vocab_file={vocab}", f"--preset={FLAGS.preset}",
         f"--max_seq_length={FLAGS.max_seq_length}", f"--train_batch_size={FLAGS.train_batch_size}",
         f"--num_train_steps={FLAGS.num_train_steps}", f"--num_warmup_steps={FLAGS.num_train_steps // 10}",
         "--learning_rate=1e-3", f"--save_checkpoints_steps={max(FLAGS.num_train_steps // 4, 1)}",
         "--log_steps=25", f"--dtype={FLAGS.dtype}", f"--model_dir={pretrain_dir}"])
-    seconds["run_classifier"] = _run("3/4 fine-tune a classifier", "recipes.run_classifier", [
+    seconds["run_classifier"] = _run("3/5 fine-tune a classifier", "recipes.run_classifier", [
         f"--init_checkpoint={os.path.join(pretrain_dir, 'pretrained')}", f"--output_dir={classifier_dir}",
         "--max_seq_length=64", "--num_train_epochs=5", "--learning_rate=5e-4",
         "--do_train", "--do_eval", "--do_predict"])
-    seconds["export"] = _run("4/4 export for TF Serving (+ C++ loader check)", "export/export_saved_model.py", [
-        f"--model_path={os.path.join(classifier_dir, 'model.keras')}", f"--vocab_file={vocab}",
-        f"--export_dir={export_dir}", "--max_seq_length=64"])
+    seconds["export"] = _run("4/5 export for TF Serving (+ C++ loader check)", "export/export_saved_model.py", [
+        f"--model_path={os.path.join(classifier_dir, 'model.keras')}", f"--export_dir={export_dir}"])
 
     curve = _loss_curve(os.path.join(pretrain_dir, "logs"))
     with open(os.path.join(pretrain_dir, "eval_results.json"), encoding="utf-8") as f:
@@ -96,6 +120,10 @@ def main(argv):
     with open(os.path.join(classifier_dir, "eval_results.json"), encoding="utf-8") as f:
         classifier_eval = json.load(f)
     versions = sorted(os.listdir(export_dir), key=lambda v: int(v) if v.isdigit() else -1)
+    print("\n=== 5/5 serve raw sentences (TF Serving's C++ loader, serving_default)", flush=True)
+    served = _serve(os.path.join(export_dir, versions[-1]), DEMO_SENTENCES, os.path.join(run_dir, "serve_inputs.npz"))
+    for label, sentence in zip(served, DEMO_SENTENCES, strict=True):
+        print(f"  {label:<8} <- {sentence}")
 
     print("\n=== Summary")
     print(f"corpus            {corpus} ({os.path.getsize(corpus) / 1e6:.1f} MB)")

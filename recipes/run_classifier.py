@@ -114,7 +114,7 @@ def main(argv):
                             len(train_examples) if train_examples else None)
     if train_examples:
         common.fit_task(model, dataset(train_examples, FLAGS.train_batch_size, shuffle=True), len(train_examples))
-        common.save_task_model(model, strategy, task.label_list)
+        common.save_task_model(model, strategy, task.label_list, tokenizer)
 
     results = {}
     for split, examples in task.evals:

@@ -61,7 +61,7 @@ def main(argv):
         common.compile_task(model, strategy, multiple_choice.choice_loss(), ["accuracy"], len(train) if train else None)
     if train:
         common.fit_task(model, dataset(train, FLAGS.train_batch_size, shuffle=True), len(train))
-        common.save_task_model(model, strategy)
+        common.save_task_model(model, strategy, tokenizer=tokenizer)
 
     if FLAGS.do_eval:
         examples = evaluated

@@ -70,7 +70,7 @@ def main(argv):
         dataset = tf.data.Dataset.from_tensor_slices((inputs, labels, weights)).shuffle(len(train), seed=FLAGS.seed)
         batches = common.without_padding(dataset.batch(FLAGS.train_batch_size), per_token_labels=True)
         common.fit_task(model, batches, len(train))
-        common.save_task_model(model, strategy, tags)
+        common.save_task_model(model, strategy, tags, tokenizer)
 
     def predict(flag, name):
         return ner.predict_sentences(model, read[flag], lookup, tags, FLAGS.max_seq_length,

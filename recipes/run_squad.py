@@ -82,7 +82,7 @@ def main(argv):
     if train:
         dataset = tf.data.Dataset.from_tensor_slices(train.arrays).shuffle(train.num_windows, seed=FLAGS.seed)
         common.fit_task(model, common.without_padding(dataset.batch(FLAGS.train_batch_size)), train.num_windows)
-        common.save_task_model(model, strategy)
+        common.save_task_model(model, strategy, tokenizer=tokenizer)
 
     if predict_examples is None:
         return

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 
-from keras_bert.checkpoints.files import find_vocab_file
+from keras_bert.checkpoints.files import find_lower_case, find_vocab_file
 from keras_bert.checkpoints.google import checkpoint_prefix, read_google_checkpoint, save_google_checkpoint
 from keras_bert.checkpoints.huggingface import is_huggingface_directory, read_huggingface, save_huggingface
 from keras_bert.checkpoints.mapping import (
@@ -35,6 +35,7 @@ __all__ = [
     "assign_encoder",
     "assign_heads",
     "detect_format",
+    "find_lower_case",
     "find_vocab_file",
     "keras_file",
     "load_keras",

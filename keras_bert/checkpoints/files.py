@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 
 from keras_bert import tempdirs
 
 VOCAB_FILE = "vocab.txt"
+# Where a Hugging Face checkpoint says its casing (BertTokenizer's `do_lower_case`).
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
 
 @contextlib.contextmanager
@@ -45,3 +48,20 @@ def find_vocab_file(path: str) -> str | None:
     """The `vocab.txt` beside a checkpoint (directory, `.keras` file or TF1 prefix), or None."""
     candidate = os.path.join(checkpoint_directory(path), VOCAB_FILE)
     return candidate if os.path.isfile(candidate) else None
+
+
+def find_lower_case(path: str) -> bool | None:
+    """The casing a checkpoint's own files state: `do_lower_case` of the Hugging Face
+    `tokenizer_config.json` beside it (True/False), or None when no file says it. Raises ValueError naming
+    the file when it is not JSON or `do_lower_case` is not a boolean."""
+    config_file = os.path.join(checkpoint_directory(path), TOKENIZER_CONFIG_FILE)
+    if not os.path.isfile(config_file):
+        return None
+    with open(config_file, encoding="utf-8") as f:
+        try:
+            value = json.load(f).get("do_lower_case")
+        except (json.JSONDecodeError, AttributeError) as e:
+            raise ValueError(f"{config_file}: expected a JSON object ({e})") from None
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{config_file}: do_lower_case is {value!r}; expected true or false")
+    return value

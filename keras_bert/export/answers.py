@@ -18,6 +18,7 @@ import dataclasses
 import tensorflow as tf
 
 from keras_bert.export import entities
+from keras_bert.export.labels import class_outputs, with_label_names
 from keras_bert.text.windows import default_stride, piece_windows
 
 LONG_TEXT = ("truncate", "windows")
@@ -100,23 +101,13 @@ def with_answers(model, kind, inputs, outputs, options):
     return outputs
 
 
-def class_outputs(model, logits):
-    """logits [b, C] -> logits, probabilities (softmax), label_id (int32 argmax) and, when the model has
-    labels, label (tf.string name)."""
-    outputs = {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
-               "label_id": tf.argmax(logits, axis=-1, output_type=tf.int32)}
-    if getattr(model, "labels", None):
-        outputs["label"] = tf.gather(tf.constant(model.labels), outputs["label_id"])
-    return outputs
-
-
 def windowed_classes(model, preprocessor, text, stride):
     """Classifier outputs for `text` tf.string [b] of any length: the logits of every window of
     `preprocessor.seq_length - 2` pieces, `stride` apart, averaged per text (float32 [b, C])."""
     windows = piece_windows(preprocessor.tokenizer(text), preprocessor.seq_length - 2, stride)
     logits = tf.cast(model(preprocessor.packer(windows.pieces), training=False), tf.float32)
     mean = tf.math.unsorted_segment_mean(logits, windows.row, tf.size(text, out_type=tf.int64))
-    return class_outputs(model, mean)
+    return with_label_names(model, class_outputs(mean))
 
 
 def sentence_embedding(sequence_output, input_mask, pooling, normalize):

@@ -29,16 +29,15 @@ from keras_bert import tempdirs
 from keras_bert.checkpoints import split_model
 from keras_bert.data.squad_answers import AnswerRules
 from keras_bert.export import answers, span_answers
+from keras_bert.export.errors import ExportError
+from keras_bert.export.labels import class_outputs, with_label_names
+from keras_bert.export.preprocessing import serving_preprocessor
 from keras_bert.models.encoder import INPUT_NAMES
 
 SIGNATURES = ("text", "text_pair", "token_ids", span_answers.SIGNATURE)
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 # Texts sent by the warmup requests; the empty string also exercises the no-token path at load time.
 WARMUP_TEXTS = ("TF Serving warms the model up with this request.", "")
-
-
-class ExportError(ValueError):
-    """The model, preprocessor or export directory does not allow the export; the message says why."""
 
 
 def model_kind(model):
@@ -57,20 +56,14 @@ def encoder_of(model):
     return split_model(model)[0]
 
 
-def _classes(logits):
-    """logits [..., C] -> probabilities (softmax) and label_id (int32 argmax) next to the logits."""
-    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
-            "label_id": tf.argmax(logits, axis=-1, output_type=tf.int32)}
-
-
 def serving_outputs(model, inputs):
     """Runs `model` (inference mode) on encoder-input tensors and names its outputs for serving.
 
     Returns a flat dict of dense tensors:
         encoder: pooled_output [b, h], sequence_output [b, s, h];
         classifier (num_classes > 1), token classifier, multiple choice: logits, probabilities, label_id
-            ([b, C] / [b, s, C] / [b, choices], label_id without the last axis); regression (1 class):
-            logits [b, 1];
+            ([b, C] / [b, s, C] / [b, choices], label_id without the last axis); a classifier with
+            `labels` also label (tf.string [b], the name of label_id); regression (1 class): logits [b, 1];
         span labeler: start_logits, end_logits [b, s];
         pretrainer: masked_lm_logits [b, k, vocab], masked_lm_ids int32 [b, k] (argmax),
             next_sentence_logits [b, 2]. Without `masked_lm_positions` in `inputs`, k = s: every position.
@@ -93,7 +86,9 @@ def serving_outputs(model, inputs):
         return {"start_logits": out["start_logits"], "end_logits": out["end_logits"]}
     if kind == "classifier" and model.num_classes == 1:
         return {"logits": out}
-    return _classes(out)
+    if kind == "classifier":
+        return with_label_names(model, class_outputs(out))
+    return class_outputs(out)
 
 
 def token_id_spec(model):
@@ -393,7 +388,8 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
             BertMultipleChoice or BertPretrainer.
         export_dir: the model base path TF Serving watches.
         preprocessor: a `keras_bert.text.BertPreprocessor` (the training tokenizer + packer) for the
-            raw-text signatures; its vocab size must equal the model's.
+            raw-text signatures; default: `model.preprocessor`. Given beside the model's own, it must have
+            the same vocab and casing (ExportError otherwise).
         version: int version; default: one more than the largest existing one (1 for a new directory).
             An existing version directory is an error.
         signature: "text", "text_pair", "token_ids" or "question_context", what serving_default takes
@@ -410,6 +406,7 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
 
     Returns the version directory (str).
     """
+    preprocessor = serving_preprocessor(model, preprocessor)
     try:
         options = answers.AnswerOptions(long_text, stride, pooling, normalize)
     except ValueError as e:

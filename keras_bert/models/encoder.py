@@ -10,11 +10,13 @@ from keras_bert.checkpoints import (
     load_keras,
     read_checkpoint,
     report_unused,
+    split_model,
 )
 from keras_bert.config import BertConfig
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.transformer import TransformerBlock, attention_bias
+from keras_bert.models.pretrained import checkpoint_lower_case, load_saved_model, with_pretrained_preprocessor
 from keras_bert.models.text_task import TextTask
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -111,10 +113,21 @@ class BertEncoder(TextTask, keras.Model):
         return cls(**cls._text_from_config(dict(config)))
 
     @classmethod
-    def from_pretrained(cls, path, dtype=None):
+    def from_pretrained(cls, path, dtype=None, seq_length=None, lower_case=None):
         """Loads an encoder from a Google TF1 checkpoint, a Hugging Face directory or our own save (see
-        `load_encoder`)."""
-        return load_encoder(path, dtype=dtype)
+        `load_encoder`), with a preprocessor when one is known, so `predict` also takes raw text: a saved
+        model's own (packed to `seq_length` if given), else the `vocab.txt` beside `path` packed to
+        `seq_length` (default min(128, max_position_embeddings)) with the casing the checkpoint's files state
+        (HF tokenizer_config.json), else `lower_case` (default True). No vocab.txt: no preprocessor."""
+        checkpoint_lower_case(path, lower_case)  # a contradicting casing is refused before any loading
+        saved = load_saved_model(path) if dtype is None else None
+        if saved is None:
+            encoder = load_encoder(path, dtype=dtype)
+        else:
+            encoder = split_model(saved)[0]
+            if encoder.preprocessor is None:  # a task model's preprocessor is on the task model
+                encoder.preprocessor = getattr(saved, "preprocessor", None)
+        return with_pretrained_preprocessor(encoder, path, seq_length, lower_case)
 
 
 def load_encoder(path, dtype=None):

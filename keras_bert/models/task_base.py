@@ -3,7 +3,13 @@ names, and serializes as its constructor args."""
 
 import keras
 
+from keras_bert.checkpoints import split_model
+from keras_bert.models.encoder import load_encoder
+from keras_bert.models.pretrained import checkpoint_lower_case, load_saved_model, with_pretrained_preprocessor
 from keras_bert.models.text_task import TextTask
+
+# Constructor arguments that define a head: a saved model of the same class must match those given.
+HEAD_ARGS = ("num_classes", "labels", "num_choices")
 
 
 class EncoderTaskModel(TextTask, keras.Model):
@@ -29,6 +35,43 @@ class EncoderTaskModel(TextTask, keras.Model):
         config = dict(config)
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
         return cls(**cls._text_from_config(config))
+
+    @classmethod
+    def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None, **kwargs):
+        """This task model on the encoder of the checkpoint at `path`, ready for raw text.
+
+        Args:
+            path: a Google TF1 checkpoint, a Hugging Face directory or our own save (`.keras` or directory);
+                a `.keras` of this same class loads as it is (head and labels included).
+            seq_length: packed length of the preprocessor (default: a saved model's own, else
+                min(128, max_position_embeddings)).
+            lower_case: casing when the checkpoint's files do not state it (HF tokenizer_config.json
+                `do_lower_case` wins; a contradicting value is a ValueError); default True.
+            dtype: Keras dtype policy to build with (e.g. "mixed_bfloat16"); default float32.
+            **kwargs: the head's constructor arguments, e.g. `labels=["neg", "pos"]` or `num_classes=3`.
+
+        The preprocessor is a saved model's own, else the `vocab.txt` beside `path`; with neither, the
+        model takes token-id dicts only.
+        """
+        checkpoint_lower_case(path, lower_case)  # a contradicting casing is refused before any loading
+        saved = load_saved_model(path) if dtype is None else None
+        if isinstance(saved, cls):
+            for name in HEAD_ARGS:
+                if name in kwargs and getattr(saved, name, None) != _plain(kwargs[name]):
+                    raise ValueError(f"{path} holds a {cls.__name__} with {name}={getattr(saved, name)} but "
+                                     f"{name}={kwargs[name]} was asked for")
+            return with_pretrained_preprocessor(saved, path, seq_length, lower_case)
+        encoder = split_model(saved)[0] if saved is not None else load_encoder(path, dtype=dtype)
+        model = cls(encoder, **kwargs)
+        model.preprocessor = getattr(saved, "preprocessor", None)
+        if model.preprocessor is None:
+            model.preprocessor = encoder.preprocessor
+        return with_pretrained_preprocessor(model, path, seq_length, lower_case)
+
+
+def _plain(value):
+    """Labels as the model stores them (a list of str); other arguments unchanged."""
+    return [str(item) for item in value] if isinstance(value, (list, tuple)) else value
 
 
 def dense_head(units, initializer_range, name, dtype=None):

@@ -68,6 +68,10 @@ def test_mrpc_train_eval_predict(tmp_path, tiny_model):
     shifted = logits - logits.max(-1, keepdims=True)
     log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
     assert results["eval_loss"] == pytest.approx(-log_probs[np.arange(6), labels].mean(), rel=1e-4)
+    # The model.keras is self-contained: its preprocessor and labels give the same logits from raw pairs.
+    assert model.labels == ["0", "1"] and model.preprocessor.seq_length == 48
+    raw = model.predict(([e.text_a for e in dev], [e.text_b for e in dev]), batch_size=4, verbose=0)
+    np.testing.assert_allclose(raw, logits, atol=1e-5)
 
 
 def _write_csv(path, rows, header=("text", "label")):

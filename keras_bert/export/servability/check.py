@@ -63,9 +63,11 @@ def _compare(export_dir, signature, key, outputs, want, atol):
     got = outputs[key]
     if got.shape != np.shape(want):
         raise ServabilityError(f"{where}: output {key!r} has shape {got.shape}, expected {np.shape(want)}")
-    if got.dtype == object:  # strings: byte-exact
-        if not np.array_equal(got, want):
-            raise ServabilityError(f"{where}: output {key!r} is {got.tolist()}, expected {np.asarray(want).tolist()}")
+    if got.dtype == object:  # tf.string outputs (a classifier's `label`) must match exactly
+        wrong = np.flatnonzero(got.ravel() != np.asarray(want, dtype=object).ravel())
+        if wrong.size:
+            raise ServabilityError(f"{where}: output {key!r} is {got.ravel()[wrong[0]]!r} at flat index "
+                                   f"{wrong[0]}, expected {np.asarray(want).ravel()[wrong[0]]!r}")
         return 0.0
     diff = float(np.max(np.abs(got.astype(np.float64) - want))) if got.size else 0.0
     if not diff <= atol:

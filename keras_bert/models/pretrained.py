@@ -1,0 +1,85 @@
+"""The text preprocessing a checkpoint comes with: the `vocab.txt` beside it and the casing its own files
+state, packed to a sequence length — what `from_pretrained` gives a model so it takes raw strings."""
+
+import logging
+import os
+
+import keras
+
+from keras_bert.checkpoints import find_lower_case, find_vocab_file, keras_file, split_model
+from keras_bert.text import BertPreprocessor, BertTokenizer
+
+logger = logging.getLogger("keras_bert")
+
+# The paper's fine-tuning length (run_classifier's max_seq_length); capped at the position embeddings.
+DEFAULT_SEQ_LENGTH = 128
+
+
+def checkpoint_lower_case(path, lower_case=None):
+    """The casing of the checkpoint at `path`: what its files state (HF `tokenizer_config.json`
+    `do_lower_case`), else `lower_case`, else True. Raises ValueError naming both values when `lower_case`
+    contradicts the checkpoint's files."""
+    stated = find_lower_case(path)
+    if stated is None:
+        return True if lower_case is None else bool(lower_case)
+    if lower_case is not None and bool(lower_case) != stated:
+        raise ValueError(f"lower_case={lower_case} but {path} states do_lower_case={stated} "
+                         "(tokenizer_config.json); a model must be fed text cased as in its pre-training")
+    return stated
+
+
+def sequence_length(config, seq_length=None):
+    """`seq_length` (default: DEFAULT_SEQ_LENGTH capped at the model's max_position_embeddings); ValueError
+    when it exceeds the position embeddings."""
+    if seq_length is None:
+        return min(DEFAULT_SEQ_LENGTH, config.max_position_embeddings)
+    if not 3 <= int(seq_length) <= config.max_position_embeddings:
+        raise ValueError(f"seq_length={seq_length}; expected 3 <= seq_length <= the model's "
+                         f"max_position_embeddings={config.max_position_embeddings}")
+    return int(seq_length)
+
+
+def pretrained_preprocessor(path, config, seq_length=None, lower_case=None):
+    """A `BertPreprocessor` of the `vocab.txt` beside the checkpoint at `path` (casing as
+    `checkpoint_lower_case`, length as `sequence_length`), or None when there is no vocab.txt. Raises
+    ValueError naming the file when its size is not the model's `config.vocab_size`."""
+    vocab_file = find_vocab_file(path)
+    if vocab_file is None:
+        logger.info("%s: no vocab.txt beside the checkpoint; the model takes token ids only", path)
+        return None
+    tokenizer = BertTokenizer(vocab_file, lower_case=checkpoint_lower_case(path, lower_case))
+    if tokenizer.vocab_size != config.vocab_size:
+        raise ValueError(f"{vocab_file} has {tokenizer.vocab_size} tokens but the checkpoint's vocab_size is "
+                         f"{config.vocab_size}")
+    return BertPreprocessor(tokenizer, sequence_length(config, seq_length))
+
+
+def resized(preprocessor, config, seq_length=None, lower_case=None):
+    """`preprocessor` (a model's own) packed to `seq_length` when one is given; ValueError when
+    `lower_case` contradicts its tokenizer's casing."""
+    tokenizer = preprocessor.tokenizer
+    if lower_case is not None and bool(lower_case) != tokenizer.lower_case:
+        raise ValueError(f"lower_case={lower_case} but the saved model's tokenizer has "
+                         f"lower_case={tokenizer.lower_case}")
+    if seq_length is None or int(seq_length) == preprocessor.seq_length:
+        return preprocessor
+    return BertPreprocessor(tokenizer, sequence_length(config, seq_length))
+
+
+def load_saved_model(path):
+    """The whole keras_bert model of a `.keras` save at `path` (the file or a directory holding
+    model.keras), or None for the other checkpoint formats."""
+    saved = keras_file(os.fspath(path))
+    return keras.saving.load_model(saved, compile=False) if saved else None
+
+
+def with_pretrained_preprocessor(model, path, seq_length=None, lower_case=None):
+    """`model` (encoder or task model, loaded from the checkpoint at `path`) with a preprocessor: the one it
+    has (packed to `seq_length` if given), else the one of the vocab.txt beside `path` (None if absent).
+    Returns `model`."""
+    config = split_model(model)[0].config
+    if model.preprocessor is not None:
+        model.preprocessor = resized(model.preprocessor, config, seq_length, lower_case)
+    else:
+        model.preprocessor = pretrained_preprocessor(path, config, seq_length, lower_case)
+    return model
