@@ -184,6 +184,11 @@ class BertPreprocessor(keras.layers.Layer):
             return list(inputs)
         return [inputs]
 
+    def build(self, input_shape=None):
+        # No weights: the tokenizer and packer hold only constant tables, built in their constructors.
+        self.tokenizer.built = self.packer.built = True
+        self.built = True
+
     def call(self, inputs):
         segments = self._segments(inputs)
         unbatched = tf.convert_to_tensor(segments[0]).shape.rank == 0
