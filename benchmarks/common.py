@@ -181,12 +181,16 @@ def epoch_timer():
     return EpochTimer()
 
 
-def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b):
-    """`model.fit`: a warm-up epoch (compiles every input shape), then a timed epoch over the same batches.
+def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b, timed_epochs=1):
+    """`model.fit`: a warm-up epoch (compiles every input shape), then `timed_epochs` timed epochs over the
+    same batches.
 
     `batches`: one batch (repeated for `steps` steps) or a list of batches (an epoch is the list; shapes may
-    differ). Returns (seconds per step, the timed epoch's loss, steps per epoch).
+    differ). Returns (median seconds per step, the last epoch's loss, steps per epoch, each timed epoch's
+    seconds per step).
     """
+    import statistics
+
     if len(batches) == 1:
         dataset = tf.data.Dataset.from_tensors(to_inputs(batches[0])).repeat()
     else:
@@ -195,5 +199,7 @@ def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b):
             dataset = dataset.concatenate(tf.data.Dataset.from_tensors(to_inputs(batch)))
         dataset, steps = dataset.repeat(), len(batches)
     timer = epoch_timer()
-    model.fit(dataset.prefetch(tf.data.AUTOTUNE), steps_per_epoch=steps, epochs=2, callbacks=[timer], verbose=0)
-    return timer.times[-1] / steps, timer.logs[-1]["loss"], steps
+    model.fit(dataset.prefetch(tf.data.AUTOTUNE), steps_per_epoch=steps, epochs=1 + timed_epochs,
+              callbacks=[timer], verbose=0)
+    per_step = [t / steps for t in timer.times[1:]]
+    return statistics.median(per_step), timer.logs[-1]["loss"], steps, per_step

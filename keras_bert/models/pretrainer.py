@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert.execution import ChoosesExecution
 from keras_bert.layers.heads import MaskedLMHead
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.models.encoder import INPUT_NAMES, encoder_inputs
@@ -22,7 +23,7 @@ def _global_sum(value):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertPretrainer(keras.Model):
+class BertPretrainer(ChoosesExecution, keras.Model):
     """BERT's pre-training model: the encoder, a masked-LM head tied to the word embeddings, and a
     next-sentence head on the pooled output.
 

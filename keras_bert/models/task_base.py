@@ -2,8 +2,10 @@
 
 import keras
 
+from keras_bert.execution import ChoosesExecution
 
-class EncoderTaskModel(keras.Model):
+
+class EncoderTaskModel(ChoosesExecution, keras.Model):
     """Base of the task models: holds `encoder`, and round-trips through `.keras` by its constructor
     arguments (the encoder nested as a serialized object)."""
 
