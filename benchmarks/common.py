@@ -163,19 +163,22 @@ def pretraining_batch(batch_size, seq_length=SEQ_LENGTH, max_predictions=MAX_PRE
 
 
 def epoch_timer():
-    """A Keras callback whose `.times` holds each epoch's wall time (`fit` syncs the logs at epoch end)."""
+    """A Keras callback whose `.times` holds each epoch's wall time (`fit` syncs the logs at epoch end) and
+    `.cpu_times` the CPU time of this process (all threads) over it: on a shared machine the wall time grows
+    with others' load, the CPU time much less."""
     import keras
 
     class EpochTimer(keras.callbacks.Callback):
         def __init__(self):
             super().__init__()
-            self.times, self.logs = [], []
+            self.times, self.cpu_times, self.logs = [], [], []
 
         def on_epoch_begin(self, epoch, logs=None):
-            self._start = time.perf_counter()
+            self._start, self._cpu_start = time.perf_counter(), time.process_time()
 
         def on_epoch_end(self, epoch, logs=None):
             self.times.append(time.perf_counter() - self._start)
+            self.cpu_times.append(time.process_time() - self._cpu_start)
             self.logs.append({k: float(v) for k, v in (logs or {}).items()})
 
     return EpochTimer()
@@ -186,8 +189,8 @@ def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b, timed_epochs=1):
     same batches.
 
     `batches`: one batch (repeated for `steps` steps) or a list of batches (an epoch is the list; shapes may
-    differ). Returns (median seconds per step, the last epoch's loss, steps per epoch, each timed epoch's
-    seconds per step).
+    differ). Returns (median seconds per step, the last epoch's loss, steps per epoch, (each timed epoch's
+    seconds per step, its CPU seconds per step)).
     """
     import statistics
 
@@ -202,4 +205,5 @@ def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b, timed_epochs=1):
     model.fit(dataset.prefetch(tf.data.AUTOTUNE), steps_per_epoch=steps, epochs=1 + timed_epochs,
               callbacks=[timer], verbose=0)
     per_step = [t / steps for t in timer.times[1:]]
-    return statistics.median(per_step), timer.logs[-1]["loss"], steps, per_step
+    cpu_per_step = [t / steps for t in timer.cpu_times[1:]]
+    return statistics.median(per_step), timer.logs[-1]["loss"], steps, (per_step, cpu_per_step)

@@ -71,7 +71,7 @@ def _layers(size):
     return dict(layers=layers, hidden=hidden, heads=heads, intermediate=intermediate)
 
 
-def build_ours(size, dtype, learning_rate=1e-4, jit_compile=True):
+def build_ours(size, dtype, learning_rate=1e-4, jit_compile="auto"):
     import keras
 
     from keras_bert.config import BertConfig
@@ -173,13 +173,14 @@ def run_transformers(size, dtype, batches, steps, epochs, jit_compile):
 
     for _ in range(steps):
         step()
-    per_step = []
+    per_step, cpu_per_step = [], []
     for _ in range(epochs):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         for _ in range(steps):
             loss = step()
         per_step.append((time.perf_counter() - start) / steps)
-    return statistics.median(per_step), loss, steps, per_step
+        cpu_per_step.append((time.process_time() - cpu_start) / steps)
+    return statistics.median(per_step), loss, steps, (per_step, cpu_per_step)
 
 
 def run_loss_curve(dtype, steps, batch_size=16, learning_rate=1e-3):
@@ -240,7 +241,7 @@ def main():
     else:
         batches = [common.pretraining_batch(args.batch_size)]
     jit_compile = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
-    seconds, loss, steps, per_step = RUNNERS[args.impl](args.size, args.dtype, batches, args.steps, args.epochs,
+    seconds, loss, steps, (per_step, cpu_per_step) = RUNNERS[args.impl](args.size, args.dtype, batches, args.steps, args.epochs,
                                                         jit_compile)
     # Tokens per step: every position of every row; with corpus data, the real (unpadded) tokens.
     tokens = (sum(int(b["input_mask"].sum()) for b in batches) / len(batches) if args.data == "corpus"
@@ -252,6 +253,7 @@ def main():
                      pad_to_multiple_of=args.pad_to_multiple_of, steps=steps, jit_compile=args.jit_compile,
                      epoch_step_s=[round(s, 4) for s in per_step],
                      spread=round(max(per_step) / min(per_step), 3),
+                     epoch_cpu_s=[round(s, 4) for s in cpu_per_step],
                      real_fraction=round(tokens / (args.batch_size * common.SEQ_LENGTH), 4),
                      computed_fraction=round(positions / (args.batch_size * common.SEQ_LENGTH), 4),
                      step_s=round(seconds, 4), tokens_per_s=round(tokens_per_s, 1),
