@@ -9,9 +9,10 @@ One configuration per process (see benchmarks/common.py):
   python -m benchmarks.pretrain_throughput --impl=loss_curve --dtype=mixed_bfloat16
   python -m benchmarks.pretrain_throughput --impl=ours --data=corpus --steps=24 --pad_to_multiple_of=32
 
-"ours" is the real `BertPretrainer.fit` (XLA train step, the library's AdamW with clipping) on a repeated
-in-memory batch: epoch 1 (compiles) is warm-up, epoch 2 is timed. tokens/s counts every position of every
-sequence (batch * seq per step). With --data=corpus the batches are real ones streamed from the default
+"ours" is the real `BertPretrainer.fit` (the library's AdamW with clipping; the train step XLA-compiled or
+not as `--jit_compile` says, by default as the library chooses for the dtype on this machine) on a repeated
+in-memory batch: epoch 1 (compiles) is warm-up, then `--epochs` epochs are timed (median and spread).
+tokens/s counts every position of every sequence (batch * seq per step). With --data=corpus the batches are real ones streamed from the default
 corpus (about a quarter of their positions are padding) and tokens/s counts real tokens only, so cutting
 padding (--pad_to_multiple_of) shows as a gain; implementations that compute every position run at the
 same step time as on the synthetic batch. Model FLOPs per token (`train_flops_per_token`) are the same for
@@ -241,6 +242,12 @@ def main():
     else:
         batches = [common.pretraining_batch(args.batch_size)]
     jit_compile = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
+    if jit_compile == "auto":
+        from keras_bert.execution import choose_jit_compile
+
+        chosen = choose_jit_compile(args.dtype)  # what BertPretrainer.compile() picks for this dtype here
+    else:
+        chosen = jit_compile
     seconds, loss, steps, (per_step, cpu_per_step) = RUNNERS[args.impl](args.size, args.dtype, batches, args.steps, args.epochs,
                                                         jit_compile)
     # Tokens per step: every position of every row; with corpus data, the real (unpadded) tokens.
@@ -251,6 +258,7 @@ def main():
     flops = train_flops_per_token(args.size)
     common.emit(dict(kind="pretrain", impl=args.impl, size=args.size, dtype=args.dtype, data=args.data,
                      pad_to_multiple_of=args.pad_to_multiple_of, steps=steps, jit_compile=args.jit_compile,
+                     chosen_jit_compile=str(chosen).lower() if args.impl == "ours" else "",
                      epoch_step_s=[round(s, 4) for s in per_step],
                      spread=round(max(per_step) / min(per_step), 3),
                      epoch_cpu_s=[round(s, 4) for s in cpu_per_step],
