@@ -57,6 +57,16 @@ def load_average():
     return round(os.getloadavg()[0], 2)
 
 
+def steal_seconds():
+    """CPU time the hypervisor gave to others while this VM wanted it (/proc/stat `steal`, all CPUs), s."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return 0.0
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
 def peak_rss_mb():
     """Peak resident set size of this process (VmHWM), MiB: counts TF's and torch's native allocations."""
     with open("/proc/self/status") as f:
@@ -163,22 +173,26 @@ def pretraining_batch(batch_size, seq_length=SEQ_LENGTH, max_predictions=MAX_PRE
 
 
 def epoch_timer():
-    """A Keras callback whose `.times` holds each epoch's wall time (`fit` syncs the logs at epoch end) and
-    `.cpu_times` the CPU time of this process (all threads) over it: on a shared machine the wall time grows
-    with others' load, the CPU time much less."""
+    """A Keras callback whose `.times` holds each epoch's wall time (`fit` syncs the logs at epoch end),
+    `.cpu_times` the CPU time of this process (all threads) and `.steals` the VM's steal time over it.
+
+    They tell a slow epoch's cause apart: others' load on the machine grows the wall time, not the CPU time;
+    CPU time near the wall time on a multi-core run means the work ran on one thread; steal time means the
+    hypervisor took the CPUs."""
     import keras
 
     class EpochTimer(keras.callbacks.Callback):
         def __init__(self):
             super().__init__()
-            self.times, self.cpu_times, self.logs = [], [], []
+            self.times, self.cpu_times, self.steals, self.logs = [], [], [], []
 
         def on_epoch_begin(self, epoch, logs=None):
-            self._start, self._cpu_start = time.perf_counter(), time.process_time()
+            self._start, self._cpu_start, self._steal_start = time.perf_counter(), time.process_time(), steal_seconds()
 
         def on_epoch_end(self, epoch, logs=None):
             self.times.append(time.perf_counter() - self._start)
             self.cpu_times.append(time.process_time() - self._cpu_start)
+            self.steals.append(steal_seconds() - self._steal_start)
             self.logs.append({k: float(v) for k, v in (logs or {}).items()})
 
     return EpochTimer()
@@ -190,7 +204,7 @@ def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b, timed_epochs=1):
 
     `batches`: one batch (repeated for `steps` steps) or a list of batches (an epoch is the list; shapes may
     differ). Returns (median seconds per step, the last epoch's loss, steps per epoch, (each timed epoch's
-    seconds per step, its CPU seconds per step)).
+    seconds per step, its CPU seconds per step, the VM's steal seconds over it)).
     """
     import statistics
 
@@ -206,4 +220,4 @@ def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b, timed_epochs=1):
               callbacks=[timer], verbose=0)
     per_step = [t / steps for t in timer.times[1:]]
     cpu_per_step = [t / steps for t in timer.cpu_times[1:]]
-    return statistics.median(per_step), timer.logs[-1]["loss"], steps, (per_step, cpu_per_step)
+    return statistics.median(per_step), timer.logs[-1]["loss"], steps, (per_step, cpu_per_step, timer.steals[1:])

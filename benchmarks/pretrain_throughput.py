@@ -174,14 +174,15 @@ def run_transformers(size, dtype, batches, steps, epochs, jit_compile):
 
     for _ in range(steps):
         step()
-    per_step, cpu_per_step = [], []
+    per_step, cpu_per_step, steals = [], [], []
     for _ in range(epochs):
-        start, cpu_start = time.perf_counter(), time.process_time()
+        start, cpu_start, steal_start = time.perf_counter(), time.process_time(), common.steal_seconds()
         for _ in range(steps):
             loss = step()
         per_step.append((time.perf_counter() - start) / steps)
         cpu_per_step.append((time.process_time() - cpu_start) / steps)
-    return statistics.median(per_step), loss, steps, (per_step, cpu_per_step)
+        steals.append(common.steal_seconds() - steal_start)
+    return statistics.median(per_step), loss, steps, (per_step, cpu_per_step, steals)
 
 
 def run_loss_curve(dtype, steps, batch_size=16, learning_rate=1e-3):
@@ -242,13 +243,11 @@ def main():
     else:
         batches = [common.pretraining_batch(args.batch_size)]
     jit_compile = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
-    if jit_compile == "auto":
-        from keras_bert.execution import choose_jit_compile
+    from keras_bert.execution import choose_jit_compile
 
-        chosen = choose_jit_compile(args.dtype)  # what BertPretrainer.compile() picks for this dtype here
-    else:
-        chosen = jit_compile
-    seconds, loss, steps, (per_step, cpu_per_step) = RUNNERS[args.impl](args.size, args.dtype, batches, args.steps, args.epochs,
+    library_choice = choose_jit_compile(args.dtype)  # what BertPretrainer.compile() picks for this dtype here
+    chosen = library_choice if jit_compile == "auto" else jit_compile
+    seconds, loss, steps, (per_step, cpu_per_step, steals) = RUNNERS[args.impl](args.size, args.dtype, batches, args.steps, args.epochs,
                                                         jit_compile)
     # Tokens per step: every position of every row; with corpus data, the real (unpadded) tokens.
     tokens = (sum(int(b["input_mask"].sum()) for b in batches) / len(batches) if args.data == "corpus"
@@ -259,9 +258,11 @@ def main():
     common.emit(dict(kind="pretrain", impl=args.impl, size=args.size, dtype=args.dtype, data=args.data,
                      pad_to_multiple_of=args.pad_to_multiple_of, steps=steps, jit_compile=args.jit_compile,
                      chosen_jit_compile=str(chosen).lower() if args.impl == "ours" else "",
+                     library_choice=args.impl == "ours" and chosen == library_choice,
                      epoch_step_s=[round(s, 4) for s in per_step],
                      spread=round(max(per_step) / min(per_step), 3),
                      epoch_cpu_s=[round(s, 4) for s in cpu_per_step],
+                     epoch_steal_s=[round(s, 2) for s in steals],
                      real_fraction=round(tokens / (args.batch_size * common.SEQ_LENGTH), 4),
                      computed_fraction=round(positions / (args.batch_size * common.SEQ_LENGTH), 4),
                      step_s=round(seconds, 4), tokens_per_s=round(tokens_per_s, 1),
