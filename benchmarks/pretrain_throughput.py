@@ -243,10 +243,13 @@ def main():
     else:
         batches = [common.pretraining_batch(args.batch_size)]
     jit_compile = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
-    from keras_bert.execution import choose_jit_compile
+    library_choice = chosen = None
+    if args.impl == "ours":
+        from keras_bert.execution import choose_jit_compile
 
-    library_choice = choose_jit_compile(args.dtype)  # what BertPretrainer.compile() picks for this dtype here
-    chosen = library_choice if jit_compile == "auto" else jit_compile
+        common.configure_tensorflow()  # thread pools are set before TF initializes
+        library_choice = choose_jit_compile(args.dtype)  # what BertPretrainer.compile() picks here
+        chosen = library_choice if jit_compile == "auto" else jit_compile
     seconds, loss, steps, (per_step, cpu_per_step, steals) = RUNNERS[args.impl](args.size, args.dtype, batches, args.steps, args.epochs,
                                                         jit_compile)
     # Tokens per step: every position of every row; with corpus data, the real (unpadded) tokens.
@@ -257,8 +260,7 @@ def main():
     flops = train_flops_per_token(args.size)
     common.emit(dict(kind="pretrain", impl=args.impl, size=args.size, dtype=args.dtype, data=args.data,
                      pad_to_multiple_of=args.pad_to_multiple_of, steps=steps, jit_compile=args.jit_compile,
-                     chosen_jit_compile=str(chosen).lower() if args.impl == "ours" else "",
-                     library_choice=args.impl == "ours" and chosen == library_choice,
+                     chosen_jit_compile=str(chosen).lower(), library_choice=chosen == library_choice,
                      epoch_step_s=[round(s, 4) for s in per_step],
                      spread=round(max(per_step) / min(per_step), 3),
                      epoch_cpu_s=[round(s, 4) for s in cpu_per_step],

@@ -37,10 +37,10 @@ def cpu_flags(path=CPUINFO):
 
 
 def has_accelerator():
-    """True where TF sees a GPU or TPU."""
+    """True where TF sees a GPU or TPU (physical devices: asking does not initialize TF's runtime)."""
     import tensorflow as tf
 
-    return bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
+    return bool(tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU"))
 
 
 @functools.cache
