@@ -5,9 +5,9 @@ the bf16 instructions (2048^3 bf16 matmul: XLA 417, TF's oneDNN kernel 803 GFLOP
 changed that: xla_cpu_use_onednn, xla_cpu_experimental_onednn_custom_call, xla_cpu_use_xnnpack), so a
 mixed_bfloat16 step pays only without XLA, while a float32 step is fastest with XLA (pre-training at base
 width, per step: bf16 without XLA 1.34x float32 XLA, bf16 with XLA 0.91x; at mini, float32 without
-XLA 0.75x). On a CPU without
-AVX512_BF16/AMX, bf16 matmuls are emulated (0.70x the float32 peak on an AVX2 EPYC) and XLA stays the
-choice; float32 is faster there than any bf16 step. On a GPU or TPU, XLA (Keras's own default there).
+XLA 0.75x). On a CPU without AVX512_BF16/AMX, bf16 matmuls are emulated (0.70x the float32 peak on an AVX2
+EPYC) and XLA stays the choice; float32 is faster there than any bf16 step. On a GPU or TPU, XLA (Keras's
+own default there).
 
 The models' `compile()` (`ChoosesExecution`) asks `choose_jit_compile` when `jit_compile` is not given.
 """
