@@ -57,6 +57,16 @@ def load_average():
     return round(os.getloadavg()[0], 2)
 
 
+def steal_seconds():
+    """CPU time the hypervisor gave to others while this VM wanted it (/proc/stat `steal`, all CPUs), s."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return 0.0
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
 def peak_rss_mb():
     """Peak resident set size of this process (VmHWM), MiB: counts TF's and torch's native allocations."""
     with open("/proc/self/status") as f:
@@ -163,30 +173,41 @@ def pretraining_batch(batch_size, seq_length=SEQ_LENGTH, max_predictions=MAX_PRE
 
 
 def epoch_timer():
-    """A Keras callback whose `.times` holds each epoch's wall time (`fit` syncs the logs at epoch end)."""
+    """A Keras callback whose `.times` holds each epoch's wall time (`fit` syncs the logs at epoch end),
+    `.cpu_times` the CPU time of this process (all threads) and `.steals` the VM's steal time over it.
+
+    They tell a slow epoch's cause apart: others' load on the machine grows the wall time, not the CPU time;
+    CPU time near the wall time on a multi-core run means the work ran on one thread; steal time means the
+    hypervisor took the CPUs."""
     import keras
 
     class EpochTimer(keras.callbacks.Callback):
         def __init__(self):
             super().__init__()
-            self.times, self.logs = [], []
+            self.times, self.cpu_times, self.steals, self.logs = [], [], [], []
 
         def on_epoch_begin(self, epoch, logs=None):
-            self._start = time.perf_counter()
+            self._start, self._cpu_start, self._steal_start = time.perf_counter(), time.process_time(), steal_seconds()
 
         def on_epoch_end(self, epoch, logs=None):
             self.times.append(time.perf_counter() - self._start)
+            self.cpu_times.append(time.process_time() - self._cpu_start)
+            self.steals.append(steal_seconds() - self._steal_start)
             self.logs.append({k: float(v) for k, v in (logs or {}).items()})
 
     return EpochTimer()
 
 
-def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b):
-    """`model.fit`: a warm-up epoch (compiles every input shape), then a timed epoch over the same batches.
+def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b, timed_epochs=1):
+    """`model.fit`: a warm-up epoch (compiles every input shape), then `timed_epochs` timed epochs over the
+    same batches.
 
     `batches`: one batch (repeated for `steps` steps) or a list of batches (an epoch is the list; shapes may
-    differ). Returns (seconds per step, the timed epoch's loss, steps per epoch).
+    differ). Returns (median seconds per step, the last epoch's loss, steps per epoch, (each timed epoch's
+    seconds per step, its CPU seconds per step, the VM's steal seconds over it)).
     """
+    import statistics
+
     if len(batches) == 1:
         dataset = tf.data.Dataset.from_tensors(to_inputs(batches[0])).repeat()
     else:
@@ -195,5 +216,8 @@ def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b):
             dataset = dataset.concatenate(tf.data.Dataset.from_tensors(to_inputs(batch)))
         dataset, steps = dataset.repeat(), len(batches)
     timer = epoch_timer()
-    model.fit(dataset.prefetch(tf.data.AUTOTUNE), steps_per_epoch=steps, epochs=2, callbacks=[timer], verbose=0)
-    return timer.times[-1] / steps, timer.logs[-1]["loss"], steps
+    model.fit(dataset.prefetch(tf.data.AUTOTUNE), steps_per_epoch=steps, epochs=1 + timed_epochs,
+              callbacks=[timer], verbose=0)
+    per_step = [t / steps for t in timer.times[1:]]
+    cpu_per_step = [t / steps for t in timer.cpu_times[1:]]
+    return statistics.median(per_step), timer.logs[-1]["loss"], steps, (per_step, cpu_per_step, timer.steals[1:])

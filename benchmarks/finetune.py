@@ -53,7 +53,7 @@ def _keras_fit(model, batches, steps, to_inputs=lambda x: x):
 
     model.compile(optimizer=keras.optimizers.AdamW(2e-5, weight_decay=0.01, epsilon=1e-6),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
-    seconds, _, _ = common.fit_timed(model, tf, batches, steps, lambda b: (to_inputs(b[0]), b[1]))
+    seconds, _, _, _ = common.fit_timed(model, tf, batches, steps, lambda b: (to_inputs(b[0]), b[1]))
     return seconds
 
 

@@ -9,9 +9,10 @@ One configuration per process (see benchmarks/common.py):
   python -m benchmarks.pretrain_throughput --impl=loss_curve --dtype=mixed_bfloat16
   python -m benchmarks.pretrain_throughput --impl=ours --data=corpus --steps=24 --pad_to_multiple_of=32
 
-"ours" is the real `BertPretrainer.fit` (XLA train step, the library's AdamW with clipping) on a repeated
-in-memory batch: epoch 1 (compiles) is warm-up, epoch 2 is timed. tokens/s counts every position of every
-sequence (batch * seq per step). With --data=corpus the batches are real ones streamed from the default
+"ours" is the real `BertPretrainer.fit` (the library's AdamW with clipping; the train step XLA-compiled or
+not as `--jit_compile` says, by default as the library chooses for the dtype on this machine) on a repeated
+in-memory batch: epoch 1 (compiles) is warm-up, then `--epochs` epochs are timed (median and spread).
+tokens/s counts every position of every sequence (batch * seq per step). With --data=corpus the batches are real ones streamed from the default
 corpus (about a quarter of their positions are padding) and tokens/s counts real tokens only, so cutting
 padding (--pad_to_multiple_of) shows as a gain; implementations that compute every position run at the
 same step time as on the synthetic batch. Model FLOPs per token (`train_flops_per_token`) are the same for
@@ -20,6 +21,7 @@ positions).
 """
 
 import argparse
+import statistics
 import time
 
 from benchmarks import common
@@ -70,7 +72,7 @@ def _layers(size):
     return dict(layers=layers, hidden=hidden, heads=heads, intermediate=intermediate)
 
 
-def build_ours(size, dtype, learning_rate=1e-4):
+def build_ours(size, dtype, learning_rate=1e-4, jit_compile="auto"):
     import keras
 
     from keras_bert.config import BertConfig
@@ -85,7 +87,7 @@ def build_ours(size, dtype, learning_rate=1e-4):
                         num_attention_heads=s["heads"], intermediate_size=s["intermediate"])
     model = BertPretrainer(BertEncoder(config, dtype=dtype))
     model.compile(optimizer=create_optimizer(learning_rate, num_train_steps=10_000, num_warmup_steps=0),
-                  jit_compile=True)
+                  jit_compile=jit_compile)
     return model
 
 
@@ -109,12 +111,13 @@ def corpus_batches(batch_size, count, pad_to_multiple_of=0):
             for batch in dataset.take(count).as_numpy_iterator()]
 
 
-def run_ours(size, dtype, batches, steps):
+def run_ours(size, dtype, batches, steps, epochs, jit_compile):
     tf = common.configure_tensorflow()
-    return common.fit_timed(build_ours(size, dtype), tf, batches, steps)
+    return common.fit_timed(build_ours(size, dtype, jit_compile=jit_compile), tf, batches, steps,
+                            timed_epochs=epochs)
 
 
-def run_kerashub(size, dtype, batches, steps):
+def run_kerashub(size, dtype, batches, steps, epochs, jit_compile):
     tf = common.configure_tensorflow()
     import keras
     import keras_hub
@@ -135,10 +138,10 @@ def run_kerashub(size, dtype, batches, steps):
              "padding_mask": b["input_mask"].astype(bool), "mask_positions": b["masked_lm_positions"]}
         return x, b["masked_lm_ids"], b["masked_lm_weights"]
 
-    return common.fit_timed(model, tf, batches, steps, to_inputs)
+    return common.fit_timed(model, tf, batches, steps, to_inputs, timed_epochs=epochs)
 
 
-def run_transformers(size, dtype, batches, steps):
+def run_transformers(size, dtype, batches, steps, epochs, jit_compile):
     torch = common.configure_torch()
     import transformers
 
@@ -171,10 +174,15 @@ def run_transformers(size, dtype, batches, steps):
 
     for _ in range(steps):
         step()
-    start = time.perf_counter()
-    for _ in range(steps):
-        loss = step()
-    return (time.perf_counter() - start) / steps, loss, steps
+    per_step, cpu_per_step, steals = [], [], []
+    for _ in range(epochs):
+        start, cpu_start, steal_start = time.perf_counter(), time.process_time(), common.steal_seconds()
+        for _ in range(steps):
+            loss = step()
+        per_step.append((time.perf_counter() - start) / steps)
+        cpu_per_step.append((time.process_time() - cpu_start) / steps)
+        steals.append(common.steal_seconds() - steal_start)
+    return statistics.median(per_step), loss, steps, (per_step, cpu_per_step, steals)
 
 
 def run_loss_curve(dtype, steps, batch_size=16, learning_rate=1e-3):
@@ -210,7 +218,12 @@ def main():
     parser.add_argument("--dtype", default="float32",
                         help="float32 | mixed_bfloat16 for models; float32 | bfloat16 for --impl=peak")
     parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=4, help="warm-up steps, then as many timed steps")
+    parser.add_argument("--steps", type=int, default=4, help="steps per epoch: one warm-up epoch, then --epochs")
+    parser.add_argument("--epochs", type=int, default=5,
+                        help="timed epochs; tokens/s is the median epoch's, the spread is max/min")
+    parser.add_argument("--jit_compile", choices=["auto", "true", "false"], default="auto",
+                        help="ours: the train step's XLA compilation; auto = the library's choice for the "
+                             "dtype on this machine (keras_bert.training.execution)")
     parser.add_argument("--data", choices=["synthetic", "corpus"], default="synthetic",
                         help="one full-length synthetic batch, or --steps real batches of the default corpus "
                              "(tokens/s then counts real tokens, not padding)")
@@ -229,7 +242,16 @@ def main():
         batches = corpus_batches(args.batch_size, args.steps, args.pad_to_multiple_of)
     else:
         batches = [common.pretraining_batch(args.batch_size)]
-    seconds, loss, steps = RUNNERS[args.impl](args.size, args.dtype, batches, args.steps)
+    jit_compile = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
+    library_choice = chosen = None
+    if args.impl == "ours":
+        from keras_bert.execution import choose_jit_compile
+
+        common.configure_tensorflow()  # thread pools are set before TF initializes
+        library_choice = choose_jit_compile(args.dtype)  # what BertPretrainer.compile() picks here
+        chosen = library_choice if jit_compile == "auto" else jit_compile
+    seconds, loss, steps, (per_step, cpu_per_step, steals) = RUNNERS[args.impl](args.size, args.dtype, batches, args.steps, args.epochs,
+                                                        jit_compile)
     # Tokens per step: every position of every row; with corpus data, the real (unpadded) tokens.
     tokens = (sum(int(b["input_mask"].sum()) for b in batches) / len(batches) if args.data == "corpus"
               else args.batch_size * common.SEQ_LENGTH)
@@ -237,7 +259,12 @@ def main():
     tokens_per_s = tokens / seconds
     flops = train_flops_per_token(args.size)
     common.emit(dict(kind="pretrain", impl=args.impl, size=args.size, dtype=args.dtype, data=args.data,
-                     pad_to_multiple_of=args.pad_to_multiple_of, steps=steps,
+                     pad_to_multiple_of=args.pad_to_multiple_of, steps=steps, jit_compile=args.jit_compile,
+                     chosen_jit_compile=str(chosen).lower(), library_choice=chosen == library_choice,
+                     epoch_step_s=[round(s, 4) for s in per_step],
+                     spread=round(max(per_step) / min(per_step), 3),
+                     epoch_cpu_s=[round(s, 4) for s in cpu_per_step],
+                     epoch_steal_s=[round(s, 2) for s in steals],
                      real_fraction=round(tokens / (args.batch_size * common.SEQ_LENGTH), 4),
                      computed_fraction=round(positions / (args.batch_size * common.SEQ_LENGTH), 4),
                      step_s=round(seconds, 4), tokens_per_s=round(tokens_per_s, 1),

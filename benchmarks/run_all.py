@@ -13,13 +13,14 @@ import datetime
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 
 from benchmarks import common
 from benchmarks.pretrain_throughput import train_flops_per_token
 
-SECTIONS = ("peak", "pretrain", "loss_curve", "serving", "finetune", "padding", "tokenize",
+SECTIONS = ("peak", "pretrain", "bf16", "loss_curve", "serving", "finetune", "padding", "tokenize",
             "create_pretraining_data")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Peer benchmarks owned by the text and pre-training code (file, how it is run); their printed output is kept.
@@ -111,8 +112,54 @@ def bench_pretrain(table, errors, quick, peaks):
             peak = peaks.get("bfloat16" if "bfloat16" in dtype else "float32")
             mfu = f"{100 * run['model_gflops'] / peak:.0f}%" if peak else ""
             name = NAMES[impl] + (" (MLM only, no NSP)" if impl == "kerashub" else "")
-            table.add("pre-train MLM+NSP", f"{config} {dtype}", name,
-                      f"{tps:,.0f} tokens/s ({run['step_s']:.2f} s/step)", ratios, mfu, run)
+            if impl == "ours":
+                name += f" jit_compile={run['chosen_jit_compile']}"
+            table.add("pre-train MLM+NSP", f"{config} {dtype}", name, f"{tps:,.0f} tokens/s, {_spread(run)}",
+                      ratios, mfu, run)
+
+
+def _spread(run):
+    """The run's timed epochs: 'spread max/min (min-median-max s/step)'."""
+    times = run["epoch_step_s"]
+    return f"spread {run['spread']:.2f} ({min(times):.2f}-{run['step_s']:.2f}-{max(times):.2f} s/step)"
+
+
+# (dtype, --jit_compile) of `ours` in the execution comparison: the first is the reference (float32 as the
+# library runs it), then bf16 both ways (one of them is the library's choice).
+EXECUTIONS = (("float32", "auto"), ("mixed_bfloat16", "false"), ("mixed_bfloat16", "true"))
+
+
+def bench_bf16(table, errors, quick, rounds=2):
+    """`ours` pre-training in each dtype x execution (auto = the library's choice on this machine), the
+    configurations interleaved (A, B, C, A, B, C) for `rounds` rounds so that load from other processes
+    falls on all of them alike; per configuration the best round's median epoch, and its ratio to float32
+    with the library's default execution measured in the same round."""
+    sizes = ("mini",) if quick else ("mini", "base4")
+    for size in sizes:
+        steps = {"mini": 3, "base4": 1}[size]
+        runs = {execution: [] for execution in EXECUTIONS}
+        for _ in range(1 if quick else rounds):
+            for dtype, jit in EXECUTIONS:
+                runs[dtype, jit].append(_run("pretrain_throughput", [
+                    "--impl=ours", f"--size={size}", f"--dtype={dtype}", f"--jit_compile={jit}",
+                    f"--steps={steps}", "--epochs=5"], errors))
+        layers, hidden, heads, _ = common.SIZES[size]
+        reference = runs[EXECUTIONS[0]]
+        for (dtype, jit), results in runs.items():
+            ratios = [r["tokens_per_s"] / ref["tokens_per_s"] for r, ref in zip(results, reference, strict=True)
+                      if r and ref]
+            done = [r for r in results if r]
+            if not done:
+                continue
+            best = max(done, key=lambda r: r["tokens_per_s"])
+            ratio_text = "" if (dtype, jit) == EXECUTIONS[0] else (
+                f"{max(ratios):.2f}x fp32 default (rounds: {', '.join(f'{x:.2f}' for x in ratios)})" if ratios
+                else "")
+            table.add("pre-train, execution", f"{size} L{layers} H{hidden} A{heads}, b32 s128 {dtype}",
+                      f"keras_bert jit_compile={best['chosen_jit_compile']}"
+                      + (" (library's choice)" if best["library_choice"] else ""),
+                      f"{best['tokens_per_s']:,.0f} tokens/s, {_spread(best)}, CPU "
+                      f"{statistics.median(best['epoch_cpu_s']):.2f} s/step", ratio_text, run=best)
 
 
 def bench_loss_curve(table, errors, quick):
@@ -279,7 +326,9 @@ def write_results(path, table, machine, curves, foreign, errors, quick, started,
         "",
         "Notes:",
         "- tokens/s counts all batch x 128 positions per step; pre-training steps are the real `model.fit` "
-        "(XLA train step, AdamW, warm-up epoch then a timed epoch) on a repeated in-memory batch.",
+        "(AdamW; the train step XLA-compiled or not as the library chooses for the dtype on this machine, "
+        "see keras_bert/execution.py) on a repeated in-memory batch: a warm-up epoch, then 5 timed epochs; "
+        "tokens/s is the median epoch's, spread = slowest / fastest epoch.",
         "- MFU = model FLOPs/s over the matmul peak measured in the same run (fp32 peak for fp32 runs, bf16 "
         "peak for mixed_bfloat16). Training FLOPs per token = 6 x N (N = L(4h^2 + 2hi) non-embedding matmul "
         "weights) + 12 L s h (QK^T and attention x V, forward + backward) + (20/128) x 6 (h^2 + hV) (MLM "
@@ -323,6 +372,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="mini configs, one step: a smoke test")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {SECTIONS}")
     parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results.md"))
+    parser.add_argument("--rounds", type=int, default=2, help="bf16: interleaved rounds of its configurations")
     args = parser.parse_args()
     sections = args.only.split(",")
     unknown = set(sections) - set(SECTIONS)
@@ -335,6 +385,8 @@ def main():
         peaks = bench_peak(table, errors, args.quick)
     if "pretrain" in sections:
         bench_pretrain(table, errors, args.quick, peaks)
+    if "bf16" in sections:
+        bench_bf16(table, errors, args.quick, args.rounds)
     if "loss_curve" in sections:
         curves = bench_loss_curve(table, errors, args.quick)
     if "serving" in sections:

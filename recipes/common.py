@@ -47,7 +47,8 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
     flags.DEFINE_string("tpu", None, "TPU name/address for --distribution_strategy=tpu.")
     flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
                       "Keras dtype policy (LayerNorm, softmax and losses stay float32).")
-    flags.DEFINE_bool("jit_compile", True, "XLA-compile the train step.")
+    flags.DEFINE_bool("jit_compile", None, "XLA-compile the train step; unset: the library's choice for --dtype "
+                      "on this machine (XLA, except bf16 on a CPU with bf16 hardware: TF's oneDNN kernels).")
     flags.DEFINE_integer("seed", 42, "Seed for weights init, dropout and data order.")
     flags.DEFINE_integer("steps_per_execution", 1, "Train steps per call into the compiled function.")
     flags.DEFINE_integer("pad_to_multiple_of", 0, "Cut each batch's padding to its longest sequence rounded up "
@@ -68,12 +69,14 @@ def setup():
 
 
 def jit_compile(strategy):
-    """--jit_compile, except for multi_worker_mirrored on CPU, where XLA cannot compile the collectives."""
-    if FLAGS.jit_compile and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    """--jit_compile ("auto" when unset: the model's compile() chooses), except for multi_worker_mirrored on
+    CPU, where XLA cannot compile the collectives."""
+    if FLAGS.jit_compile is not False and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         if not tf.config.list_logical_devices("GPU"):
-            logger.warning("--jit_compile is off for multi_worker_mirrored on CPU (no XLA CPU collectives)")
+            if FLAGS.jit_compile:
+                logger.warning("--jit_compile is off for multi_worker_mirrored on CPU (no XLA CPU collectives)")
             return False
-    return FLAGS.jit_compile
+    return "auto" if FLAGS.jit_compile is None else FLAGS.jit_compile
 
 
 @contextlib.contextmanager

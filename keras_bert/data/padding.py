@@ -7,13 +7,20 @@ model's outputs for the real tokens are unchanged (padding is masked out of atte
 from 0 either way). Pre-training data, where most rows are long and a few short, is also grouped into
 batches of similar length first (`bucket_by_length`), else almost every batch would keep its full length.
 
-Each distinct batch length is a new input shape: an XLA train step compiles once for each (at most
-max_seq_length / m shapes).
+Pre-training batches also carry max_predictions_per_seq masked-LM slots per row, zero-weighted past a
+row's real predictions (about 15% of its tokens): a batch of short rows keeps only as many slots as its
+row with the most real predictions, rounded up to PREDICTION_MULTIPLE. Zero-weighted slots add nothing to
+the loss, so it is unchanged; the MLM head (a [slots, vocab] matmul per row) computes fewer rows.
+
+Each distinct batch length (and slot count) is a new input shape: an XLA train step compiles once for
+each (at most max_seq_length / m lengths, each with one or two slot counts).
 """
 
 import tensorflow as tf
 
 SEQUENCE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+PREDICTION_MULTIPLE = 4  # slots are cut to a multiple of this, so a batch length meets few slot counts
 
 
 def batch_length(input_mask, multiple):
@@ -23,14 +30,29 @@ def batch_length(input_mask, multiple):
     return tf.minimum(seq, tf.maximum(1, -(-longest // multiple)) * multiple)
 
 
+def prediction_slots(masked_lm_weights, multiple=PREDICTION_MULTIPLE):
+    """The slots ([..., max_predictions] float weights, > 0 on real predictions) up to and including each
+    row's last real prediction, the batch's maximum rounded up to `multiple`, capped at max_predictions."""
+    width = tf.shape(masked_lm_weights)[-1]
+    real = tf.cast(masked_lm_weights > 0, tf.int32)
+    # A slot is needed if it or a later one holds a real prediction (real ones need not come first).
+    needed = tf.reduce_sum(tf.cast(tf.cumsum(real, axis=-1, reverse=True) > 0, tf.int32), -1)
+    return tf.minimum(width, tf.maximum(1, -(-tf.reduce_max(needed) // multiple)) * multiple)
+
+
 def trim_padding(inputs, multiple, extra=()):
     """`inputs` (dict with `input_mask` [..., seq]) with its sequence inputs, and the `extra` tensors whose
-    last axis is the sequence (e.g. per-token labels), cut to `batch_length(input_mask, multiple)`.
+    last axis is the sequence (e.g. per-token labels), cut to `batch_length(input_mask, multiple)`. When
+    `inputs` holds `masked_lm_weights`, the masked-LM features ([..., max_predictions]) are cut to
+    `prediction_slots(masked_lm_weights)`.
 
     Returns (inputs, *extra) when `extra` is given, else inputs.
     """
     length = batch_length(inputs["input_mask"], multiple)
     trimmed = {name: value[..., :length] if name in SEQUENCE_INPUTS else value for name, value in inputs.items()}
+    if "masked_lm_weights" in inputs:
+        slots = prediction_slots(inputs["masked_lm_weights"])
+        trimmed.update({name: trimmed[name][..., :slots] for name in PREDICTION_FEATURES if name in trimmed})
     if not extra:
         return trimmed
     return (trimmed, *(value[..., :length] for value in extra))

@@ -38,6 +38,45 @@ def test_trim_keeps_every_token_and_cuts_labels_alike():
     assert padding.trim_dataset(dataset, 0) is dataset
 
 
+def test_prediction_slots_cut_to_the_last_real_one():
+    weights = np.zeros((3, 20), np.float32)
+    weights[0, :3] = 1
+    weights[1, :1] = 1
+    assert int(padding.prediction_slots(weights)) == 4  # 3 real, rounded up to 4
+    weights[2, 9] = 1  # a real prediction after empty slots keeps them
+    assert int(padding.prediction_slots(weights)) == 12
+    weights[2, 18] = 1
+    assert int(padding.prediction_slots(weights)) == 20  # 19 rounds to 20, capped at max_predictions
+    assert int(padding.prediction_slots(np.zeros((2, 20), np.float32))) == 4
+    assert int(padding.prediction_slots(np.ones((2, 6), np.float32), 8)) == 6
+
+
+def test_pretraining_loss_unchanged_with_fewer_slots(tiny_config):
+    from keras_bert.models.pretrainer import BertPretrainer
+
+    inputs = _inputs([7, 20, 13], seq=64)
+    inputs["input_word_ids"] %= tiny_config.vocab_size
+    rng = np.random.default_rng(0)
+    positions = np.zeros((3, 20), np.int32)
+    weights = np.zeros((3, 20), np.float32)
+    for row, count in enumerate([1, 3, 2]):
+        positions[row, :count] = np.sort(rng.choice(np.arange(1, [7, 20, 13][row]), count, replace=False))
+        weights[row, :count] = 1
+    inputs.update(masked_lm_positions=positions, masked_lm_weights=weights,
+                  masked_lm_ids=np.where(weights > 0, rng.integers(5, 60, (3, 20)), 0).astype(np.int32),
+                  next_sentence_labels=np.array([[0], [1], [0]], np.int32))
+    trimmed = {k: np.asarray(v) for k, v in padding.trim_padding(inputs, 16).items()}
+    assert trimmed["input_word_ids"].shape == (3, 32)
+    assert {trimmed[k].shape for k in padding.PREDICTION_FEATURES} == {(3, 4)}
+    model = BertPretrainer(BertEncoder(tiny_config))
+    model.compile(optimizer="adam", jit_compile=False)
+    full = model.evaluate(inputs, batch_size=3, verbose=0, return_dict=True)
+    cut = model.evaluate(trimmed, batch_size=3, verbose=0, return_dict=True)
+    assert full["masked_lm_loss"] > 1.0  # ~ln(60) for an untrained model
+    for name in ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss"):
+        np.testing.assert_allclose(cut[name], full[name], rtol=1e-5, err_msg=name)
+
+
 def test_encoder_outputs_do_not_change(tiny_config):
     encoder = BertEncoder(tiny_config)
     inputs = _inputs([7, 20, 13], seq=64)
@@ -49,9 +88,10 @@ def test_encoder_outputs_do_not_change(tiny_config):
     np.testing.assert_allclose(cut["sequence_output"] * mask, full["sequence_output"][:, :32] * mask, atol=1e-5)
 
 
-def _rows(batches, seq, grouped=True):
-    """Every row of every batch (ids, type ids and masked LM targets, padded back to `seq`) as bytes, sorted;
-    and the batch lengths seen. `grouped`: check that a batch's rows fall in one bucket of width 16."""
+def _rows(batches, seq, grouped=True, max_predictions=20):
+    """Every row of every batch (ids, type ids and masked LM targets, padded back to `seq` and
+    `max_predictions`) as bytes, sorted; and the batch lengths seen. `grouped`: check that a batch's rows
+    fall in one bucket of width 16."""
     rows, lengths = [], set()
     for batch in batches:
         ids, real = batch["input_word_ids"], batch["input_mask"].sum(1)
@@ -60,8 +100,9 @@ def _rows(batches, seq, grouped=True):
         if grouped:
             assert (real.max() - 1) // 16 == (real.min() - 1) // 16, real
         padded = np.pad(np.stack([ids, batch["input_type_ids"]], 1), [(0, 0), (0, 0), (0, seq - ids.shape[1])])
+        slots = [(0, 0), (0, max_predictions - batch["masked_lm_positions"].shape[1])]
         rows.extend(row.tobytes() + positions.tobytes() + bytes([label]) for row, positions, label in zip(
-            padded, batch["masked_lm_positions"], batch["next_sentence_labels"], strict=True))
+            padded, np.pad(batch["masked_lm_positions"], slots), batch["next_sentence_labels"], strict=True))
     return sorted(rows), lengths
 
 
@@ -77,6 +118,11 @@ def test_tfrecord_batches_grouped_by_length(tokenizer, tmp_path):  # noqa: F811
     assert rows == _rows(plain, 64, grouped=False)[0]
     assert lengths <= {16, 32, 48, 64} and len(lengths) >= 3, lengths
     assert sum(len(b["input_word_ids"]) for b in grouped) == sum(len(b["input_word_ids"]) for b in plain)
+    # Rows of <= 64 tokens have <= 10 real predictions (15%), so batches keep at most 12 of the 20 slots,
+    # fewer when short, and no real prediction is cut.
+    slots = {b["masked_lm_weights"].shape[1] for b in grouped}
+    assert slots <= {4, 8, 12} and len(slots) >= 2, slots
+    assert sum(b["masked_lm_weights"].sum() for b in grouped) == sum(b["masked_lm_weights"].sum() for b in plain)
     training = pretraining.tfrecord_dataset(path, 8, 64, 20, pad_to_multiple_of=16)
     assert training.element_spec["input_word_ids"].shape.as_list()[1] is None
     assert all(len(b["input_word_ids"]) == 8 for b in training.take(20).as_numpy_iterator())

@@ -1,0 +1,97 @@
+"""The train step's execution chosen by dtype and CPU features: the cpuinfo reader mocked, real steps run."""
+
+import logging
+
+import numpy as np
+import pytest
+
+import keras_bert as kb
+from keras_bert import execution
+
+AVX2_CPU = frozenset({"fpu", "sse2", "avx", "avx2", "fma"})
+BF16_CPU = AVX2_CPU | {"avx512f", "avx512_vnni", "avx512_bf16"}
+
+
+@pytest.fixture
+def cpu(monkeypatch):
+    """Sets the CPU flags `execution` reads (a CPU-only machine) and clears its once-only log."""
+    execution._log_once.cache_clear()
+    monkeypatch.setattr(execution, "has_accelerator", lambda: False)
+    return lambda flags: monkeypatch.setattr(execution, "cpu_flags", lambda: flags)
+
+
+def test_cpu_flags_reads_the_flags_line(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 avx512_bf16\n\n"
+                       "processor\t: 1\nflags\t\t: fpu\n")
+    assert execution.cpu_flags(str(cpuinfo)) == {"fpu", "avx2", "avx512_bf16"}
+    assert execution.cpu_flags(str(tmp_path / "absent")) == frozenset()
+
+
+@pytest.mark.parametrize("flags, policy, expected", [
+    (BF16_CPU, "mixed_bfloat16", False),
+    (AVX2_CPU | {"amx_bf16"}, "bfloat16", False),
+    (BF16_CPU, "float32", True),
+    (BF16_CPU, "mixed_float16", True),
+    (AVX2_CPU, "mixed_bfloat16", True),
+    (AVX2_CPU, "float32", True),
+])
+def test_choice_by_dtype_and_cpu(cpu, flags, policy, expected):
+    cpu(flags)
+    assert execution.choose_jit_compile(policy) is expected
+
+
+def test_accelerator_keeps_xla_for_bf16(cpu, monkeypatch):
+    cpu(BF16_CPU)
+    monkeypatch.setattr(execution, "has_accelerator", lambda: True)
+    assert execution.choose_jit_compile("mixed_bfloat16") is True
+
+
+def test_bf16_without_hardware_says_once_why(cpu, caplog):
+    cpu(AVX2_CPU)
+    with caplog.at_level(logging.INFO, logger="keras_bert"):
+        for _ in range(3):
+            execution.choose_jit_compile("mixed_bfloat16")
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "avx512_bf16 or amx_bf16 not in /proc/cpuinfo" in warnings[0].getMessage()
+    assert "float32 is the faster policy" in warnings[0].getMessage()
+
+
+def _pretraining_batch(batch=4, seq=12, predictions=3, vocab=60):
+    rng = np.random.default_rng(0)
+    return {
+        "input_word_ids": rng.integers(5, vocab, (batch, seq)).astype("int32"),
+        "input_mask": np.ones((batch, seq), "int32"),
+        "input_type_ids": np.zeros((batch, seq), "int32"),
+        "masked_lm_positions": np.tile(np.arange(1, predictions + 1, dtype="int32"), (batch, 1)),
+        "masked_lm_ids": rng.integers(5, vocab, (batch, predictions)).astype("int32"),
+        "masked_lm_weights": np.ones((batch, predictions), "float32"),
+        "next_sentence_labels": rng.integers(0, 2, (batch, 1)).astype("int32"),
+    }
+
+
+@pytest.mark.parametrize("flags, policy, jit_compile, expected", [
+    (BF16_CPU, "mixed_bfloat16", "auto", False),  # TF's oneDNN kernels
+    (AVX2_CPU, "mixed_bfloat16", "auto", True),
+    (BF16_CPU, "float32", "auto", True),
+    (BF16_CPU, "mixed_bfloat16", True, True),  # an explicit choice wins
+])
+def test_pretrainer_compile_chooses_and_steps(cpu, tiny_config, flags, policy, jit_compile, expected):
+    cpu(flags)
+    model = kb.BertPretrainer(kb.BertEncoder(tiny_config, dtype=policy))
+    kwargs = {} if jit_compile == "auto" else {"jit_compile": jit_compile}
+    model.compile(optimizer="adam", **kwargs)
+    assert model.jit_compile is expected
+    logs = model.fit(_pretraining_batch(), batch_size=4, epochs=2, verbose=0).history
+    assert np.isfinite(logs["loss"]).all() and logs["loss"][-1] < logs["loss"][0]
+
+
+def test_task_model_compile_chooses(cpu, tiny_config):
+    cpu(BF16_CPU)
+    model = kb.BertClassifier(kb.BertEncoder(tiny_config, dtype="mixed_bfloat16"), num_classes=2)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    assert model.jit_compile is False
+    batch = _pretraining_batch()
+    inputs = {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    model.fit(inputs, np.array([0, 1, 0, 1]), batch_size=4, verbose=0)
