@@ -3,14 +3,16 @@ names, and serializes as its constructor args."""
 
 import keras
 
+from keras_bert.models.accumulation import GradientAccumulation
 from keras_bert.models.text_task import TextTask
 
 
-class EncoderTaskModel(TextTask, keras.Model):
+class EncoderTaskModel(GradientAccumulation, TextTask, keras.Model):
     """Base of the task models (and the pretrainer): holds `encoder` (and `preprocessor`, `labels`), names
     its task in the class attribute `task_kind` (what checkpoint writers and the export dispatch on), and
     round-trips through `.keras` by its constructor arguments (encoder and preprocessor nested as
-    serialized objects)."""
+    serialized objects). `compile(gradient_accumulation_steps=K)` steps in K micro-batches
+    (`keras_bert.models.accumulation`)."""
 
     task_kind = None
 
