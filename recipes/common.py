@@ -40,6 +40,9 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
     flags.DEFINE_enum("optimizer", optimizer, ["adamw", "lamb"], "Optimizer.")
     flags.DEFINE_float("weight_decay", weight_decay, "Decoupled weight decay (not on LayerNorm and biases).")
     flags.DEFINE_float("clip_global_norm", 1.0, "Clip the (all-replica) gradient to this global norm; 0: off.")
+    flags.DEFINE_integer("gradient_accumulation_steps", 1, "Compute each step's --train_batch_size batch in this "
+                         "many sequential micro-batches (less memory, same step: gradients summed exactly).",
+                         lower_bound=1)
     # Execution.
     flags.DEFINE_string("model_dir", model_dir, "Output directory: checkpoints, logs, results, final model.")
     flags.DEFINE_enum("distribution_strategy", "one_device", list(distribute.STRATEGIES),
@@ -219,7 +222,8 @@ def compile_task(model, strategy, loss, metrics=None, num_train_examples=None, l
         _, num_train_steps, num_warmup_steps = finetuning_steps(num_train_examples)
         optimizer = build_optimizer(num_train_steps, num_warmup_steps)
     model.compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights, metrics=metrics,
-                  jit_compile=jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution)
+                  jit_compile=jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution,
+                  gradient_accumulation_steps=FLAGS.gradient_accumulation_steps)
 
 
 def without_padding(dataset, per_token_labels=False):

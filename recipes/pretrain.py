@@ -137,7 +137,8 @@ def main(argv):
             raise ValueError(f"the model has vocab_size={model.encoder.config.vocab_size} but --vocab_file="
                              f"{vocab_file} has {tokenizer.vocab_size} tokens")
         model.compile(optimizer=common.build_optimizer(FLAGS.num_train_steps),
-                      jit_compile=common.jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution)
+                      jit_compile=common.jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution,
+                      gradient_accumulation_steps=FLAGS.gradient_accumulation_steps)
         checkpoint = TrainingCheckpoint(model, os.path.join(FLAGS.model_dir, "checkpoints"), strategy=strategy)
     step = checkpoint.restore()
     if step:
