@@ -4,10 +4,11 @@ names, and serializes as its constructor args."""
 import keras
 
 from keras_bert.models.accumulation import GradientAccumulation
+from keras_bert.models.lora import LoraAdaptation
 from keras_bert.models.text_task import TextTask
 
 
-class EncoderTaskModel(GradientAccumulation, TextTask, keras.Model):
+class EncoderTaskModel(GradientAccumulation, LoraAdaptation, TextTask, keras.Model):
     """Base of the task models (and the pretrainer): holds `encoder` (and `preprocessor`, `labels`), names
     its task in the class attribute `task_kind` (what checkpoint writers and the export dispatch on), and
     round-trips through `.keras` by its constructor arguments (encoder and preprocessor nested as
