@@ -26,6 +26,7 @@ flags.DEFINE_enum("signature", None, ["text", "text_pair", "token_ids"],
 flags.DEFINE_enum("format", "serving", ["serving", "tfhub"],
                   "serving: one SavedModel; tfhub: <export_dir>/preprocess and <export_dir>/encoder.")
 flags.DEFINE_bool("warmup", True, "Write assets.extra/tf_serving_warmup_requests.")
+flags.DEFINE_enum("quantize", None, ["int8"], "Serve int8 Dense kernels (post-training weight quantization).")
 flags.DEFINE_bool("check", True, "Then run export/check_servable.py on the export (TF Serving's C++ loader).")
 flags.mark_flags_as_required(["model_path", "export_dir"])
 
@@ -50,6 +51,8 @@ def main(argv):
     from keras_bert.export.tfhub import export_tfhub
     from keras_bert.text import BertPreprocessor, BertTokenizer
 
+    if FLAGS.quantize and FLAGS.format == "tfhub":
+        raise app.UsageError("--quantize is for --format=serving exports")
     model = load_model(FLAGS.model_path)
     vocab_file = FLAGS.vocab_file or find_vocab_file(FLAGS.model_path)
     preprocessor = None
@@ -63,7 +66,8 @@ def main(argv):
         exported = list(export_tfhub(model, preprocessor, FLAGS.export_dir, FLAGS.version))
     else:
         exported = [export_saved_model(model, FLAGS.export_dir, preprocessor, FLAGS.version, FLAGS.signature,
-                                       FLAGS.warmup, example_seq_length=FLAGS.max_seq_length)]
+                                       FLAGS.warmup, example_seq_length=FLAGS.max_seq_length,
+                                       quantize=FLAGS.quantize)]
     for path in exported:
         print(path)
     if FLAGS.check:

@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.checkpoints import split_model
+from keras_bert.export.serving_form import serving_form
 from keras_bert.models.encoder import INPUT_NAMES
 
 SIGNATURES = ("text", "text_pair", "token_ids")
@@ -322,7 +323,7 @@ def publish_version(export_dir, version, write):
 
 
 def export_saved_model(model, export_dir, preprocessor=None, version=None, signature=None, warmup=True,
-                       example_seq_length=None):
+                       example_seq_length=None, quantize=None):
     """Exports `model` for TF Serving as `<export_dir>/<version>`, written atomically.
 
     Args:
@@ -338,9 +339,12 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
         warmup: write assets.extra/tf_serving_warmup_requests (one request to serving_default).
         example_seq_length: without a preprocessor, the token-id length of `serve_examples` features
             (that signature is omitted if not given).
+        quantize: None, or "int8" to serve int8 Dense kernels (`keras_bert.export.serving_form`). A model
+            with LoRA adapters is exported merged.
 
     Returns the version directory (str).
     """
+    model = serving_form(model, quantize)
     archive, signature = build_archive(model, preprocessor, signature, example_seq_length)
 
     def write(tmp_dir):
