@@ -173,6 +173,9 @@ def define_finetuning_flags(output_dir, learning_rate=5e-5, train_batch_size=32,
     flags.DEFINE_bool("do_train", True, "Fine-tune on the training data.")
     flags.DEFINE_bool("do_eval", True, "Score the evaluation data; writes eval_results.json.")
     flags.DEFINE_bool("do_predict", False, "Predict the test data; writes the predictions file.")
+    flags.DEFINE_integer("lora_rank", 0, "LoRA: freeze the encoder and train rank-R updates of its projections "
+                         "(plus the task head); the saved model has them merged. 0: full fine-tuning.",
+                         lower_bound=0)
 
 
 def require_data_files(eval_file="eval_file"):
@@ -204,6 +207,8 @@ def build_task_model(tokenizer, model_class, make_model):
         finetuning.check_vocab_size(config, tokenizer.vocab_size, tokenizer.vocab_file)
     with flag_errors("max_seq_length"):
         finetuning.check_seq_length(config, FLAGS.max_seq_length)
+    if FLAGS.lora_rank and FLAGS.do_train:
+        model.enable_lora(FLAGS.lora_rank)
     return model
 
 
