@@ -14,9 +14,9 @@ import json
 import os
 import statistics
 import tempfile
-import time
 
 from benchmarks import common
+from benchmarks.serving import median_latency
 
 SEQ_LENGTH = 64  # the task's sentences are short; 64 tokens hold nearly all of them
 BATCH_SIZE = 16
@@ -84,14 +84,7 @@ def _directory_mb(path):
 
 
 def _latency_ms(fn, repeats=20):
-    fn()
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return round(1e3 * statistics.median(times), 2)
+    return round(1e3 * median_latency(fn, repeats), 2)
 
 
 def serve(model_path):
