@@ -39,8 +39,8 @@ def _write_mrpc(directory):
 
 
 @pytest.mark.slow
-# Also with LoRA and accumulation: the saved model (LoRA merged) then reproduces the LoRA model's metrics.
-@pytest.mark.parametrize("adaptation", [(), ("--lora_rank=2", "--gradient_accumulation_steps=3")])
+# Also with LoRA, accumulation and remat: the saved model (LoRA merged) then reproduces the LoRA model's metrics.
+@pytest.mark.parametrize("adaptation", [(), ("--lora_rank=2", "--gradient_accumulation_steps=3", "--remat")])
 def test_mrpc_train_eval_predict(tmp_path, tiny_model, adaptation):
     data_dir, out = str(tmp_path / "MRPC"), str(tmp_path / "out")
     _write_mrpc(data_dir)
