@@ -52,7 +52,7 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
                       "Keras dtype policy (LayerNorm, softmax and losses stay float32).")
     flags.DEFINE_bool("jit_compile", True, "XLA-compile the train step.")
     flags.DEFINE_bool("remat", False, "Recompute the feed-forward GELU in the backward pass instead of keeping it "
-                      "(Keras RematScope 'activations'): less peak memory (measured: 2284 -> 2144 MB peak RSS, BERT-mini batch 32 with XLA).")
+                      "(Keras RematScope 'activations'): less peak memory (measured: 3682 -> 3324 MB peak RSS, 4-layer BERT-base width, batch 32, seq 128).")
     flags.DEFINE_integer("seed", 42, "Seed for weights init, dropout and data order.")
     flags.DEFINE_integer("steps_per_execution", 1, "Train steps per call into the compiled function.")
     flags.DEFINE_integer("pad_to_multiple_of", 0, "Cut each batch's padding to its longest sequence rounded up "
