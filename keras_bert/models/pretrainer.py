@@ -102,31 +102,50 @@ class BertPretrainer(EncoderTaskModel):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         del y, sample_weight  # labels travel in x, under the original feature names
+        normalizers = self._loss_normalizers(x, None, None)
+        return self._pretraining_loss(x, y_pred, None, ops.shape(x["masked_lm_ids"])[0], normalizers["masked_lm_weight"])
+
+    def _loss_normalizers(self, x, y, sample_weight):
+        # Normalised by the masked-token count of the GLOBAL batch, so replicas with more masks weigh more
+        # and a multi-replica (or accumulated) step equals the single-device one.
+        return {"masked_lm_weight": _global_sum(ops.sum(ops.cast(x["masked_lm_weights"], "float32")))}
+
+    def _micro_batch_loss(self, x, y, y_pred, sample_weight, row_weight, rows, normalizers):
+        return self._pretraining_loss(x, y_pred, row_weight, rows, normalizers["masked_lm_weight"],
+                                      parts=self.gradient_accumulation_steps)
+
+    def _pretraining_loss(self, x, y_pred, row_weight, rows, masked_lm_weight, parts=1):
+        """MLM + NSP loss of these rows as their part of a step's loss: MLM cross-entropy summed over the
+        masked tokens / `masked_lm_weight` (the step's masked-token weight, all replicas); NSP cross-entropy
+        summed / `rows` (the step's rows on this replica) / replicas. `row_weight` [rows of x] (None: all 1)
+        drops padding rows; `parts` is the number of parts a step's metrics are updated in."""
         logits = y_pred["masked_lm_logits"]
         ids = ops.cast(x["masked_lm_ids"], "int32")
         weights = ops.cast(x["masked_lm_weights"], "float32")
+        if row_weight is not None:
+            weights = weights * row_weight[:, None]
         per_token = keras.losses.sparse_categorical_crossentropy(ids, logits, from_logits=True)
-        # Normalised by the masked-token count of the GLOBAL batch, so replicas with more masks weigh more
-        # and a multi-replica step equals the single-device one.
         local_weight = ops.sum(weights)
-        global_weight = _global_sum(local_weight)
-        mlm_loss = ops.sum(per_token * weights) / (global_weight + 1e-5)
+        mlm_loss = ops.sum(per_token * weights) / (masked_lm_weight + 1e-5)
         # Correct where the label's logit is the row maximum: a plain max-reduce, where argmax's (value, index)
         # reduce over the vocab is not vectorized by XLA on CPU (~10% of a mini step). Differs only on exact ties.
         label_logit = ops.take_along_axis(logits, ops.expand_dims(ids, -1), axis=-1)[..., 0]
         correct = ops.cast(label_logit >= ops.max(logits, axis=-1), "float32")
         num_replicas = tf.distribute.get_strategy().num_replicas_in_sync
-        self.masked_lm_loss_tracker.update_state(mlm_loss * num_replicas)
+        # A step's part weighs 1/parts in the loss means, so that they record the step's whole loss once.
+        self.masked_lm_loss_tracker.update_state(mlm_loss * num_replicas * parts, sample_weight=1.0 / parts)
         self.masked_lm_accuracy.update_state(
             ops.sum(correct * weights) / ops.maximum(local_weight, 1e-5), sample_weight=local_weight)
         loss = mlm_loss
         if "next_sentence_labels" in x:
             labels = ops.reshape(ops.cast(x["next_sentence_labels"], "int32"), (-1,))
             nsp_logits = y_pred["next_sentence_logits"]
-            nsp_loss = ops.mean(
-                keras.losses.sparse_categorical_crossentropy(labels, nsp_logits, from_logits=True))
-            self.next_sentence_loss_tracker.update_state(nsp_loss)
-            self.next_sentence_accuracy.update_state(labels, nsp_logits)
+            per_example = keras.losses.sparse_categorical_crossentropy(labels, nsp_logits, from_logits=True)
+            if row_weight is not None:
+                per_example = per_example * row_weight
+            nsp_loss = ops.sum(per_example) / ops.cast(rows, "float32")
+            self.next_sentence_loss_tracker.update_state(nsp_loss * parts, sample_weight=1.0 / parts)
+            self.next_sentence_accuracy.update_state(labels, nsp_logits, sample_weight=row_weight)
             loss = loss + nsp_loss / num_replicas
         return loss
 

@@ -5,7 +5,9 @@ import keras
 
 from keras_bert.checkpoints import split_model
 from keras_bert.execution import ChoosesExecution
+from keras_bert.models.accumulation import GradientAccumulation
 from keras_bert.models.encoder import load_encoder
+from keras_bert.models.lora import LoraAdaptation
 from keras_bert.models.pretrained import checkpoint_lower_case, load_saved_model, with_pretrained_preprocessor
 from keras_bert.models.text_task import TextTask
 
@@ -13,12 +15,14 @@ from keras_bert.models.text_task import TextTask
 HEAD_ARGS = ("num_classes", "labels", "num_choices")
 
 
-class EncoderTaskModel(TextTask, ChoosesExecution, keras.Model):
+class EncoderTaskModel(GradientAccumulation, LoraAdaptation, TextTask, ChoosesExecution, keras.Model):
     """Base of the task models (and the pretrainer): holds `encoder` (and `preprocessor`, `labels`), names
     its task in the class attribute `task_kind` (what checkpoint writers and the export dispatch on), and
     round-trips through `.keras` by its constructor arguments (encoder and preprocessor nested as
     serialized objects). `compile()` defaults come from `TextTask` (optimizer, loss, metrics) and
-    `ChoosesExecution` (XLA or not, by dtype and CPU)."""
+    `ChoosesExecution` (XLA or not, by dtype and CPU); `compile(gradient_accumulation_steps=K)` steps in K
+    micro-batches (`keras_bert.models.accumulation`); `enable_lora(rank)` adapts a frozen encoder
+    (`keras_bert.models.lora`)."""
 
     task_kind = None
 

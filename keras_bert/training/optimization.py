@@ -58,7 +58,9 @@ class _ClipAfterAllReduce:
         trainable_variables = [v.value if isinstance(v, keras.Variable) else v for v in trainable_variables]
         grads_and_vars = self._all_reduce_sum_gradients(list(zip(grads, trainable_variables, strict=True)))
         if self.clip_global_norm:
-            grads, _ = tf.clip_by_global_norm([g for g, _ in grads_and_vars], self.clip_global_norm)
+            grads = [g for g, _ in grads_and_vars]
+            norm = tf.linalg.global_norm([_summed_duplicates(g) for g in grads])
+            grads, _ = tf.clip_by_global_norm(grads, self.clip_global_norm, use_norm=norm)
             grads_and_vars = list(zip(grads, trainable_variables, strict=True))
         tf.__internal__.distribute.interim.maybe_merge_call(
             self._distributed_tf_update_step, self._distribution_strategy, grads_and_vars, learning_rate)
@@ -67,6 +69,15 @@ class _ClipAfterAllReduce:
         config = super().get_config()
         config["clip_global_norm"] = self.clip_global_norm
         return config
+
+
+def _summed_duplicates(gradient):
+    """An embedding's sparse gradient with the rows of repeated ids summed: the norm of the dense gradient
+    (tf.clip_by_global_norm alone takes the norm of the unsummed rows)."""
+    if not isinstance(gradient, tf.IndexedSlices):
+        return gradient
+    ids, positions = tf.unique(gradient.indices)
+    return tf.math.unsorted_segment_sum(gradient.values, positions, tf.shape(ids)[0])
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

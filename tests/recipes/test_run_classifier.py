@@ -39,13 +39,17 @@ def _write_mrpc(directory):
 
 
 @pytest.mark.slow
-def test_mrpc_train_eval_predict(tmp_path, tiny_model):
+# Also with LoRA, accumulation and remat: the saved model (LoRA merged) then reproduces the LoRA model's metrics.
+@pytest.mark.parametrize("adaptation", [(), ("--lora_rank=2", "--gradient_accumulation_steps=3", "--remat")])
+def test_mrpc_train_eval_predict(tmp_path, tiny_model, adaptation):
     data_dir, out = str(tmp_path / "MRPC"), str(tmp_path / "out")
     _write_mrpc(data_dir)
     flags = tiny_model([a + " " + b for a, b in PAIRS], max_seq_length=48)
-    run_recipe("run_classifier", "--task_name=MRPC", f"--data_dir={data_dir}", "--do_predict",
-               f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4", "--eval_batch_size=4",
-               "--pad_to_multiple_of=16", *flags)
+    result = run_recipe("run_classifier", "--task_name=MRPC", f"--data_dir={data_dir}", "--do_predict",
+                        f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4",
+                        "--eval_batch_size=4", "--pad_to_multiple_of=16", *flags, *adaptation)
+    if adaptation:
+        assert "LoRA rank 2: " in result.stderr
 
     with open(os.path.join(out, "eval_results.json")) as f:
         results = json.load(f)

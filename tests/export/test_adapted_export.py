@@ -1,0 +1,48 @@
+"""Exports of adapted models, run by TF Serving's C++ loader: a LoRA classifier is served merged (equal to the
+in-Python LoRA model) and an int8 one is served close to float32."""
+
+import numpy as np
+import pytest
+
+from keras_bert import BertClassifier, BertEncoder
+from keras_bert.export import export_saved_model, servability
+from keras_bert.export.serving_form import serving_form
+from tests.export.test_export import TEXTS, _expected, _run, preprocessor, tiny_config  # noqa: F401
+
+
+def _lora_classifier():
+    model = BertClassifier(BertEncoder(tiny_config()), 3)
+    model.enable_lora(2)
+    for variable in model.weights:  # adapters as if trained (B starts at 0, which would merge to nothing)
+        if "lora_kernel_b" in variable.path:
+            variable.assign(np.random.default_rng(0).normal(0, 0.2, variable.shape).astype("float32"))
+    return model
+
+
+@pytest.mark.slow
+def test_lora_merged_and_int8_exports_run_in_the_c_api(preprocessor, tmp_path):  # noqa: F811
+    texts = {"text": np.array(TEXTS, dtype=object)}
+    lora = _lora_classifier()
+    lora_want = _expected(lora, texts, preprocessor)
+    fp32 = BertClassifier(BertEncoder(tiny_config()), 3)
+    fp32_want = _expected(fp32, texts, preprocessor)
+    int8 = serving_form(fp32, "int8")
+    int8_want = _expected(int8, texts, preprocessor)
+    # int8 weights and activations: logits within 2% of their range of float32's (measured here: 1.3%).
+    scale = np.abs(fp32_want["logits"]).max()
+    assert np.abs(int8_want["logits"] - fp32_want["logits"]).max() <= 0.02 * scale
+    assert any(isinstance(v.dtype, str) and v.dtype == "int8" for v in int8.weights)
+    assert not any(v.dtype == "int8" for v in fp32.weights)  # the caller's model is left float
+
+    jobs = []
+    for name, model, want in (("lora", lora, lora_want), ("int8", fp32, int8_want)):
+        version_dir = export_saved_model(model, tmp_path / name, preprocessor, signature="text",
+                                         quantize="int8" if name == "int8" else None)
+        jobs.append({"export_dir": version_dir,
+                     "runs": [_run(tmp_path, name, "serving_default", texts, want)]})
+    reports = {r["export_dir"]: r for r in servability.check_servable_subprocess(jobs, atol=1e-5)}
+    for job in jobs:
+        report = reports[job["export_dir"]]
+        assert "error" not in report, report["error"]
+        assert report["ops"]["missing"] == {}
+        assert max(report["runs"][0]["max_abs_diff"].values()) <= 1e-5
