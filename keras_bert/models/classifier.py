@@ -5,6 +5,7 @@ import keras
 from keras_bert.layers.dropout import HashDropout
 from keras_bert.models.encoder import encoder_inputs
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
+from keras_bert.models.text_task import resolve_num_classes
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -28,12 +29,7 @@ class BertClassifier(EncoderTaskModel):
     task_kind = "classifier"
 
     def __init__(self, encoder, num_classes=None, dropout=None, labels=None, preprocessor=None, **kwargs):
-        if num_classes is None:
-            if labels is None:
-                raise ValueError("BertClassifier needs num_classes or labels")
-            num_classes = len(labels)
-        if labels is not None and len(labels) != num_classes:
-            raise ValueError(f"num_classes={num_classes} but {len(labels)} labels: {list(labels)}")
+        num_classes = resolve_num_classes("BertClassifier", num_classes, labels)
         config = encoder.config
         dropout = config.hidden_dropout_prob if dropout is None else dropout
         # === Layers ===

@@ -77,6 +77,18 @@ def _element_text(element):
     return {"text": element}
 
 
+def resolve_num_classes(owner, num_classes, labels):
+    """`num_classes`, or len(labels) when it is None; ValueError naming `owner` when neither is given or
+    they disagree."""
+    if num_classes is None:
+        if labels is None:
+            raise ValueError(f"{owner} needs num_classes or labels")
+        return len(labels)
+    if labels is not None and len(labels) != num_classes:
+        raise ValueError(f"{owner}: num_classes={num_classes} but {len(labels)} labels: {list(labels)}")
+    return num_classes
+
+
 class TextTask:
     """Mixin of the keras_bert models that can own a preprocessor and label names.
 
