@@ -5,7 +5,8 @@
     2.21 writes them through absl before `absl::InitializeLog()`, which TF never calls, so
     `TF_CPP_MIN_LOG_LEVEL` does not hide them (measured: `import tensorflow` prints them at levels 2 and 3):
     stderr is piped through a filter that drops exactly those lines (their time stamp is `0000 00:00:`);
-    C++ ERROR lines and everything else pass;
+    C++ ERROR lines and everything else pass, except two that every CPU-only run prints (no CUDA driver;
+    an integer kernel without oneDNN);
   - absl/TensorFlow Python INFO lines (`functional_saver.py`, `builder_impl.py`): once absl has parsed the
     flags its verbosity is set to WARNING; the `keras_bert` logger keeps INFO.
 `KERAS_BERT_VERBOSE=1`, or absl's own `--verbosity`/`-v` flag, shows everything.
@@ -21,10 +22,13 @@ import threading
 from absl import app, flags
 from absl import logging as absl_logging
 
-# C++ INFO/WARNING lines written before absl::InitializeLog(), the notice that says so, and the second line
-# of cpu_feature_guard's INFO message.
+# C++ INFO/WARNING lines written before absl::InitializeLog(), the notice that says so, the second line of
+# cpu_feature_guard's INFO message, the node line under an end-of-data WARNING, and two ERROR-level lines
+# that every CPU-only run prints and that change nothing (no CUDA driver; an int kernel without oneDNN).
 _CPP_NOISE = re.compile(rb"^([IW]0000 00:00:|WARNING: All log messages before absl::InitializeLog\(\)|"
-                        rb"To enable the following instructions: .* rebuild TensorFlow)")
+                        rb"To enable the following instructions: .* rebuild TensorFlow|\t \[\[\{\{node |"
+                        rb"E0000 00:00:\S+ +\d+ (cuda_platform\.cc:\d+\] failed call to cuInit|"
+                        rb"util\.cc:\d+\] oneDNN supports DT_INT))")
 
 
 def verbose(argv=None):

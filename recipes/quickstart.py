@@ -78,7 +78,8 @@ def _loss_curve(log_dir):
 
     points = []
     for path in sorted(glob.glob(os.path.join(log_dir, "events.out.tfevents.*"))):
-        for event in tf.compat.v1.train.summary_iterator(path):
+        for record in tf.data.TFRecordDataset(path):  # event files are TFRecords of Event protos
+            event = tf.compat.v1.Event.FromString(record.numpy())
             for value in event.summary.value:
                 if value.tag == "train/loss":
                     points.append((event.step, float(tf.make_ndarray(value.tensor))))

@@ -231,7 +231,7 @@ class TextTask:
             x, y, sample_weight, batch_size, shuffle = data, None, None, None, False  # shuffled in `data`
         if validation_data is not None and self._takes_text(_first(validation_data)):
             validation_data = self._validation_dataset(validation_data, kwargs.get("validation_batch_size"))
-        if isinstance(x, tf.data.Dataset):
+        if isinstance(x, (tf.data.Dataset, tf.distribute.DistributedDataset)):
             shuffle = False  # Keras ignores it for datasets (and warns): a dataset comes shuffled or not
         self._schedule_default_optimizer(x, y, batch_size, epochs, steps_per_epoch, initial_epoch)
         return super().fit(x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,

@@ -12,9 +12,13 @@ DROPPED = [
     b"W0000 00:00:1796042294.579521   15841 local_rendezvous.cc:412] Local rendezvous is aborting\n",
     b"To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild TensorFlow with "
     b"the appropriate compiler flags.\n",
+    b"\t [[{{node MultiDeviceIteratorGetNextFromShard}}]]\n",
+    b"E0000 00:00:1796042597.324628   20597 cuda_platform.cc:52] failed call to cuInit: INTERNAL\n",
+    b"E0000 00:00:1796048032.790645   19581 util.cc:131] oneDNN supports DT_INT32 only on platforms with "
+    b"AVX-512. Falling back to the default Eigen-based implementation if present.\n",
 ]
 KEPT = [
-    b"E0000 00:00:1796042597.324628   20597 cuda_platform.cc:52] failed call to cuInit: INTERNAL\n",
+    b"E0000 00:00:1796042597.324628   20597 op_kernel.cc:1857] OP_REQUIRES failed at example.cc:42: bad input\n",
     b"I1130 12:43:20.251098 140113567464320 common.py:231] fine-tuning: 4 examples, 2 steps (2 per epoch)\n",
     b"Traceback (most recent call last):\n",
     b"keras_bert.data.formats.DataFormatError: train.csv:3: unknown label 'x'\n",
