@@ -43,7 +43,7 @@ class EncoderTaskModel(GradientAccumulation, LoraAdaptation, TextTask, ChoosesEx
         return cls(**cls._text_from_config(config))
 
     @classmethod
-    def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None, **kwargs):
+    def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None, lora_rank=None, **kwargs):
         """This task model on the encoder of the checkpoint at `path`, ready for raw text.
 
         Args:
@@ -54,6 +54,8 @@ class EncoderTaskModel(GradientAccumulation, LoraAdaptation, TextTask, ChoosesEx
             lower_case: casing when the checkpoint's files do not state it (HF tokenizer_config.json
                 `do_lower_case` wins; a contradicting value is a ValueError); default True.
             dtype: Keras dtype policy to build with (e.g. "mixed_bfloat16"); default float32.
+            lora_rank: when given, `enable_lora(lora_rank)`: the encoder frozen, rank-R updates of its
+                projections trained with the head (merged again by `save` and the export).
             **kwargs: the head's constructor arguments, e.g. `labels=["neg", "pos"]` or `num_classes=3`.
 
         The preprocessor is a saved model's own, else the `vocab.txt` beside `path`; with neither, the
@@ -66,13 +68,19 @@ class EncoderTaskModel(GradientAccumulation, LoraAdaptation, TextTask, ChoosesEx
                 if name in kwargs and getattr(saved, name, None) != _plain(kwargs[name]):
                     raise ValueError(f"{path} holds a {cls.__name__} with {name}={getattr(saved, name)} but "
                                      f"{name}={kwargs[name]} was asked for")
-            return with_pretrained_preprocessor(saved, path, seq_length, lower_case)
+            return _with_lora(with_pretrained_preprocessor(saved, path, seq_length, lower_case), lora_rank)
         encoder = split_model(saved)[0] if saved is not None else load_encoder(path, dtype=dtype)
         model = cls(encoder, **kwargs)
         model.preprocessor = getattr(saved, "preprocessor", None)
         if model.preprocessor is None:
             model.preprocessor = encoder.preprocessor
-        return with_pretrained_preprocessor(model, path, seq_length, lower_case)
+        return _with_lora(with_pretrained_preprocessor(model, path, seq_length, lower_case), lora_rank)
+
+
+def _with_lora(model, lora_rank):
+    if lora_rank:
+        model.enable_lora(lora_rank)
+    return model
 
 
 def _plain(value):

@@ -46,6 +46,17 @@ def test_task_model_gets_the_checkpoint_encoder_and_vocab(checkpoint):
         BertClassifier.from_pretrained(directory, num_classes=2, seq_length=25)
 
 
+def test_lora_rank_freezes_the_encoder(checkpoint):
+    directory, _ = checkpoint
+    full = BertClassifier.from_pretrained(directory, num_classes=2)
+    lora = BertClassifier.from_pretrained(directory, num_classes=2, lora_rank=2)
+    assert full.lora_rank is None and lora.lora_rank == 2
+    trainable = sum(int(np.prod(w.shape)) for w in lora.trainable_weights)
+    head = 16 * 2 + 2
+    assert head < trainable < sum(int(np.prod(w.shape)) for w in full.trainable_weights)
+    assert all(not w.trainable for w in lora.encoder.embeddings.weights)
+
+
 def test_casing_from_tokenizer_config_and_contradiction_refused(checkpoint):
     directory, _ = checkpoint
     with open(os.path.join(directory, "tokenizer_config.json"), "w") as f:
