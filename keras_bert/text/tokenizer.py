@@ -318,3 +318,14 @@ class BertTokenizer(keras.layers.Layer):
             {"vocab_file": self.vocab_file, "lower_case": self.lower_case, "vocabulary": self.vocab}
         )
         return config
+
+    def save_assets(self, dir_path):
+        """Writes the vocabulary as `vocab.txt` among a `.keras` file's assets (readable with any zip tool)."""
+        vocab_lib.save_vocab(self.vocab, os.path.join(dir_path, vocab_lib.VOCAB_ASSET))
+
+    def load_assets(self, dir_path):
+        """Checks the `vocab.txt` asset against the vocabulary the config rebuilt this tokenizer with."""
+        path = os.path.join(dir_path, vocab_lib.VOCAB_ASSET)
+        if os.path.exists(path) and vocab_lib.load_vocab(path) != self.vocab:
+            raise ValueError(f"the saved tokenizer's vocab.txt asset differs from the vocabulary in its config "
+                             f"({self.vocab_size} tokens): the .keras file was changed after saving")

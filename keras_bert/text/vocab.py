@@ -13,6 +13,8 @@ import tensorflow as tf
 logger = logging.getLogger("keras_bert")
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+# The vocabulary's file name among a saved tokenizer's assets (inside a .keras file).
+VOCAB_ASSET = "vocab.txt"
 # Learned vocabs put these at ids 0..4; Google's released vocabs have [PAD]=0, [UNK]=100, [CLS]=101, ...
 RESERVED_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 

@@ -1,6 +1,7 @@
 """Raw strings straight into fit / evaluate / predict, and a .keras that carries its preprocessing."""
 
 import os
+import zipfile
 
 import keras
 import numpy as np
@@ -124,6 +125,10 @@ def test_keras_file_is_self_contained(preprocessor, tmp_path):
     clf.fit(texts, labels, batch_size=5, epochs=1, verbose=0)
     path = str(tmp_path / "m.keras")
     clf.save(path)
+    with zipfile.ZipFile(path) as archive:  # the vocab is an asset too, readable without Keras
+        assets = [name for name in archive.namelist() if name.startswith("assets/") and name.endswith("vocab.txt")]
+        assert len(assets) == 1
+        assert archive.read(assets[0]).decode("utf-8").splitlines() == preprocessor.tokenizer.vocab
     os.remove(preprocessor.tokenizer.vocab_file)
     loaded = keras.saving.load_model(path)  # safe_mode on
     assert loaded.labels == ["neg", "pos"]
@@ -140,3 +145,17 @@ def test_default_compile_schedules_warmup_and_decay(preprocessor):
     schedule = clf.optimizer._learning_rate
     assert schedule.num_train_steps == 6 and schedule.num_warmup_steps == 0
     assert float(schedule(6)) == 0.0 and float(schedule(3)) == pytest.approx(2.5e-5)
+
+
+def test_a_changed_vocab_asset_is_refused(preprocessor, tmp_path):
+    clf = BertClassifier(_encoder(preprocessor), labels=["neg", "pos"], preprocessor=preprocessor)
+    path, changed = str(tmp_path / "m.keras"), str(tmp_path / "changed.keras")
+    clf.save(path)
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(changed, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename.endswith("vocab.txt"):
+                data = data.replace(b"good", b"fine")
+            target.writestr(item, data)
+    with pytest.raises(ValueError, match="vocab.txt asset differs"):
+        keras.saving.load_model(changed)
