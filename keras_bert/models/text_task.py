@@ -93,15 +93,14 @@ class TextTask:
     """Mixin of the keras_bert models that can own a preprocessor and label names.
 
     A subclass sets `self.preprocessor` (BertPreprocessor or None) and `self.labels` (list of str or None)
-    in its constructor, and may define `_text_inputs(texts)` (multiple choice reshapes per choice) and
-    `_default_loss()` / `_default_metrics()`.
+    in its constructor (`_init_text`), and may override `text_inputs(texts)` (multiple choice packs one pair
+    per choice) and `_default_loss()` / `_default_metrics()`.
     """
 
     # ----------------------------------------------------------------------------------- config
     def _init_text(self, preprocessor=None, labels=None):
-        """Sets `preprocessor` and `labels` (called by the constructors after the functional build)."""
-        if isinstance(preprocessor, dict):
-            preprocessor = keras.saving.deserialize_keras_object(preprocessor)
+        """Sets `preprocessor` and `labels` (called by the constructors after the functional build; `from_config`
+        has deserialized the preprocessor already, `_text_from_config`)."""
         self.preprocessor = preprocessor
         self.labels = None if labels is None else [str(label) for label in labels]
         if self.labels is not None and len(set(self.labels)) != len(self.labels):
@@ -126,14 +125,17 @@ class TextTask:
         """{"text": tf.string [b], "text_b": [b] (or [b, choices] for multiple choice)} -> the encoder input
         dict (int32 [b, seq], or [b, choices, seq]), with `preprocessor` (default: the model's own). The
         same function serves exports."""
-        preprocessor = preprocessor or self.preprocessor
-        if preprocessor is None:
-            raise ValueError(f"{type(self).__name__} {self.name!r} has no preprocessor: pass token-id dicts "
-                             "(input_word_ids, input_mask, input_type_ids), or build the model with "
-                             "preprocessor=BertPreprocessor(...) (or from_pretrained) to give it raw text")
+        preprocessor = preprocessor or self._require_preprocessor()
         if "text_b" in texts:
             return preprocessor((texts["text"], texts["text_b"]))
         return preprocessor(texts["text"])
+
+    def _require_preprocessor(self):
+        if self.preprocessor is None:
+            raise ValueError(f"{type(self).__name__} {self.name!r} has no preprocessor: pass token-id dicts "
+                             "(input_word_ids, input_mask, input_type_ids), or build the model with "
+                             "preprocessor=BertPreprocessor(...) (or from_pretrained) to give it raw text")
+        return self.preprocessor
 
     def label_ids(self, y):
         """Labels as the model's targets: names of `self.labels` -> int ids (numpy); ids are range-checked.
@@ -176,12 +178,13 @@ class TextTask:
     def text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
         """A batched, preprocessed `tf.data.Dataset` of (inputs[, targets[, sample_weight]]) from raw text
         `x`, or None when `x` is not text. `x` is a tf.data.Dataset of text elements, or what
-        `text_features` accepts."""
+        `text_features` accepts. Text for a model without a preprocessor is a ValueError saying so."""
         if isinstance(x, tf.data.Dataset):
             return self._text_dataset_of_dataset(x, batch_size)
         texts = text_features(x)
         if texts is None:
             return None
+        self._require_preprocessor()
         texts = {key: _as_string_array(value) for key, value in texts.items()}
         num_examples = len(texts["text"])
         parts = [texts]
@@ -203,6 +206,7 @@ class TextTask:
         first = spec[0] if isinstance(spec, tuple) else spec
         if not _spec_is_text(first):
             return None
+        self._require_preprocessor()
         text_spec = _element_text(first)["text"]
         if text_spec.shape.rank == 0:  # unbatched examples: batch them as Keras would
             dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
@@ -224,16 +228,17 @@ class TextTask:
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None, sample_weight=None,
             initial_epoch=0, steps_per_epoch=None, **kwargs):
-        data = self.text_dataset(x, y, sample_weight, batch_size, shuffle=shuffle) if self._takes_text(x) else None
+        data = self.text_dataset(x, y, sample_weight, batch_size, shuffle=shuffle)
         if data is not None:
             if validation_split:
                 raise ValueError("validation_split is not supported with raw text: pass validation_data")
             x, y, sample_weight, batch_size, shuffle = data, None, None, None, False  # shuffled in `data`
-        if validation_data is not None and self._takes_text(_first(validation_data)):
-            validation_data = self._validation_dataset(validation_data, kwargs.get("validation_batch_size"))
+        if validation_data is not None:
+            validation_data = (self._validation_dataset(validation_data, kwargs.get("validation_batch_size"))
+                               or validation_data)
         if isinstance(x, (tf.data.Dataset, tf.distribute.DistributedDataset)):
             shuffle = False  # Keras ignores it for datasets (and warns): a dataset comes shuffled or not
-        self._schedule_default_optimizer(x, y, batch_size, epochs, steps_per_epoch, initial_epoch)
+        self._schedule_default_optimizer(x, batch_size, epochs, steps_per_epoch, initial_epoch)
         return super().fit(x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
                            validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
                            class_weight=class_weight, sample_weight=sample_weight, initial_epoch=initial_epoch,
@@ -241,33 +246,25 @@ class TextTask:
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
                  **kwargs):
-        data = self.text_dataset(x, y, sample_weight, batch_size) if self._takes_text(x) else None
+        data = self.text_dataset(x, y, sample_weight, batch_size)
         if data is not None:
             x, y, sample_weight, batch_size = data, None, None, None
         return super().evaluate(x=x, y=y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
                                 steps=steps, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
-        data = self.text_dataset(x, batch_size=batch_size) if self._takes_text(x) else None
+        data = self.text_dataset(x, batch_size=batch_size)
         if data is not None:
             x, batch_size = data, None
         return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks,
                                **kwargs)
 
-    def _takes_text(self, x):
-        """Whether `x` is raw text this model can preprocess (a model without a preprocessor raises)."""
-        if isinstance(x, tf.data.Dataset):
-            spec = x.element_spec
-            is_text = _spec_is_text(spec[0] if isinstance(spec, tuple) else spec)
-        else:
-            is_text = text_features(x) is not None
-        if is_text and self.preprocessor is None:
-            self.text_inputs({})  # raises the no-preprocessor error
-        return is_text
-
     def _validation_dataset(self, validation_data, batch_size):
+        """`validation_data` as a preprocessed dataset when it is raw text, else None."""
         if isinstance(validation_data, tf.data.Dataset):
             return self.text_dataset(validation_data, batch_size=batch_size)
+        if not isinstance(validation_data, (tuple, list)):
+            return None  # e.g. a distributed dataset: passed to Keras as it is
         return self.text_dataset(*validation_data, batch_size=batch_size)
 
     # ----------------------------------------------------------------------------------- compile defaults
@@ -294,13 +291,13 @@ class TextTask:
     def _default_metrics(self):
         return None
 
-    def _schedule_default_optimizer(self, x, y, batch_size, epochs, steps_per_epoch, initial_epoch):
+    def _schedule_default_optimizer(self, x, batch_size, epochs, steps_per_epoch, initial_epoch):
         """Warmup + linear decay over the steps of this fit, for an optimizer compile() chose."""
         if not getattr(self, "_default_optimizer", False) or int(self.optimizer.iterations.numpy()) != 0:
             return
         from keras_bert.training.optimization import WarmupLinearDecay
 
-        steps = steps_per_epoch or _steps_per_epoch(x, y, batch_size)
+        steps = steps_per_epoch or _steps_per_epoch(x, batch_size)
         if steps is None:
             logger.warning("fit: the number of steps is unknown (pass steps_per_epoch); the default optimizer "
                            "keeps a constant learning rate of %g", DEFAULT_LEARNING_RATE)
@@ -308,12 +305,6 @@ class TextTask:
         total = max(1, int(steps) * max(1, epochs - initial_epoch))
         self.optimizer.learning_rate = WarmupLinearDecay(DEFAULT_LEARNING_RATE, total,
                                                          int(total * DEFAULT_WARMUP_PROPORTION))
-
-
-def _first(validation_data):
-    if isinstance(validation_data, tf.data.Dataset):
-        return validation_data
-    return validation_data[0]
 
 
 def _as_string_array(value):
@@ -324,15 +315,14 @@ def _as_string_array(value):
     return np.asarray(value, dtype=object)
 
 
-def _steps_per_epoch(x, y, batch_size):
+def _steps_per_epoch(x, batch_size):
+    """Batches in an epoch of `x` (a dataset of known cardinality, or arrays), else None."""
     if isinstance(x, tf.data.Dataset):
         cardinality = int(x.cardinality().numpy())
         return cardinality if cardinality > 0 else None
-    first = x
-    while isinstance(first, (dict, list, tuple)) and not isinstance(first, str):
-        first = next(iter(first.values())) if isinstance(first, dict) else first[0]
+    leaves = keras.tree.flatten(x) if x is not None else []
     try:
-        num_examples = len(first)
-    except TypeError:
+        num_examples = len(leaves[0])
+    except (IndexError, TypeError):
         return None
     return -(-num_examples // (batch_size or DEFAULT_BATCH_SIZE))
