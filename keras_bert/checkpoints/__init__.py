@@ -24,7 +24,7 @@ from keras_bert.checkpoints.mapping import (
     assign_heads,
     split_model,
 )
-from keras_bert.checkpoints.ours import keras_file, load_keras, read_keras, save_pretrained
+from keras_bert.checkpoints.ours import keras_file, load_keras, load_keras_model, read_keras, save_pretrained
 from keras_bert.config import BertConfig
 
 logger = logging.getLogger("keras_bert")
@@ -39,6 +39,7 @@ __all__ = [
     "find_vocab_file",
     "keras_file",
     "load_keras",
+    "load_keras_model",
     "read_checkpoint",
     "report_missing_heads",
     "report_unused",

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 
 from keras_bert import tempdirs
+from keras_bert.textfiles import read_json
 
 VOCAB_FILE = "vocab.txt"
 # Where a Hugging Face checkpoint says its casing (BertTokenizer's `do_lower_case`).
@@ -57,11 +57,10 @@ def find_lower_case(path: str) -> bool | None:
     config_file = os.path.join(checkpoint_directory(path), TOKENIZER_CONFIG_FILE)
     if not os.path.isfile(config_file):
         return None
-    with open(config_file, encoding="utf-8") as f:
-        try:
-            value = json.load(f).get("do_lower_case")
-        except (json.JSONDecodeError, AttributeError) as e:
-            raise ValueError(f"{config_file}: expected a JSON object ({e})") from None
+    config = read_json(config_file)  # DataFormatError (a ValueError) naming the file:line when not JSON
+    if not isinstance(config, dict):
+        raise ValueError(f"{config_file}: expected a JSON object, got {type(config).__name__}")
+    value = config.get("do_lower_case")
     if value is not None and not isinstance(value, bool):
         raise ValueError(f"{config_file}: do_lower_case is {value!r}; expected true or false")
     return value

@@ -25,14 +25,20 @@ def keras_file(path: str) -> str | None:
     return candidate if os.path.isdir(path) and os.path.isfile(candidate) else None
 
 
-def load_keras(path: str):
-    """(encoder, pretrainer or None) of the `.keras` model at `path` (an encoder, pretrainer or task
-    model)."""
+def load_keras_model(path: str):
+    """The whole keras_bert model (uncompiled) of the `.keras` save at `path` (the file, or a directory
+    holding model.keras). Raises CheckpointError naming the file when it is not a complete zip."""
     model_file = keras_file(path)
     if not zipfile.is_zipfile(model_file):  # Keras would say "File not found" of a truncated file
         raise CheckpointError(f"{model_file}: not a complete .keras (zip) file; is it truncated or still "
                               f"being written?")
-    return split_model(keras.saving.load_model(model_file, compile=False))
+    return keras.saving.load_model(model_file, compile=False)
+
+
+def load_keras(path: str):
+    """(encoder, pretrainer or None) of the `.keras` model at `path` (an encoder, pretrainer or task
+    model)."""
+    return split_model(load_keras_model(path))
 
 
 def read_keras(path: str) -> tuple[BertConfig, CheckpointWeights]:

@@ -7,10 +7,10 @@ A sentence-transformers directory is a Hugging Face BERT directory plus `modules
     sentence_pooling("bert-base-uncased/")  # None: not a sentence-transformers directory
 """
 
-import json
 import os
 
 from keras_bert.checkpoints.mapping import CheckpointError
+from keras_bert.textfiles import read_json
 
 MODULES_FILE = "modules.json"
 # sentence-transformers' Pooling flags -> our pooling names; other modes are not served.
@@ -19,9 +19,8 @@ POOLING_MODES = {"pooling_mode_cls_token": "cls", "pooling_mode_mean_tokens": "m
 
 def _read_json(path):
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
+        return read_json(path)
+    except (OSError, ValueError) as e:
         raise CheckpointError(f"{path}: cannot read the sentence-transformers configuration: {e}") from None
 
 

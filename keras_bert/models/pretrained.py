@@ -4,9 +4,7 @@ state, packed to a sequence length — what `from_pretrained` gives a model so i
 import logging
 import os
 
-import keras
-
-from keras_bert.checkpoints import find_lower_case, find_vocab_file, keras_file, split_model
+from keras_bert.checkpoints import find_lower_case, find_vocab_file, keras_file, load_keras_model, split_model
 from keras_bert.text import BertPreprocessor, BertTokenizer
 
 logger = logging.getLogger("keras_bert")
@@ -69,8 +67,7 @@ def resized(preprocessor, config, seq_length=None, lower_case=None):
 def load_saved_model(path):
     """The whole keras_bert model of a `.keras` save at `path` (the file or a directory holding
     model.keras), or None for the other checkpoint formats."""
-    saved = keras_file(os.fspath(path))
-    return keras.saving.load_model(saved, compile=False) if saved else None
+    return load_keras_model(path) if keras_file(os.fspath(path)) else None
 
 
 def with_pretrained_preprocessor(model, path, seq_length=None, lower_case=None):

@@ -1,9 +1,8 @@
 """What every fine-tuning run shares: which model to build from which checkpoint, the checks of that model
 against the vocab, sequence length and classes of the task, and the step arithmetic of the run."""
 
-import keras
 
-from keras_bert.checkpoints import keras_file
+from keras_bert.checkpoints import keras_file, load_keras_model
 from keras_bert.models.encoder import BertEncoder, load_encoder
 
 
@@ -20,7 +19,7 @@ def build_task_model(model_class, make_model, init_checkpoint=None, config=None,
         dtype: the Keras dtype policy of an encoder built here.
     """
     if init_checkpoint and keras_file(init_checkpoint):
-        loaded = keras.saving.load_model(keras_file(init_checkpoint), compile=False)
+        loaded = load_keras_model(init_checkpoint)
         if getattr(loaded, "task_kind", None) == model_class.task_kind:
             return loaded
     return make_model(build_encoder(init_checkpoint, config, dtype))
