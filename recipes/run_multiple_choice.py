@@ -44,8 +44,9 @@ def main(argv):
     train = read_swag_examples(FLAGS.train_file) if FLAGS.do_train else None
     # Every input is parsed before the first training step: a bad eval or predict file fails in seconds.
     evaluated = read_swag_examples(FLAGS.eval_file) if FLAGS.do_eval else None
-    if evaluated and any(example.label is None for example in evaluated):
-        raise ValueError(f"--eval_file={FLAGS.eval_file} has no label column")
+    if evaluated:
+        with common.flag_errors("eval_file"):
+            multiple_choice.check_labeled(evaluated, FLAGS.eval_file)
     predicted = read_swag_examples(FLAGS.predict_file) if FLAGS.do_predict else None
 
     def dataset(examples, batch_size, shuffle=False, with_labels=True):
@@ -64,16 +65,13 @@ def main(argv):
         common.save_task_model(model, strategy, tokenizer=tokenizer)
 
     if FLAGS.do_eval:
-        examples = evaluated
-        logits = predict(examples)
-        with common.flag_errors("eval_file"):
-            results = multiple_choice.eval_results(model, examples, logits, FLAGS.eval_file)
-        multiple_choice.write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), examples, logits)
+        logits = predict(evaluated)
+        results = multiple_choice.eval_results(model, evaluated, logits, FLAGS.eval_file)
+        multiple_choice.write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), evaluated, logits)
         common.write_eval_results(results, strategy)
     if FLAGS.do_predict:
-        examples = predicted
         path = os.path.join(FLAGS.output_dir, "predictions.csv")
-        print("Predictions: " + multiple_choice.write_predictions(path, examples, predict(examples)))
+        print("Predictions: " + multiple_choice.write_predictions(path, predicted, predict(predicted)))
 
 
 if __name__ == "__main__":

@@ -47,7 +47,6 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0, "v2.0: predict no answer wh
 def main(argv):
     del argv
     from keras_bert.data import features
-    from keras_bert.data.squad import read_squad_examples
     from keras_bert.models.span_labeler import BertSpanLabeler
     from keras_bert.tasks import squad
 
@@ -65,8 +64,7 @@ def main(argv):
     predict_examples = None
     if FLAGS.do_eval or FLAGS.do_predict:
         with common.flag_errors("predict_file"):
-            predict_examples, _ = read_squad_examples(FLAGS.predict_file, False,
-                                                            FLAGS.version_2_with_negative)
+            predict_examples = squad.read_predict_examples(FLAGS.predict_file, settings)
     train = None
     if FLAGS.do_train:
         with common.flag_errors("train_file", "max_seq_length", "doc_stride", "max_query_length"):
@@ -87,11 +85,11 @@ def main(argv):
     if predict_examples is None:
         return
     with common.flag_errors("predict_file", "max_seq_length", "doc_stride", "max_query_length"):
-        examples, num_windows, result = squad.predict(model, FLAGS.predict_file, lookup, settings, FLAGS.eval_batch_size)
+        num_windows, result = squad.predict(model, predict_examples, lookup, settings, FLAGS.eval_batch_size)
     print("Predictions: " + ", ".join(result.save(FLAGS.output_dir)))
     if FLAGS.do_eval:
         scores = squad.evaluate(FLAGS.predict_file, result, settings)
-        scores.update(num_questions=len(examples), num_windows=num_windows)
+        scores.update(num_questions=len(predict_examples), num_windows=num_windows)
         common.write_eval_results(scores, strategy)
 
 

@@ -8,18 +8,19 @@ import json
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.textfiles import read_text
+
 
 def read_lines(path):
     """[(text_a, text_b or None)] of the non-empty lines of `path` (`text` or `text_a ||| text_b`); an empty
     file is an error naming it."""
     pairs = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            text_a, separator, text_b = line.partition(" ||| ")
-            pairs.append((text_a, text_b if separator else None))
+    for line in read_text(path).splitlines():  # bad UTF-8: DataFormatError naming the line
+        line = line.strip()
+        if not line:
+            continue
+        text_a, separator, text_b = line.partition(" ||| ")
+        pairs.append((text_a, text_b if separator else None))
     if not pairs:
         raise ValueError(f"{path}: no non-empty lines")
     return pairs

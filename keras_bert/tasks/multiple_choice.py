@@ -14,11 +14,16 @@ def choice_loss():
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
+def check_labeled(examples, source):
+    """Raises ValueError naming `source` (the file) when `examples` have no labels (nothing to score)."""
+    if any(example.label is None for example in examples):
+        raise ValueError(f"{source} has no label column")
+
+
 def eval_results(model, examples, logits, source):
     """accuracy, eval_loss (the compiled loss) and num_examples of the logits [n, num_choices] of a
     compiled `model` on `examples`; raises ValueError naming `source` (the file) when they have no labels."""
-    if any(example.label is None for example in examples):
-        raise ValueError(f"{source} has no label column")
+    check_labeled(examples, source)
     labels = np.asarray([example.label for example in examples])
     return {"accuracy": accuracy(np.argmax(logits, axis=-1), labels), "eval_loss": float(model.loss(labels, logits)),
             "num_examples": len(examples)}

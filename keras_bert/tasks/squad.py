@@ -4,12 +4,12 @@ files (predictions.json, nbest_predictions.json, null_odds.json) and the officia
     settings = SquadSettings(max_seq_length=384, version_2_with_negative=True)
     train = training_windows("train-v2.0.json", lookup, settings)
     model.compile(optimizer, *span_loss()); model.fit(...)
-    examples, num_windows, result = predict(model, "dev-v2.0.json", lookup, settings)
+    examples = read_predict_examples("dev-v2.0.json", settings)     # before training: bad files fail early
+    num_windows, result = predict(model, examples, lookup, settings)
     result.save(output_dir); scores = evaluate("dev-v2.0.json", result, settings)
 """
 
 import dataclasses
-import json
 
 import keras
 import numpy as np
@@ -18,6 +18,7 @@ import tensorflow as tf
 from keras_bert.data import features, squad, squad_answers
 from keras_bert.metrics import squad as squad_metrics
 from keras_bert.text import BertPreprocessor
+from keras_bert.textfiles import read_json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,12 +87,16 @@ def span_loss():
     return {"start_logits": loss, "end_logits": loss}, {"start_logits": 0.5, "end_logits": 0.5}
 
 
-def predict(model, path, lookup, settings, batch_size=32):
-    """Answers every question of the SQuAD JSON file `path` with a `BertSpanLabeler`, through the decoding the
-    exported span labeler serves (`keras_bert.data.squad_answers`): windows cut by `lookup.tokenizer` in the
-    graph, answers as character spans of the context. Returns (examples, number of windows,
+def read_predict_examples(path, settings):
+    """The questions of the SQuAD JSON file `path` to predict (answers not needed)."""
+    return squad.read_squad_examples(path, False, settings.version_2_with_negative)[0]
+
+
+def predict(model, examples, lookup, settings, batch_size=32):
+    """Answers every question of `examples` (`read_predict_examples`) with a `BertSpanLabeler`, through the
+    decoding the exported span labeler serves (`keras_bert.data.squad_answers`): windows cut by
+    `lookup.tokenizer` in the graph, answers as character spans of the context. Returns (number of windows,
     `squad.SquadPredictions`); `.save(output_dir)` writes the prediction files."""
-    examples, _ = squad.read_squad_examples(path, False, settings.version_2_with_negative)
     preprocessor = BertPreprocessor(lookup.tokenizer, settings.max_seq_length)
     rules = settings.answer_rules()
     strings = tf.TensorSpec([None], tf.string)
@@ -108,7 +113,7 @@ def predict(model, path, lookup, settings, batch_size=32):
             result.nbest[example.qas_id] = _nbest_entries(found, row, settings)
             if settings.version_2_with_negative:
                 result.null_odds[example.qas_id] = float(found["no_answer_score"][row] - found["score"][row])
-    return examples, num_windows, result
+    return num_windows, result
 
 
 def _nbest_entries(found, row, settings):
@@ -136,8 +141,7 @@ def _nbest_entries(found, row, settings):
 def evaluate(path, result, settings):
     """The official v1.1 (exact_match, f1) or v2.0 (with HasAns/NoAns splits and the best null threshold)
     scores of the `SquadPredictions` `result` against the answers in the SQuAD JSON file `path`."""
-    with open(path, encoding="utf-8-sig") as f:
-        dataset = json.load(f)["data"]
+    dataset = read_json(path)["data"]  # read_predict_examples has checked its format
     if settings.version_2_with_negative:
         return squad_metrics.evaluate_v2(dataset, result.predictions, na_probs=result.null_odds)
     return squad_metrics.evaluate_v1(dataset, result.predictions)
