@@ -65,11 +65,11 @@ def pick_max_context(windows, values):
     piece = (tf.gather(windows.row_splits, tf.gather(windows.row, pair_window))
              + tf.gather(windows.start, pair_window) + pair_position)
     context = tf.minimum(pair_position, pair_length - 1 - pair_position)
-    # One int64 key per (window, position) pair: context, then window length (the 0.01 * length tie
-    # break), then the earlier pair; the segment max over each piece's pairs names the winning pair.
+    # One int64 key per (window, position) pair: 100 x run_squad's score (context + 0.01 * window length)
+    # in exact integers, then the earlier pair on ties; the segment max over each piece's pairs names the
+    # winning pair.
     num_pairs = tf.size(pair_position, out_type=tf.int64)
-    max_length = tf.reduce_max(tf.concat([length, [0]], axis=0)) + 1
-    key = (context * max_length + pair_length) * num_pairs + (num_pairs - 1 - tf.range(num_pairs))
+    key = (100 * context + pair_length) * num_pairs + (num_pairs - 1 - tf.range(num_pairs))
     num_pieces = windows.row_splits[-1]
     best = tf.math.unsorted_segment_max(key, piece, num_pieces)
     best_pair = num_pairs - 1 - best % tf.maximum(num_pairs, 1)
