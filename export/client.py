@@ -128,12 +128,6 @@ def describe(example):
         lines.append("entities: " + (", ".join(f"{_str(kind)} {_str(text)!r} [{start}:{end}]"
                                                for kind, text, start, end in spans) or "none"))
         shown.update(keys + ("entity_count",))
-    if "answer" in example:
-        has_answer = example.get("has_answer", True)
-        lines.append(f"answer: {_str(example['answer'])!r} [{example.get('answer_start')}:"
-                     f"{example.get('answer_end')}] score {example.get('score')}"
-                     + ("" if has_answer else " (no answer)"))
-        shown.update(("answer", "answer_start", "answer_end", "score", "has_answer"))
     name = next((n for n in ("label", "choice", "label_id") if not isinstance(example.get(n, []), list)), None)
     if name is not None:
         chosen, probabilities = example.get("choice", example.get("label_id")), example.get("probabilities")

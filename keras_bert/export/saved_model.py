@@ -236,16 +236,19 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
         # Tracked explicitly so every tokenizer resource (vocab tables, tf-text model buffers) is saved.
         archive.track(preprocessor)
 
-    def serve_token_ids(inputs):
-        inputs = checked_inputs(inputs, token_id_spec(model))
+    def outputs_of_token_ids(inputs):
         return answers.with_answers(model, kind, inputs, serving_outputs(model, inputs), options)
+
+    def serve_token_ids(inputs):
+        return outputs_of_token_ids(checked_inputs(inputs, token_id_spec(model)))
 
     def serve_text(texts):
         texts = checked_inputs(texts, text_spec(model, signature))
         whole = answers.whole_text_outputs(model, kind, preprocessor, texts, options)
         if whole is not None:
             return whole
-        return serve_token_ids(preprocess_text(model, preprocessor, texts))
+        # The packer's own output needs no input check.
+        return outputs_of_token_ids(preprocess_text(model, preprocessor, texts))
 
     # Each endpoint is traced once here; serve_examples calls the traced functions rather than retracing
     # their bodies (the tokenizer graph is large: tracing it dominates export time).
