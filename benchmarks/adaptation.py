@@ -9,7 +9,6 @@ Each fine-tuning runs in its own subprocess (peak RSS is that run's); both expor
 """
 
 import argparse
-import csv
 import json
 import os
 import statistics
@@ -17,18 +16,13 @@ import tempfile
 
 from benchmarks import common
 from benchmarks.serving import median_latency
+from benchmarks.text_in import read_task
 
 SEQ_LENGTH = 48  # the task's sentences are short: 48 tokens hold most of them
 BATCH_SIZE = 16
 EPOCHS = 2
 # Full fine-tuning: the paper's 5e-5. LoRA trains a few small matrices from zero: it needs a larger rate.
 LEARNING_RATES = {0: 5e-5, 8: 1e-3}
-
-
-def _rows(path):
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))
-    return [r["text"] for r in rows], [r["label"] for r in rows]
 
 
 def _minilm():
@@ -49,17 +43,13 @@ def finetune(lora_rank, save_path):
     tf = common.configure_tensorflow()
     import keras
 
-    from keras_bert.data.default_classification import default_classification_files
     from keras_bert.models.classifier import BertClassifier
     from keras_bert.models.lora import count_parameters
     from keras_bert.tasks.finetuning import build_encoder
     from keras_bert.training import create_optimizer
 
     keras.utils.set_random_seed(0)
-    train_csv, dev_csv = default_classification_files()
-    train_texts, train_labels = _rows(train_csv)
-    dev_texts, dev_labels = _rows(dev_csv)
-    labels = sorted(set(train_labels))
+    train_texts, train_labels, dev_texts, dev_labels, labels = read_task()
     model = BertClassifier(build_encoder(_minilm()), labels=labels, preprocessor=_preprocessor(_minilm()))
     if lora_rank:
         model.enable_lora(lora_rank)
@@ -93,17 +83,16 @@ def serve(model_path):
     import keras
     import numpy as np
 
-    from keras_bert.data.default_classification import default_classification_files
     from keras_bert.export import export_saved_model
 
     model = keras.saving.load_model(model_path, compile=False)
-    dev_texts, dev_labels = _rows(default_classification_files()[1])
+    _, _, dev_texts, dev_labels, _ = read_task()
     dev_ids = np.array([model.labels.index(label) for label in dev_labels])
     results = {}
     with tempfile.TemporaryDirectory() as export_dir:
         for quantize in (None, "int8"):
             name = quantize or "fp32"
-            version_dir = export_saved_model(model, os.path.join(export_dir, name), _preprocessor(_minilm()),
+            version_dir = export_saved_model(model, os.path.join(export_dir, name),  # its own preprocessor
                                              signature="text", warmup=False, quantize=quantize)
             serving = tf.saved_model.load(version_dir).signatures["serving_default"]
             logits = np.concatenate([serving(text=tf.constant(dev_texts[i:i + 64]))["logits"].numpy()

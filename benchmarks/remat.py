@@ -35,7 +35,7 @@ def step(remat, jit_compile, size):
     batch = common.pretraining_batch(BATCH_SIZE)
     inputs = {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
     labels = np.zeros((BATCH_SIZE,), np.int32)
-    seconds, loss, _ = common.fit_timed(model, tf, [(inputs, labels)], 3)
+    seconds, loss, _, _ = common.fit_timed(model, tf, [(inputs, labels)], 3)
     return {"remat": remat, "jit_compile": jit_compile, "size": size, "step_s": round(seconds, 2),
             "loss": round(loss, 4)}
 

@@ -58,10 +58,10 @@ def choose_jit_compile(dtype_policy):
     kernels use it, XLA's dots do not); True otherwise. A bfloat16 policy on a CPU without that hardware
     logs once why float32 would be faster there.
     """
-    compute_dtype = keras.dtype_policies.get(dtype_policy).compute_dtype
-    if compute_dtype != "bfloat16" or has_accelerator():
+    policy = keras.dtype_policies.get(dtype_policy)
+    if policy.compute_dtype != "bfloat16" or has_accelerator():
         return True
-    name = keras.dtype_policies.get(dtype_policy).name
+    name = policy.name
     found = [flag for flag in BF16_CPU_FLAGS if flag in cpu_flags()]
     if found:
         _log_once(logging.INFO, f"{name} on a CPU with {found[0]}: train step without XLA (TF's oneDNN "

@@ -46,9 +46,9 @@ class LoraAdaptation:
             for name in LORA_PROJECTIONS:
                 getattr(block, name).enable_lora(int(rank), lora_alpha=alpha)
         self.lora_rank = int(rank)
-        trainable = count_parameters(self.trainable_weights)
-        logger.info("LoRA rank %d: %d trainable parameters of %d (%.2f%%)", rank, trainable,
-                    count_parameters(self.weights), 100.0 * trainable / count_parameters(self.weights))
+        trainable, total = count_parameters(self.trainable_weights), count_parameters(self.weights)
+        logger.info("LoRA rank %d: %d trainable parameters of %d (%.2f%%)", rank, trainable, total,
+                    100.0 * trainable / total)
         return trainable
 
     def merged_lora(self):
