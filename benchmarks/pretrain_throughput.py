@@ -10,7 +10,7 @@ One configuration per process (see benchmarks/common.py):
   python -m benchmarks.pretrain_throughput --impl=ours --data=corpus --steps=24 --pad_to_multiple_of=32
 
 "ours" is the real `BertPretrainer.fit` (the library's AdamW with clipping; the train step XLA-compiled or
-not as `--jit_compile` says, by default as the library chooses for the dtype on this machine) on a repeated
+not, as `--jit_compile` says, by default as the library chooses for the dtype on this machine) on a repeated
 in-memory batch: epoch 1 (compiles) is warm-up, then `--epochs` epochs are timed (median and spread).
 tokens/s counts every position of every sequence (batch * seq per step). With --data=corpus the batches are real ones streamed from the default
 corpus (about a quarter of their positions are padding) and tokens/s counts real tokens only, so cutting
@@ -221,9 +221,10 @@ def main():
     parser.add_argument("--steps", type=int, default=4, help="steps per epoch: one warm-up epoch, then --epochs")
     parser.add_argument("--epochs", type=int, default=5,
                         help="timed epochs; tokens/s is the median epoch's, the spread is max/min")
-    parser.add_argument("--jit_compile", choices=["auto", "true", "false"], default="auto",
-                        help="ours: the train step's XLA compilation; auto = the library's choice for the "
-                             "dtype on this machine (keras_bert.training.execution)")
+    parser.add_argument("--jit_compile", choices=["auto", "true", "false", "fusions"], default="auto",
+                        help="ours: the train step's execution: true = XLA, false = TF's kernels, fusions = "
+                             "TF's kernels for the matmuls and XLA for the ops between them; auto = the "
+                             "library's choice for the dtype on this machine (keras_bert.execution)")
     parser.add_argument("--data", choices=["synthetic", "corpus"], default="synthetic",
                         help="one full-length synthetic batch, or --steps real batches of the default corpus "
                              "(tokens/s then counts real tokens, not padding)")
@@ -242,14 +243,14 @@ def main():
         batches = corpus_batches(args.batch_size, args.steps, args.pad_to_multiple_of)
     else:
         batches = [common.pretraining_batch(args.batch_size)]
-    jit_compile = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
+    jit_compile = {"auto": "auto", "true": True, "false": False, "fusions": "fusions"}[args.jit_compile]
     library_choice = chosen = None
     if args.impl == "ours":
-        from keras_bert.execution import choose_jit_compile
+        from keras_bert.execution import choose_execution, resolve_execution
 
         common.configure_tensorflow()  # thread pools are set before TF initializes
-        library_choice = choose_jit_compile(args.dtype)  # what BertPretrainer.compile() picks here
-        chosen = library_choice if jit_compile == "auto" else jit_compile
+        library_choice = choose_execution(args.dtype)  # what BertPretrainer.compile() picks here
+        chosen = resolve_execution(jit_compile, args.dtype)
     seconds, loss, steps, (per_step, cpu_per_step, steals) = RUNNERS[args.impl](args.size, args.dtype, batches, args.steps, args.epochs,
                                                         jit_compile)
     # Tokens per step: every position of every row; with corpus data, the real (unpadded) tokens.
@@ -260,7 +261,7 @@ def main():
     flops = train_flops_per_token(args.size)
     common.emit(dict(kind="pretrain", impl=args.impl, size=args.size, dtype=args.dtype, data=args.data,
                      pad_to_multiple_of=args.pad_to_multiple_of, steps=steps, jit_compile=args.jit_compile,
-                     chosen_jit_compile=str(chosen).lower(), library_choice=chosen == library_choice,
+                     execution=chosen, library_choice=chosen == library_choice,
                      epoch_step_s=[round(s, 4) for s in per_step],
                      spread=round(max(per_step) / min(per_step), 3),
                      epoch_cpu_s=[round(s, 4) for s in cpu_per_step],

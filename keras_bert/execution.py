@@ -1,17 +1,25 @@
-"""Which train step runs fastest for a dtype policy on this machine: XLA-compiled, or TF's own kernels.
+"""How the train step runs for a dtype policy on this machine: XLA-compiled whole, TF's own kernels, or
+TF's kernels for the matmuls with XLA fusing everything between them.
 
 Measured on an AMD EPYC with AVX512_BF16 (TF 2.21, benchmarks/results_bf16.md): XLA's CPU dots do not use
 the bf16 instructions (2048^3 bf16 matmul: XLA 417, TF's oneDNN kernel 803 GFLOP/s; no XLA_FLAGS option
 changed that: xla_cpu_use_onednn, xla_cpu_experimental_onednn_custom_call, xla_cpu_use_xnnpack), so a
-mixed_bfloat16 step pays only without XLA, while a float32 step is fastest with XLA (pre-training at base
-width, per step: bf16 without XLA 1.34x float32 XLA, bf16 with XLA 0.91x; at mini, float32 without
-XLA 0.75x). On a CPU without AVX512_BF16/AMX, bf16 matmuls are emulated (0.70x the float32 peak on an AVX2
-EPYC) and XLA stays the choice; float32 is faster there than any bf16 step. On a GPU or TPU, XLA (Keras's
-own default there).
+mixed_bfloat16 step must run its matmuls on TF's kernels; but without XLA every elementwise op (LayerNorm,
+softmax, GELU, dropout, residuals, casts, the optimizer update) is a separate kernel reading and writing
+memory. The "fusions" execution gets both: the train/test/predict steps are traced inside
+`tf.xla.experimental.jit_scope` marking every op but the dots (MatMul, BatchMatMul, Einsum) for XLA, so TF's
+clustering pass compiles the chains between the dots (forward, gradients and the optimizer update) into XLA
+clusters and the dots run on oneDNN. It is per model: nothing global (no TF_XLA_FLAGS, no auto-jit) changes. Pre-training step, mini (L4 H256, b32 s128):
+bf16 TF kernels 0.44 s, bf16 fusions 0.36 s; base width (L4 H768): 1.94 s vs 1.69 s.
 
-The models' `compile()` (`ChoosesExecution`) asks `choose_jit_compile` when `jit_compile` is not given.
+A float32 step is fastest XLA-compiled whole. On a CPU without AVX512_BF16/AMX, bf16 matmuls are emulated
+(0.70x the float32 peak on an AVX2 EPYC) and XLA stays the choice; float32 is faster there than any bf16
+step. On a GPU or TPU, XLA (Keras's own default there).
+
+The models' `compile()` (`ChoosesExecution`) asks `choose_execution` when `jit_compile` is not given.
 """
 
+import contextlib
 import functools
 import logging
 
@@ -22,6 +30,9 @@ logger = logging.getLogger("keras_bert")
 CPUINFO = "/proc/cpuinfo"
 # CPU flags (as /proc/cpuinfo names them) of bf16 matmul hardware that TF's oneDNN kernels use.
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+EXECUTIONS = ("xla", "fusions", "kernels")
+# Ops left to TF's kernels under "fusions": the dots, which oneDNN runs on the bf16 hardware.
+DOT_OPS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum"})
 
 
 @functools.cache
@@ -50,35 +61,89 @@ def _log_once(level, message):
     logger.log(level, message)
 
 
-def choose_jit_compile(dtype_policy):
-    """Whether to XLA-compile the train step of a model computing in `dtype_policy` (a `keras.DTypePolicy`
-    or its name, e.g. "mixed_bfloat16") on this machine. Returns a bool for `Model.compile(jit_compile=)`.
+def choose_execution(dtype_policy):
+    """How to run the train step of a model computing in `dtype_policy` (a `keras.DTypePolicy` or its
+    name, e.g. "mixed_bfloat16") on this machine: "xla" (the whole step XLA-compiled), "fusions" (TF's
+    oneDNN kernels for the matmuls, XLA clusters for the ops between them) or "kernels" (TF's kernels only).
 
-    False only for a bfloat16 compute dtype on a CPU-only machine with bf16 matmul hardware (TF's oneDNN
-    kernels use it, XLA's dots do not); True otherwise. A bfloat16 policy on a CPU without that hardware
-    logs once why float32 would be faster there.
+    Not "xla" only for a bfloat16 compute dtype on a CPU-only machine with bf16 matmul hardware (TF's
+    oneDNN kernels use it, XLA's dots do not): "fusions" where FUSIONS_AVAILABLE, else "kernels". A
+    bfloat16 policy on a CPU without that hardware logs once why float32 would be faster there.
     """
     policy = keras.dtype_policies.get(dtype_policy)
     if policy.compute_dtype != "bfloat16" or has_accelerator():
-        return True
+        return "xla"
     name = policy.name
     found = [flag for flag in BF16_CPU_FLAGS if flag in cpu_flags()]
-    if found:
-        _log_once(logging.INFO, f"{name} on a CPU with {found[0]}: train step without XLA (TF's oneDNN "
-                  "kernels use the bf16 hardware, XLA's CPU dots do not)")
-        return False
-    _log_once(logging.WARNING, f"{name}: this CPU has no bf16 matmul hardware ({' or '.join(BF16_CPU_FLAGS)} "
-              f"not in {CPUINFO}), so bfloat16 matmuls are emulated and run slower than float32 (0.70x its "
-              "peak on an AVX2 CPU); float32 is the faster policy here")
-    return True
+    if not found:
+        _log_once(logging.WARNING, f"{name}: this CPU has no bf16 matmul hardware ({' or '.join(BF16_CPU_FLAGS)} "
+                  f"not in {CPUINFO}), so bfloat16 matmuls are emulated and run slower than float32 (0.70x "
+                  "its peak on an AVX2 CPU); float32 is the faster policy here")
+        return "xla"
+    _log_once(logging.INFO, f"{name} on a CPU with {found[0]}: matmuls on TF's oneDNN kernels (they use "
+              "the bf16 hardware, XLA's CPU dots do not), XLA fusing the ops between them")
+    return "fusions"
+
+
+def resolve_execution(jit_compile, dtype_policy):
+    """`compile(jit_compile=...)` -> an execution: True "xla", False "kernels", "auto" (or None) the
+    machine's choice (`choose_execution`), or one of EXECUTIONS by name."""
+    if jit_compile is True:
+        return "xla"
+    if jit_compile is False:
+        return "kernels"
+    if jit_compile in (None, "auto"):
+        return choose_execution(dtype_policy)
+    if jit_compile not in EXECUTIONS:
+        raise ValueError(f"jit_compile={jit_compile!r}; expected True, False, 'auto' or one of {EXECUTIONS}")
+    return jit_compile
+
+
+def fusion_scope(optimizer_name=None):
+    """Context in which the ops a traced step creates are marked for XLA clustering, except DOT_OPS and
+    the ops under the name scope `optimizer_name` (Keras optimizers apply updates in a scope of their name):
+    the update of every variable as one XLA cluster ran on one thread (mini, 177 ms a step), as TF's
+    kernels it uses all cores."""
+    import tensorflow as tf
+
+    scope = f"{optimizer_name}/" if optimizer_name else None
+
+    def compile_op(node_def):
+        return node_def.op not in DOT_OPS and not (scope and (node_def.name.startswith(scope) or f"/{scope}" in node_def.name))
+
+    return tf.xla.experimental.jit_scope(compile_ops=compile_op, separate_compiled_gradients=False)
 
 
 class ChoosesExecution:
-    """Mixin for the models holding an `encoder`: `compile()` without `jit_compile` (or with "auto") XLA-
-    compiles the train step or not as `choose_jit_compile` finds fastest for the dtype policy the encoder
-    computes in; True/False override it. Put it before `keras.Model` in the bases."""
+    """Mixin for the models holding an `encoder`: `compile()` without `jit_compile` (or with "auto") runs
+    the train, test and predict steps as `choose_execution` finds fastest for the dtype policy the encoder
+    computes in; True/False (or an execution's name) override it. `model.execution` says which ran.
+    Put it first in the bases: its steps wrap every other train_step (e.g. gradient accumulation)."""
+
+    execution = None
 
     def compile(self, *args, jit_compile="auto", **kwargs):
-        if jit_compile == "auto" and not kwargs.get("run_eagerly"):
-            jit_compile = choose_jit_compile(self.encoder.embeddings.dtype_policy)
+        if kwargs.get("run_eagerly"):
+            self.execution = "eager"
+            jit_compile = False
+        else:
+            self.execution = resolve_execution(jit_compile, self.encoder.embeddings.dtype_policy)
+            jit_compile = self.execution == "xla"
         super().compile(*args, jit_compile=jit_compile, **kwargs)
+
+    def _scope(self):
+        if self.execution != "fusions":
+            return contextlib.nullcontext()
+        return fusion_scope(self.optimizer.name if self.optimizer is not None else None)
+
+    def train_step(self, data):
+        with self._scope():
+            return super().train_step(data)
+
+    def test_step(self, data):
+        with self._scope():
+            return super().test_step(data)
+
+    def predict_step(self, data):
+        with self._scope():
+            return super().predict_step(data)

@@ -29,29 +29,37 @@ def test_cpu_flags_reads_the_flags_line(tmp_path):
 
 
 @pytest.mark.parametrize("flags, policy, expected", [
-    (BF16_CPU, "mixed_bfloat16", False),
-    (AVX2_CPU | {"amx_bf16"}, "bfloat16", False),
-    (BF16_CPU, "float32", True),
-    (BF16_CPU, "mixed_float16", True),
-    (AVX2_CPU, "mixed_bfloat16", True),
-    (AVX2_CPU, "float32", True),
+    (BF16_CPU, "mixed_bfloat16", "fusions"),
+    (AVX2_CPU | {"amx_bf16"}, "bfloat16", "fusions"),
+    (BF16_CPU, "float32", "xla"),
+    (BF16_CPU, "mixed_float16", "xla"),
+    (AVX2_CPU, "mixed_bfloat16", "xla"),
+    (AVX2_CPU, "float32", "xla"),
 ])
 def test_choice_by_dtype_and_cpu(cpu, flags, policy, expected):
     cpu(flags)
-    assert execution.choose_jit_compile(policy) is expected
+    assert execution.choose_execution(policy) == expected
 
 
 def test_accelerator_keeps_xla_for_bf16(cpu, monkeypatch):
     cpu(BF16_CPU)
     monkeypatch.setattr(execution, "has_accelerator", lambda: True)
-    assert execution.choose_jit_compile("mixed_bfloat16") is True
+    assert execution.choose_execution("mixed_bfloat16") == "xla"
+
+
+def test_jit_compile_values_map_to_executions():
+    assert execution.resolve_execution(True, "float32") == "xla"
+    assert execution.resolve_execution(False, "mixed_bfloat16") == "kernels"
+    assert execution.resolve_execution("fusions", "float32") == "fusions"
+    with pytest.raises(ValueError, match="jit_compile='xl'"):
+        execution.resolve_execution("xl", "float32")
 
 
 def test_bf16_without_hardware_says_once_why(cpu, caplog):
     cpu(AVX2_CPU)
     with caplog.at_level(logging.INFO, logger="keras_bert"):
         for _ in range(3):
-            execution.choose_jit_compile("mixed_bfloat16")
+            execution.choose_execution("mixed_bfloat16")
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
     assert "avx512_bf16 or amx_bf16 not in /proc/cpuinfo" in warnings[0].getMessage()
@@ -72,26 +80,68 @@ def _pretraining_batch(batch=4, seq=12, predictions=3, vocab=60):
 
 
 @pytest.mark.parametrize("flags, policy, jit_compile, expected", [
-    (BF16_CPU, "mixed_bfloat16", "auto", False),  # TF's oneDNN kernels
-    (AVX2_CPU, "mixed_bfloat16", "auto", True),
-    (BF16_CPU, "float32", "auto", True),
-    (BF16_CPU, "mixed_bfloat16", True, True),  # an explicit choice wins
+    (BF16_CPU, "mixed_bfloat16", "auto", "fusions"),  # TF's oneDNN dots, XLA between them
+    (AVX2_CPU, "mixed_bfloat16", "auto", "xla"),
+    (BF16_CPU, "float32", "auto", "xla"),
+    (BF16_CPU, "mixed_bfloat16", True, "xla"),  # an explicit choice wins
+    (BF16_CPU, "mixed_bfloat16", False, "kernels"),
 ])
 def test_pretrainer_compile_chooses_and_steps(cpu, tiny_config, flags, policy, jit_compile, expected):
     cpu(flags)
     model = kb.BertPretrainer(kb.BertEncoder(tiny_config, dtype=policy))
     kwargs = {} if jit_compile == "auto" else {"jit_compile": jit_compile}
     model.compile(optimizer="adam", **kwargs)
-    assert model.jit_compile is expected
+    assert model.execution == expected
+    assert model.jit_compile is (expected == "xla")
     logs = model.fit(_pretraining_batch(), batch_size=4, epochs=2, verbose=0).history
     assert np.isfinite(logs["loss"]).all() and logs["loss"][-1] < logs["loss"][0]
+
+
+def _executed_op_types(run):
+    """Op types TF's profiler saw while `run()` ran (an XLA cluster runs as `_XlaRun`)."""
+    import glob
+    import tempfile
+
+    import tensorflow as tf
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    logdir = tempfile.mkdtemp()
+    tf.profiler.experimental.start(logdir)
+    try:
+        run()
+    finally:
+        tf.profiler.experimental.stop()
+    space = xplane_pb2.XSpace()
+    with open(glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)[0], "rb") as f:
+        space.ParseFromString(f.read())
+    return {plane.event_metadata[event.metadata_id].name.rsplit(":", 1)[-1].strip()
+            for plane in space.planes for line in plane.lines for event in line.events}
+
+
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_fusions_cluster_the_ops_between_the_dots(cpu, tiny_config, accumulation):
+    import tensorflow as tf
+
+    cpu(BF16_CPU)
+    batch = _pretraining_batch()
+    ops = {}
+    for jit_compile in ("auto", False):
+        model = kb.BertPretrainer(kb.BertEncoder(tiny_config, dtype="mixed_bfloat16"))
+        model.compile(optimizer="adam", jit_compile=jit_compile, gradient_accumulation_steps=accumulation)
+        model.fit(batch, batch_size=4, epochs=1, verbose=0)  # traces
+        ops[model.execution] = _executed_op_types(lambda m=model: m.fit(batch, batch_size=4, epochs=1, verbose=0))
+    assert "_XlaRun" in ops["fusions"]  # the ops between the dots run as XLA clusters
+    assert any("MatMul" in op for op in ops["fusions"])  # the dots stay TF's kernels (oneDNN's here)
+    assert "AssignSubVariableOp" in ops["fusions"]  # and so does the optimizer's update
+    assert "_XlaRun" not in ops["kernels"]
+    assert not tf.config.optimizer.get_jit()  # nothing global was turned on
 
 
 def test_task_model_compile_chooses(cpu, tiny_config):
     cpu(BF16_CPU)
     model = kb.BertClassifier(kb.BertEncoder(tiny_config, dtype="mixed_bfloat16"), num_classes=2)
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
-    assert model.jit_compile is False
+    assert model.execution == "fusions" and model.jit_compile is False
     batch = _pretraining_batch()
     inputs = {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
     model.fit(inputs, np.array([0, 1, 0, 1]), batch_size=4, verbose=0)

@@ -15,7 +15,7 @@ from keras_bert.models.text_task import TextTask
 HEAD_ARGS = ("num_classes", "labels", "num_choices")
 
 
-class EncoderTaskModel(GradientAccumulation, LoraAdaptation, TextTask, ChoosesExecution, keras.Model):
+class EncoderTaskModel(ChoosesExecution, GradientAccumulation, LoraAdaptation, TextTask, keras.Model):
     """Base of the task models (and the pretrainer): holds `encoder` (and `preprocessor`, `labels`), names
     its task in the class attribute `task_kind` (what checkpoint writers and the export dispatch on), and
     round-trips through `.keras` by its constructor arguments (encoder and preprocessor nested as
