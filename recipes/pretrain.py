@@ -82,14 +82,14 @@ def input_fn(tokenizer, is_training, batch_size, seed):
     patterns = FLAGS[flag].value
     files = common.flag_files(flag) if patterns else None
     if files and pretraining.holds_tfrecords(files):
-        with common.flag_errors(flag):  # now, naming the flag, rather than at the first step
-            pretraining.check_tfrecord_files(files, is_training)
-
         def dataset_fn(context):
-            return pretraining.tfrecord_dataset(
-                files, context.get_per_replica_batch_size(batch_size), FLAGS.max_seq_length,
-                FLAGS.max_predictions_per_seq, is_training=is_training, seed=seed, input_context=context,
-                pad_to_multiple_of=FLAGS.pad_to_multiple_of)
+            # tfrecord_dataset checks the files' headers; distribute_datasets_from_function calls this at once,
+            # so a file that is not TFRecords fails there, naming the flag, not at the first step.
+            with common.flag_errors(flag):
+                return pretraining.tfrecord_dataset(
+                    files, context.get_per_replica_batch_size(batch_size), FLAGS.max_seq_length,
+                    FLAGS.max_predictions_per_seq, is_training=is_training, seed=seed, input_context=context,
+                    pad_to_multiple_of=FLAGS.pad_to_multiple_of)
         return dataset_fn
     if files:
         documents_fn, source = _text_files(files, flag), f"--{flag}={patterns}"
