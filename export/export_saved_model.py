@@ -126,7 +126,9 @@ def main(argv):
         pooling, normalize = sentence_pooling_flags(FLAGS.model_path)
         rules = AnswerRules(FLAGS.doc_stride, FLAGS.max_query_length, FLAGS.n_best_size, FLAGS.max_answer_length,
                             FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold)
-        exported = [export_saved_model(model, FLAGS.export_dir, preprocessor, FLAGS.version, FLAGS.signature,
+        # The overrides, checked above, become the model's own: the export runs it without checking it again.
+        model.preprocessor = preprocessor
+        exported = [export_saved_model(model, FLAGS.export_dir, None, FLAGS.version, FLAGS.signature,
                                        FLAGS.warmup, example_seq_length=FLAGS.max_seq_length or DEFAULT_SEQ_LENGTH,
                                        long_text=FLAGS.long_text, stride=FLAGS.stride, pooling=pooling,
                                        normalize=normalize, answer_rules=rules, quantize=FLAGS.quantize)]

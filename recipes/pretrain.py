@@ -66,11 +66,8 @@ def _text_files(files, flag):
 def _tfds_documents(split):
     """documents_fn over --tfds_name; its errors say which flags."""
     def documents_fn():
-        try:
+        with common.flag_errors("tfds_name", "tfds_data_dir", "tfds_text_key"):
             yield from pretraining.tfds_documents(FLAGS.tfds_name, FLAGS.tfds_data_dir, FLAGS.tfds_text_key, split)
-        except ValueError as e:
-            raise ValueError(f"--tfds_name={FLAGS.tfds_name} --tfds_data_dir={FLAGS.tfds_data_dir} "
-                             f"--tfds_text_key={FLAGS.tfds_text_key}: {e}") from None
     return documents_fn
 
 
@@ -85,16 +82,14 @@ def input_fn(tokenizer, is_training, batch_size, seed):
     patterns = FLAGS[flag].value
     files = common.flag_files(flag) if patterns else None
     if files and pretraining.holds_tfrecords(files):
-        try:  # now, naming the flag, rather than at the first step
-            pretraining.check_tfrecord_files(files, is_training)
-        except ValueError as e:
-            raise ValueError(f"--{flag}={patterns}: {e}") from None
-
         def dataset_fn(context):
-            return pretraining.tfrecord_dataset(
-                files, context.get_per_replica_batch_size(batch_size), FLAGS.max_seq_length,
-                FLAGS.max_predictions_per_seq, is_training=is_training, seed=seed, input_context=context,
-                pad_to_multiple_of=FLAGS.pad_to_multiple_of)
+            # tfrecord_dataset checks the files' headers; distribute_datasets_from_function calls this at once,
+            # so a file that is not TFRecords fails there, naming the flag, not at the first step.
+            with common.flag_errors(flag):
+                return pretraining.tfrecord_dataset(
+                    files, context.get_per_replica_batch_size(batch_size), FLAGS.max_seq_length,
+                    FLAGS.max_predictions_per_seq, is_training=is_training, seed=seed, input_context=context,
+                    pad_to_multiple_of=FLAGS.pad_to_multiple_of)
         return dataset_fn
     if files:
         documents_fn, source = _text_files(files, flag), f"--{flag}={patterns}"
@@ -128,6 +123,7 @@ def main(argv):
     del argv
     from keras_bert.checkpoints import save_pretrained
     from keras_bert.models.pretrainer import BertPretrainer
+    from keras_bert.tasks.finetuning import check_vocab_size
     from keras_bert.text import BertTokenizer
     from keras_bert.training import (
         CheckpointCallback,
@@ -147,11 +143,10 @@ def main(argv):
                 from keras_bert.models.pretrainer import load_pretrainer
 
                 model = load_pretrainer(FLAGS.init_checkpoint, dtype=FLAGS.dtype)
-            else:
+                with common.flag_errors("init_checkpoint", "vocab_file"):
+                    check_vocab_size(model.encoder.config, tokenizer.vocab_size, vocab_file)
+            else:  # common.bert_config checks the config flags against the vocab
                 model = BertPretrainer(common.build_encoder(tokenizer.vocab_size))
-        if model.encoder.config.vocab_size != tokenizer.vocab_size:
-            raise ValueError(f"the model has vocab_size={model.encoder.config.vocab_size} but --vocab_file="
-                             f"{vocab_file} has {tokenizer.vocab_size} tokens")
         model.compile(optimizer=common.build_optimizer(FLAGS.num_train_steps),
                       jit_compile=common.jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution,
                       gradient_accumulation_steps=FLAGS.gradient_accumulation_steps)

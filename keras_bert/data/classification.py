@@ -15,7 +15,7 @@ import dataclasses
 import math
 import os
 
-from keras_bert.data.formats import DataFormatError, header_index, read_rows
+from keras_bert.data.formats import DataFormatError, check_new_id, header_index, read_rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,10 +120,7 @@ def read_classification_file(path, label_list=None, is_regression=False, delimit
             index = fields[id_column].strip()
             if not index:
                 raise DataFormatError(path, line, f"empty {header[id_column]!r} field")
-            if index in first_line_of_id:
-                raise DataFormatError(path, line, f"{header[id_column]} {index!r} repeats that of line "
-                                                  f"{first_line_of_id[index]}; predictions are written by id")
-            first_line_of_id[index] = line
+            check_new_id(path, line, header[id_column], index, first_line_of_id, "predictions are written by id")
         label = None
         if label_column is not None:
             label = fields[label_column].strip()

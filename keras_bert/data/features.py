@@ -271,15 +271,3 @@ def ner_arrays(sentences, lookup, tag_list, max_seq_length):
                 weights[row, position] = 1.0
     return inputs, labels, weights, pieces_per_word
 
-
-def ner_word_tags(logits, pieces_per_word, tag_list, default="O"):
-    """Token-classifier logits [n, seq, num_tags] -> per sentence, one predicted tag per word (the
-    prediction at its first piece; words cut off by the sequence length get `default`)."""
-    predicted = np.argmax(np.asarray(logits), axis=-1)
-    sentences = []
-    for row, counts in enumerate(pieces_per_word):
-        piece_tags = [tag_list[i] for i in predicted[row, 1 : 1 + sum(counts)]]
-        # Positions past the packed pieces were cut: word_predictions gives those words `default`.
-        kept = min(sum(counts), predicted.shape[1] - 2)
-        sentences.append(conll.word_predictions(counts, piece_tags[:kept], default))
-    return sentences

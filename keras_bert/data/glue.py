@@ -37,7 +37,7 @@ from keras_bert.data.classification import (
     check_label,
     parse_regression_label,
 )
-from keras_bert.data.formats import DataFormatError, header_index, read_rows
+from keras_bert.data.formats import DataFormatError, check_new_id, header_index, read_rows
 
 _BINARY = ("0", "1")
 _NLI = ("contradiction", "entailment", "neutral")
@@ -159,7 +159,8 @@ def read_glue_examples(task_name, data_dir, split):
 
     Raises:
       FileNotFoundError: the split file is missing.
-      DataFormatError: empty file, missing header column, wrong field count, unknown label, non-numeric score.
+      DataFormatError: empty file, missing header column, wrong field count, unknown label, non-numeric score,
+        an `index`/`id` value used twice.
     """
     task = get_glue_task(task_name)
     path = glue_file_path(task_name, data_dir, split)
@@ -177,7 +178,7 @@ def read_glue_examples(task_name, data_dir, split):
     if len(rows) == 1:
         raise DataFormatError(path, None, "file has a header but no examples")
 
-    examples, skipped_lines = [], []
+    examples, skipped_lines, first_lines = [], [], {}
     for row_number, (line, fields) in enumerate(rows[1:]):
         if len(fields) != len(header):
             if task.name in _SKIP_MALFORMED_ROWS:
@@ -199,6 +200,7 @@ def read_glue_examples(task_name, data_dir, split):
             except ValueError:
                 raise DataFormatError(path, line, f"id column {header[id_column]!r} is not an integer: "
                                                   f"{fields[id_column]!r}") from None
+            check_new_id(path, line, header[id_column], index, first_lines, "GLUE submissions are keyed by it")
         examples.append(ClassificationExample(
             guid=f"{split}-{row_number}",
             text_a=fields[columns[task.text_a_column]],

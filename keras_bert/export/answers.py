@@ -18,6 +18,7 @@ import dataclasses
 import tensorflow as tf
 
 from keras_bert.export import entities
+from keras_bert.export.errors import ExportError
 from keras_bert.export.labels import class_outputs, with_label_names
 from keras_bert.text.windows import default_stride, piece_windows
 
@@ -37,6 +38,8 @@ class AnswerOptions:
             window (`seq_length - 2`).
         pooling: encoder `sentence_embedding`: None (not served), "cls" or "mean".
         normalize: L2-normalize the sentence embedding.
+
+    Raises ExportError (a ValueError) naming the option that is not allowed.
     """
 
     long_text: str = "truncate"
@@ -46,31 +49,31 @@ class AnswerOptions:
 
     def __post_init__(self):
         if self.long_text not in LONG_TEXT:
-            raise ValueError(f"long_text={self.long_text!r}; expected one of {LONG_TEXT}")
+            raise ExportError(f"long_text={self.long_text!r}; expected one of {LONG_TEXT}")
         if self.pooling not in (None, *POOLING):
-            raise ValueError(f"pooling={self.pooling!r}; expected None or one of {POOLING}")
+            raise ExportError(f"pooling={self.pooling!r}; expected None or one of {POOLING}")
         if self.normalize and self.pooling is None:
-            raise ValueError("normalize=True needs a pooling ('cls' or 'mean') to normalize")
+            raise ExportError("normalize=True needs a pooling ('cls' or 'mean') to normalize")
 
     def window_stride(self, seq_length):
-        """The stride in pieces for windows of `seq_length - 2` pieces; ValueError if it does not fit."""
+        """The stride in pieces for windows of `seq_length - 2` pieces; ExportError if it does not fit."""
         window = seq_length - 2
         stride = self.stride or default_stride(window)
         if not 0 < stride <= window:
-            raise ValueError(f"stride={stride}; expected 0 < stride <= {window} (the sequence length "
+            raise ExportError(f"stride={stride}; expected 0 < stride <= {window} (the sequence length "
                              f"{seq_length} less [CLS] and [SEP])")
         return stride
 
 
 def check_options(model, kind, signature, preprocessor, options):
-    """Raises ValueError when `options` do not apply to this model kind, signature and preprocessor."""
+    """Raises ExportError when `options` do not apply to this model kind, signature and preprocessor."""
     if options.long_text == "windows" and (kind != "classifier" or signature != "text"):
-        raise ValueError(f"long_text='windows' applies to a classifier served on single texts (signature "
+        raise ExportError(f"long_text='windows' applies to a classifier served on single texts (signature "
                          f"'text'); this is a {type(model).__name__} with signature {signature!r}")
     if signature == "text" and (options.long_text == "windows" or serves_entities(model, kind)):
         options.window_stride(preprocessor.seq_length)
     if options.pooling is not None and kind != "encoder":
-        raise ValueError(f"pooling={options.pooling!r} applies to an encoder; this is a {type(model).__name__}")
+        raise ExportError(f"pooling={options.pooling!r} applies to an encoder; this is a {type(model).__name__}")
 
 
 def serves_entities(model, kind):

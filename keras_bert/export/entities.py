@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.metrics.conll import chunk_transition, split_tag
-from keras_bert.text.ragged_ops import ragged_from_rows, row_ids, shift_right
+from keras_bert.text.ragged_ops import row_ids, shift_right, splits_of_rows
 from keras_bert.text.windows import pick_max_context, piece_windows
 
 ENTITY_OUTPUTS = ("entity_text", "entity_type", "entity_start", "entity_end", "entity_count")
@@ -81,7 +81,7 @@ def entity_outputs(model, preprocessor, text, stride):
     word_end = tf.math.unsorted_segment_max(ends.flat_values, tf.math.cumsum(tf.cast(word_first, tf.int64)) - 1,
                                             num_words)
     text_rows = tf.size(text, out_type=tf.int64)
-    word_splits = ragged_from_rows(first_piece, word_row, text_rows).row_splits
+    word_splits = splits_of_rows(word_row, text_rows)
 
     # Each text's word tags followed by the "O" past its end (id num_tags), as extract_chunks reads them.
     ext_splits = word_splits + tf.range(text_rows + 1)
@@ -104,10 +104,13 @@ def entity_outputs(model, preprocessor, text, stride):
     byte_start = tf.gather(word_start, first - entity_row)
     byte_end = tf.gather(word_end, after - 1 - entity_row)
 
-    def per_row(values, default):
-        return ragged_from_rows(values, entity_row, text_rows).to_tensor(default)
+    # The entities of each text, grouped once for all five outputs.
+    entity_splits = splits_of_rows(entity_row, text_rows)
 
-    counts = ragged_from_rows(entity_row, entity_row, text_rows).row_lengths()
+    def per_row(values, default):
+        return tf.RaggedTensor.from_row_splits(values, entity_splits, validate=False).to_tensor(default)
+
+    counts = entity_splits[1:] - entity_splits[:-1]
 
     entity_text = tf.strings.substr(tf.gather(text, entity_row), byte_start, byte_end - byte_start, unit="BYTE")
     return {

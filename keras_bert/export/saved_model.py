@@ -223,10 +223,7 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
     if preprocessor is not None:
         check_compatible(model, preprocessor)
     options = options or answers.AnswerOptions()
-    try:
-        answers.check_options(model, kind, signature, preprocessor, options)
-    except ValueError as e:
-        raise ExportError(str(e)) from None
+    answers.check_options(model, kind, signature, preprocessor, options)
     archive = keras.export.ExportArchive()
     # The model is not `track`ed: its variables are saved through the endpoints that capture them, and
     # `track` would add the Keras variable wrappers as second objects, doubling variables/ on disk.
@@ -414,10 +411,7 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
     """
     preprocessor = serving_preprocessor(model, preprocessor)
     model = serving_form(model, quantize)
-    try:
-        options = answers.AnswerOptions(long_text, stride, pooling, normalize)
-    except ValueError as e:
-        raise ExportError(str(e)) from None
+    options = answers.AnswerOptions(long_text, stride, pooling, normalize)
     archive, signature = build_archive(model, preprocessor, signature, example_seq_length, options, answer_rules)
 
     def write(tmp_dir):

@@ -119,15 +119,22 @@ class BertEncoder(TextTask, keras.Model):
         model's own (packed to `seq_length` if given), else the `vocab.txt` beside `path` packed to
         `seq_length` (default min(128, max_position_embeddings)) with the casing the checkpoint's files state
         (HF tokenizer_config.json), else `lower_case` (default True). No vocab.txt: no preprocessor."""
-        checkpoint_lower_case(path, lower_case)  # a contradicting casing is refused before any loading
-        saved = load_saved_model(path) if dtype is None else None
-        if saved is None:
-            encoder = load_encoder(path, dtype=dtype)
-        else:
-            encoder = split_model(saved)[0]
-            if encoder.preprocessor is None:  # a task model's preprocessor is on the task model
-                encoder.preprocessor = getattr(saved, "preprocessor", None)
-        return with_pretrained_preprocessor(encoder, path, seq_length, lower_case)
+        saved, encoder, casing = load_pretrained(path, dtype, lower_case)
+        if saved is not None and encoder.preprocessor is None:  # a task model's is on the task model
+            encoder.preprocessor = getattr(saved, "preprocessor", None)
+        return with_pretrained_preprocessor(encoder, path, seq_length, lower_case, casing)
+
+
+def load_pretrained(path, dtype=None, lower_case=None):
+    """What `BertEncoder.from_pretrained` and the task models' start from: (saved, encoder, casing).
+    `casing` is the checkpoint's (`checkpoint_lower_case`: a `lower_case` its tokenizer_config.json
+    contradicts is refused before any loading); `saved` the whole keras_bert model of a `.keras` save (None
+    for the other formats, and with a `dtype`, which rebuilds the encoder); `encoder` its encoder, else
+    `load_encoder(path, dtype)`."""
+    casing = checkpoint_lower_case(path, lower_case)
+    saved = load_saved_model(path) if dtype is None else None
+    encoder = split_model(saved)[0] if saved is not None else load_encoder(path, dtype=dtype)
+    return saved, encoder, casing
 
 
 def load_encoder(path, dtype=None):

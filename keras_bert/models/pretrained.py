@@ -37,15 +37,16 @@ def sequence_length(config, seq_length=None):
     return int(seq_length)
 
 
-def pretrained_preprocessor(path, config, seq_length=None, lower_case=None):
-    """A `BertPreprocessor` of the `vocab.txt` beside the checkpoint at `path` (casing as
-    `checkpoint_lower_case`, length as `sequence_length`), or None when there is no vocab.txt. Raises
-    ValueError naming the file when its size is not the model's `config.vocab_size`."""
+def pretrained_preprocessor(path, config, seq_length=None, casing=True):
+    """A `BertPreprocessor` of the `vocab.txt` beside the checkpoint at `path` (lower-cased when `casing`,
+    the checkpoint's casing that `checkpoint_lower_case` gives; length as `sequence_length`), or None when
+    there is no vocab.txt. Raises ValueError naming the file when its size is not the model's
+    `config.vocab_size`."""
     vocab_file = find_vocab_file(path)
     if vocab_file is None:
         logger.info("%s: no vocab.txt beside the checkpoint; the model takes token ids only", path)
         return None
-    tokenizer = BertTokenizer(vocab_file, lower_case=checkpoint_lower_case(path, lower_case))
+    tokenizer = BertTokenizer(vocab_file, lower_case=casing)
     if tokenizer.vocab_size != config.vocab_size:
         raise ValueError(f"{vocab_file} has {tokenizer.vocab_size} tokens but the checkpoint's vocab_size is "
                          f"{config.vocab_size}")
@@ -70,13 +71,15 @@ def load_saved_model(path):
     return load_keras_model(path) if keras_file(os.fspath(path)) else None
 
 
-def with_pretrained_preprocessor(model, path, seq_length=None, lower_case=None):
+def with_pretrained_preprocessor(model, path, seq_length=None, lower_case=None, casing=None):
     """`model` (encoder or task model, loaded from the checkpoint at `path`) with a preprocessor: the one it
-    has (packed to `seq_length` if given), else the one of the vocab.txt beside `path` (None if absent).
+    has (packed to `seq_length` if given), else the one of the vocab.txt beside `path` (None if absent),
+    cased `casing` when the caller has `checkpoint_lower_case(path, lower_case)` already, else as it says.
     Returns `model`."""
     config = split_model(model)[0].config
     if model.preprocessor is not None:
         model.preprocessor = resized(model.preprocessor, config, seq_length, lower_case)
     else:
-        model.preprocessor = pretrained_preprocessor(path, config, seq_length, lower_case)
+        casing = checkpoint_lower_case(path, lower_case) if casing is None else casing
+        model.preprocessor = pretrained_preprocessor(path, config, seq_length, casing)
     return model

@@ -3,12 +3,11 @@ names, and serializes as its constructor args."""
 
 import keras
 
-from keras_bert.checkpoints import split_model
 from keras_bert.execution import ChoosesExecution
 from keras_bert.models.accumulation import GradientAccumulation
-from keras_bert.models.encoder import load_encoder
+from keras_bert.models.encoder import load_pretrained
 from keras_bert.models.lora import LoraAdaptation
-from keras_bert.models.pretrained import checkpoint_lower_case, load_saved_model, with_pretrained_preprocessor
+from keras_bert.models.pretrained import with_pretrained_preprocessor
 from keras_bert.models.text_task import TextTask
 
 # Constructor arguments that define a head: a saved model of the same class must match those given.
@@ -61,20 +60,20 @@ class EncoderTaskModel(ChoosesExecution, GradientAccumulation, LoraAdaptation, T
         The preprocessor is a saved model's own, else the `vocab.txt` beside `path`; with neither, the
         model takes token-id dicts only.
         """
-        checkpoint_lower_case(path, lower_case)  # a contradicting casing is refused before any loading
-        saved = load_saved_model(path) if dtype is None else None
+        saved, encoder, casing = load_pretrained(path, dtype, lower_case)
         if isinstance(saved, cls):
             for name in HEAD_ARGS:
                 if name in kwargs and getattr(saved, name, None) != _plain(kwargs[name]):
                     raise ValueError(f"{path} holds a {cls.__name__} with {name}={getattr(saved, name)} but "
                                      f"{name}={kwargs[name]} was asked for")
-            return _with_lora(with_pretrained_preprocessor(saved, path, seq_length, lower_case), lora_rank)
-        encoder = split_model(saved)[0] if saved is not None else load_encoder(path, dtype=dtype)
-        model = cls(encoder, **kwargs)
-        model.preprocessor = getattr(saved, "preprocessor", None)
-        if model.preprocessor is None:
-            model.preprocessor = encoder.preprocessor
-        return _with_lora(with_pretrained_preprocessor(model, path, seq_length, lower_case), lora_rank)
+            model = saved
+        else:
+            model = cls(encoder, **kwargs)
+            model.preprocessor = getattr(saved, "preprocessor", None)
+            if model.preprocessor is None:
+                model.preprocessor = encoder.preprocessor
+        model = with_pretrained_preprocessor(model, path, seq_length, lower_case, casing)
+        return _with_lora(model, lora_rank)
 
 
 def _with_lora(model, lora_rank):

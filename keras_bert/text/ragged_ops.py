@@ -25,10 +25,14 @@ def row_ids(row_splits):
     return tf.searchsorted(row_splits[1:], tf.range(row_splits[-1]), side="right", out_type=tf.int64)
 
 
+def splits_of_rows(sorted_rows, nrows):
+    """int64 row splits [nrows + 1] of values whose sorted int64 row ids are `sorted_rows`."""
+    return tf.searchsorted(sorted_rows, tf.range(nrows + 1), side="left", out_type=tf.int64)
+
+
 def ragged_from_rows(values, sorted_rows, nrows):
     """RaggedTensor [nrows, (x)] of 1-D `values` grouped by their sorted int64 row ids."""
-    splits = tf.searchsorted(sorted_rows, tf.range(nrows + 1), side="left", out_type=tf.int64)
-    return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
+    return tf.RaggedTensor.from_row_splits(values, splits_of_rows(sorted_rows, nrows), validate=False)
 
 
 def shift_right(x, first):

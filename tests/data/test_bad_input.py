@@ -95,3 +95,30 @@ def test_squad_duplicate_question_ids_are_refused(tmp_path):
             squad.read_squad_examples(tmp_path / "dev.json", is_training)
     (tmp_path / "ok.json").write_text(json.dumps(SQUAD))
     assert [e.qas_id for e in squad.read_squad_examples(tmp_path / "ok.json", False).examples] == ["q1"]
+
+
+def test_glue_duplicate_ids_are_refused(tmp_path):
+    # QNLI test.tsv: `index` is the id GLUE submissions are keyed by; QQP names it `id`.
+    (tmp_path / "test.tsv").write_text("index\tquestion\tsentence\n0\tWhen?\tIn 1990.\n1\tWho?\tShe.\n"
+                                       "1\tWhere?\tHere.\n")
+    with pytest.raises(DataFormatError, match=r"test\.tsv:4: duplicate index 1 \(first at line 3\); GLUE "
+                                              r"submissions are keyed by it"):
+        glue.read_glue_examples("qnli", tmp_path, "test")
+    (tmp_path / "dev.tsv").write_text("id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
+                                      "7\t1\t2\tA?\tB?\t0\n07\t3\t4\tC?\tD?\t1\n")
+    with pytest.raises(DataFormatError, match=r"dev\.tsv:3: duplicate id 7 \(first at line 2\)"):
+        glue.read_glue_examples("qqp", tmp_path, "dev")
+    # No id column (SST-2 train): the same row twice is two examples, numbered by row.
+    (tmp_path / "train.tsv").write_text("sentence\tlabel\ngood\t1\ngood\t1\n")
+    assert [e.index for e in glue.read_glue_examples("sst2", tmp_path, "train")] == [0, 1]
+
+
+def test_swag_duplicate_row_numbers_are_refused(tmp_path):
+    header = ",video-id,fold-ind,sent1,sent2,ending0,ending1,ending2,ending3,label\n"
+    (tmp_path / "val.csv").write_text(header + "0,v,1,a,b,c,d,e,f,0\n1,v,2,a,b,c,d,e,f,1\n0,w,3,a,b,c,d,e,f,2\n")
+    with pytest.raises(DataFormatError, match=r"val\.csv:4: duplicate row number '0' \(first at line 2\); it is "
+                                              r"the example's id in the file"):
+        read_swag_examples(tmp_path / "val.csv")
+    # The same video-id/fold-ind under two row numbers is read: train.csv's `gen` questions repeat the pair.
+    (tmp_path / "train.csv").write_text(header + "0,v,1,a,b,c,d,e,f,0\n1,v,1,a,b,c,d,e,f,1\n")
+    assert [e.swag_id for e in read_swag_examples(tmp_path / "train.csv")] == ["v/1", "v/1"]

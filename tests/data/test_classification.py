@@ -75,5 +75,6 @@ def test_ids_empty_label_columns_and_files_to_evaluate(tmp_path):
     with pytest.raises(DataFormatError, match=r"dev\.tsv:3: empty `label` field"):
         read_classification_file(tmp_path / "dev.tsv", label_list=["a", "b"])
     _write(tmp_path / "ids.tsv", "id\ttext\n1\tfirst\n2\tsecond\n1\tthird\n")
-    with pytest.raises(DataFormatError, match=r"ids\.tsv:4: id '1' repeats that of line 2"):
+    with pytest.raises(DataFormatError, match=r"ids\.tsv:4: duplicate id '1' \(first at line 2\); predictions are "
+                                              r"written by id"):
         read_classification_file(tmp_path / "ids.tsv")
