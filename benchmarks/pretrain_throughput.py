@@ -131,7 +131,8 @@ def run_kerashub(size, dtype, batches, steps, epochs, jit_compile):
     model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
     model.compile(optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy()], jit_compile=True)
+                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy()],
+                  jit_compile=jit_compile is not False)  # XLA unless --jit_compile=false
 
     def to_inputs(b):
         x = {"token_ids": b["input_word_ids"], "segment_ids": b["input_type_ids"],
