@@ -50,8 +50,9 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
     flags.DEFINE_string("tpu", None, "TPU name/address for --distribution_strategy=tpu.")
     flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
                       "Keras dtype policy (LayerNorm, softmax and losses stay float32).")
-    flags.DEFINE_bool("jit_compile", None, "XLA-compile the train step; unset: the library's choice for --dtype "
-                      "on this machine (XLA, except bf16 on a CPU with bf16 hardware: TF's oneDNN kernels).")
+    flags.DEFINE_bool("jit_compile", None, "XLA-compile the whole train step (true) or run TF's kernels (false); "
+                      "unset: the library's choice for --dtype on this machine (XLA, except bf16 on a CPU with bf16 "
+                      "hardware: oneDNN matmuls with XLA fusing the ops between them, keras_bert/execution.py).")
     flags.DEFINE_bool("remat", False, "Recompute the feed-forward GELU in the backward pass instead of keeping it "
                       "(Keras RematScope 'activations'): less peak memory (measured: 3682 -> 3324 MB peak RSS, 4-layer BERT-base width, batch 32, seq 128).")
     flags.DEFINE_integer("seed", 42, "Seed for weights init, dropout and data order.")
