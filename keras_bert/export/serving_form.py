@@ -52,8 +52,9 @@ from keras_bert import execution
 
 QUANTIZE_MODES = ("int8", "int8_matmul", "int8_weights")
 DTYPES = ("float32", "bfloat16")
-# The largest quantized input value of "int8_matmul": 7 bits (see the module docstring).
-INPUT_LEVELS = 127.0
+# "int8_matmul" inputs: -63..63 per row, offset to 1..127 (7 bits: see the module docstring).
+INPUT_HALF_RANGE = 63.0
+INPUT_OFFSET = 64.0
 
 
 def resolve_quantize(quantize):
@@ -124,18 +125,19 @@ def int8_matmul(inputs, kernel, kernel_scale, column_sums):
     """inputs [..., k] float @ (kernel [k, n] int8 / kernel_scale [n]) -> float32 [..., n], through
     QuantizeV2 + QuantizedMatMulWithBiasAndDequantize (`column_sums`: the kernel's, float32 [n]).
 
-    Each row (token) of `inputs` is mapped onto [0, 1] by its own minimum and span, quantized to 0..127,
-    multiplied by the int8 kernel, and mapped back: row span x product + row minimum x column sums."""
+    Each row (token) of `inputs` is scaled by its own absolute maximum onto -63..63 and offset by 64 into
+    1..127 (oneDNN's matmul takes unsigned 8-bit inputs); the offset's 64 x column sums is subtracted as the
+    op's bias, and the row and unit scales are applied to its float output."""
+    k, n = kernel.shape
     shape = tf.shape(inputs)
-    x = tf.reshape(tf.cast(inputs, tf.float32), [-1, inputs.shape[-1]])
-    low = tf.reduce_min(x, axis=1, keepdims=True)
-    span = tf.maximum(tf.reduce_max(x, axis=1, keepdims=True) - low, 1e-30)  # a constant row quantizes to 0
-    # QuantizeV2 SCALED maps [0, max_range] onto 0..255: a max_range of 255 / 127 puts [0, 1] onto 0..127.
-    quantized, min_a, max_a = tf.raw_ops.QuantizeV2(input=(x - low) / span, min_range=0.0,
-                                                    max_range=255.0 / INPUT_LEVELS, T=tf.quint8, mode="SCALED")
+    x = tf.reshape(tf.cast(inputs, tf.float32), [-1, k])
+    row_max = tf.maximum(tf.reduce_max(tf.abs(x), axis=1, keepdims=True), 1e-30)  # an all-0 row stays 0
+    # QuantizeV2 SCALED over [0, 255] only rounds: the values are already 1..127.
+    quantized, min_a, max_a = tf.raw_ops.QuantizeV2(input=x * (INPUT_HALF_RANGE / row_max) + INPUT_OFFSET,
+                                                    min_range=0.0, max_range=255.0, T=tf.quint8, mode="SCALED")
     product = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
-        a=quantized, b=tf.bitcast(tf.convert_to_tensor(kernel), tf.qint8), bias=tf.zeros_like(column_sums),
+        a=quantized, b=tf.bitcast(tf.convert_to_tensor(kernel), tf.qint8), bias=column_sums * -INPUT_OFFSET,
         min_a=min_a, max_a=max_a, min_b=-127.0, max_b=127.0, min_freezed_output=-1.0, max_freezed_output=1.0,
         Toutput=tf.float32, input_quant_mode="SCALED")
-    out = (product * span + low * column_sums) / tf.cast(kernel_scale, tf.float32)
-    return tf.reshape(out, tf.concat([shape[:-1], [-1]], 0))
+    out = product * (row_max / INPUT_HALF_RANGE) / tf.cast(kernel_scale, tf.float32)
+    return tf.reshape(out, tf.concat([shape[:-1], [n]], 0))

@@ -60,10 +60,12 @@ def test_int8_matmul_and_bfloat16_exports_run_in_the_c_api(preprocessor, tmp_pat
                                          quantize=quantize, dtype=dtype)
         jobs.append({"export_dir": version_dir,
                      "runs": [_run(tmp_path, f"{quantize}-{dtype}", "serving_default", texts, fp32_want)]})
-    # As served, against float32 in Python: labels identical, logits within 3e-2 (measured: int8_matmul
-    # 1.7e-2, bfloat16 5e-3).
-    for report in servability.check_servable_subprocess(jobs, atol=3e-2):
+    # As served, against float32 in Python: labels identical, logits within 4e-2 for int8 (measured 2.8e-2, 2%
+    # of their range) and 2e-2 for bfloat16 (measured 4e-3).
+    reports = {r["export_dir"]: r for r in servability.check_servable_subprocess(jobs, atol=4e-2)}
+    for job, atol in zip(jobs, (4e-2, 2e-2), strict=True):
+        report = reports[job["export_dir"]]
         assert "error" not in report, report["error"]
         assert report["ops"]["missing"] == {}
         assert report["runs"][0]["max_abs_diff"]["label_id"] == 0
-        assert report["runs"][0]["max_abs_diff"]["logits"] <= 3e-2
+        assert report["runs"][0]["max_abs_diff"]["logits"] <= atol

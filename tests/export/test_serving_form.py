@@ -28,15 +28,15 @@ def _graph_ops(model, inputs):
 
 def test_int8_matmul_equals_a_float_matmul_of_the_quantized_input():
     rng = np.random.default_rng(1)
-    inputs = rng.normal(0.5, 2.0, [2, 5, 24]).astype("float32")  # 3-D and not centred: the shift matters
+    inputs = (rng.normal(0.5, 2.0, [2, 5, 24]) * rng.uniform(0.01, 10, [2, 5, 1])).astype("float32")
+    inputs[1, 2] = 0  # an all-zero row
     kernel = rng.integers(-127, 128, [24, 7]).astype("int8")
     scale = rng.uniform(50, 200, [7]).astype("float32")
     got = int8_matmul(tf.constant(inputs), tf.constant(kernel), tf.constant(scale),
                       tf.constant(kernel.astype("float32").sum(0))).numpy()
-    # The same computation in numpy: each row's [min, max] quantized to 0..127.
-    low = inputs.min(-1, keepdims=True)
-    span = inputs.max(-1, keepdims=True) - low
-    quantized = np.round((inputs - low) * 127 / span) * span / 127 + low
+    # The same computation in numpy: each row quantized to -63..63 by its absolute maximum.
+    row_max = np.maximum(np.abs(inputs).max(-1, keepdims=True), 1e-30)
+    quantized = np.round(inputs * 63 / row_max) * row_max / 63
     want = quantized @ kernel.astype("float32") / scale
     assert got.shape == (2, 5, 7)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
@@ -56,7 +56,7 @@ def test_served_forms_are_close_to_float32(preprocessor, quantize, dtype, tolera
     assert served is not model
     got = _expected(served, texts, preprocessor)
     scale = np.abs(want["logits"]).max()
-    # Measured here, of the logits' range: int8_matmul 1.2%, int8_weights 1.2%, bfloat16 0.3%, both 0.8%.
+    # Measured here, of the logits' range: int8_matmul 1.9%, int8_weights 1.2%, bfloat16 0.3%, both 0.8%.
     assert np.abs(got["logits"] - want["logits"]).max() <= tolerance * scale
     np.testing.assert_array_equal(got["label_id"], want["label_id"])
     assert got["logits"].dtype == np.float32
