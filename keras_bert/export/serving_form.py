@@ -67,7 +67,11 @@ def resolve_quantize(quantize):
         raise ValueError(f"quantize must be one of {QUANTIZE_MODES} or None, got {quantize!r}")
     if quantize != "int8":
         return quantize
-    return "int8_matmul" if execution.has_int8_matmul_hardware() else "int8_weights"
+    form = "int8_matmul" if execution.has_int8_matmul_hardware() else "int8_weights"
+    execution.logger.info(f"quantize='int8': exporting {form} ({'a' if form == 'int8_matmul' else 'no'} int8 "
+                          f"dot-product flag of {execution.INT8_CPU_FLAGS} in {execution.CPUINFO} here; the "
+                          "serving CPU may differ: pass the form explicitly to choose)")
+    return form
 
 
 def serving_form(model, quantize=None, dtype="float32"):

@@ -1,6 +1,8 @@
 """The served forms of a model: int8 (int8 x int8 matmuls or int8 weights) and bfloat16 compute, each close
 to float32 on real texts; the int8 form chosen by the CPU's flags (the cpuinfo reader mocked)."""
 
+import logging
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -68,9 +70,11 @@ def test_served_forms_are_close_to_float32(preprocessor, quantize, dtype, tolera
 
 @pytest.mark.parametrize("flags, form", [(BF16_CPU, "int8_matmul"), (AVX2_CPU | {"avx_vnni"}, "int8_matmul"),
                                          (AVX2_CPU, "int8_weights"), (AVX2_CPU | {"avx512_bf16"}, "int8_weights")])
-def test_int8_is_int8_matmul_where_the_cpu_has_vnni(cpu, flags, form):  # noqa: F811
+def test_int8_is_int8_matmul_where_the_cpu_has_vnni(cpu, flags, form, caplog):  # noqa: F811
     cpu(flags)
-    assert resolve_quantize("int8") == form
+    with caplog.at_level(logging.INFO, logger="keras_bert"):
+        assert resolve_quantize("int8") == form
+    assert f"quantize='int8': exporting {form}" in caplog.text
     assert resolve_quantize("int8_weights") == "int8_weights"
     assert resolve_quantize(None) is None
 
