@@ -15,7 +15,6 @@ import json
 import os
 import statistics
 import tempfile
-import time
 
 from benchmarks import common
 from benchmarks.text_in import read_task
@@ -95,21 +94,6 @@ def _keras_int8(model):
     return copy
 
 
-def interleaved_latency_ms(calls, repeats):
-    """{name: median ms} of each of `calls` ({name: fn}), timed in turn within each of `repeats` rounds, so
-    that a change in the machine's load hits every configuration alike."""
-    times = {name: [] for name in calls}
-    for fn in calls.values():  # warm up: the first calls build oneDNN primitives
-        fn()
-        fn()
-    for _ in range(repeats):
-        for name, fn in calls.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: round(1e3 * statistics.median(values), 2) for name, values in times.items()}
-
-
 def serve(model_path, repeats=20):
     """Exports the saved model in each of SERVED_FORMS; accuracy, size and latency as TF Serving's graph runs
     (latency at each of LATENCY_BATCHES, all forms interleaved)."""
@@ -138,8 +122,8 @@ def serve(model_path, repeats=20):
             }
         for batch in LATENCY_BATCHES:
             texts = tf.constant(dev_texts[:batch])
-            latency = interleaved_latency_ms({name: lambda s=s, t=texts: s(text=t) for name, s in servings.items()},
-                                             repeats)
+            latency = common.interleaved_latency_ms(
+                {name: lambda s=s, t=texts: s(text=t) for name, s in servings.items()}, repeats)
             for name, ms in latency.items():
                 results[name][f"latency_b{batch}_ms"] = ms
                 results[name][f"speedup_b{batch}"] = round(latency["fp32"] / ms, 2)

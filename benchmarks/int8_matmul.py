@@ -52,13 +52,11 @@ def main():
     tf = common.configure_tensorflow()
     import numpy as np
 
-    from benchmarks.adaptation import interleaved_latency_ms
-
     x = tf.constant(np.random.default_rng(1).normal(size=[args.rows, args.inputs]).astype("float32"))
     calls = {form: tf.function(lambda layer=layer: tf.cast(layer(x), tf.float32))
              for form, layer in dense_forms(args.inputs, args.units).items()}
     want = calls["float32"]().numpy()
-    ms = interleaved_latency_ms(calls, args.repeats)
+    ms = common.interleaved_latency_ms(calls, args.repeats)
     flops = 2 * args.rows * args.inputs * args.units
     results = {form: {"ms": ms[form], "gflops": round(flops / ms[form] / 1e6, 1),
                       "speedup": round(ms["float32"] / ms[form], 2),
