@@ -417,9 +417,10 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
             float32 matmul on a VNNI CPU), "int8_weights" (int8 weights computed in `dtype`), or "int8"
             (int8_matmul where this CPU has VNNI, else int8_weights). See `keras_bert.export.serving_form`.
             A model with LoRA adapters is exported merged.
-        dtype: "float32" (default) or "bfloat16": the encoder's weights and matmuls in bfloat16 (LayerNorm,
-            softmax and the task heads float32; outputs float32). Pays only on CPUs with avx512_bf16 /
-            amx_bf16 and large batches (`keras_bert.export.serving_form`).
+        dtype: "float32" (default; a model built with mixed_bfloat16 is served float32) or "bfloat16": the
+            encoder's weights and matmuls in bfloat16 (LayerNorm, softmax and the task heads float32; outputs
+            float32). Pays only on CPUs with avx512_bf16 / amx_bf16 and large batches
+            (`keras_bert.export.serving_form`).
 
     Returns the version directory (str).
     """

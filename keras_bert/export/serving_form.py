@@ -75,15 +75,16 @@ def resolve_quantize(quantize):
 
 
 def serving_form(model, quantize=None, dtype="float32"):
-    """`model` as it is exported: `model.merged_lora()` when it has LoRA adapters; rebuilt under
-    Keras's "bfloat16" policy for `dtype="bfloat16"`; then, for a `quantize` form, with int8 Dense kernels. `model`
-    itself is never changed (a copy is made where needed); with nothing to change, `model` itself."""
+    """`model` as it is exported: `model.merged_lora()` when it has LoRA adapters; rebuilt under Keras's
+    `dtype` policy where its layers compute in another dtype (a model built with mixed_bfloat16 serves
+    float32 unless `dtype="bfloat16"`); then, for a `quantize` form, with int8 Dense kernels. `model` itself
+    is never changed (a copy is made where needed); with nothing to change, `model` itself."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     quantize = resolve_quantize(quantize)
     merged = model.merged_lora() if getattr(model, "lora_rank", None) is not None else model
-    if dtype == "bfloat16":
-        merged = _rebuilt(merged, "bfloat16")
+    if dtype != "float32" or any(layer.compute_dtype != "float32" for layer in merged._flatten_layers()):
+        merged = _rebuilt(merged, dtype)
     if quantize is None:
         return merged
     if merged is model:  # quantize a copy, not the caller's model

@@ -99,3 +99,13 @@ def test_bfloat16_encoder_serves_float32_outputs():
     for name in ("pooled_output", "sequence_output"):
         assert out[name].dtype == tf.float32
         np.testing.assert_allclose(out[name].numpy(), want[name].numpy(), atol=0.05)
+
+
+def test_a_mixed_bfloat16_model_serves_float32_unless_asked():
+    model = BertEncoder(tiny_config(), dtype="mixed_bfloat16")
+    served = serving_form(model)
+    assert served is not model
+    assert {layer.compute_dtype for layer in served._flatten_layers()} == {"float32"}
+    plain = BertEncoder(tiny_config())
+    assert serving_form(plain) is plain  # nothing to change
+    assert serving_form(model, dtype="bfloat16").transformer_layers[0].qkv.kernel.dtype == "bfloat16"
