@@ -1,11 +1,13 @@
 """Lean fine-tuning and serving on the MiniLM checkpoint and the default classification task, in one run:
 full fine-tuning vs LoRA (dev accuracy, step time, peak RSS, trainable parameters), then the fully
-fine-tuned model exported float32 vs int8 (dev accuracy as served, SavedModel size, raw-text serving latency
-at batch 1 and 8).
+fine-tuned model exported in each served form (float32, bfloat16, Keras's own int8, int8_weights in float32
+and bfloat16, int8_matmul): dev accuracy as served, SavedModel size, raw-text serving latency at batch 1, 8
+and 32, the forms interleaved.
 
-    python -m benchmarks.adaptation                   # all of it (~10 minutes on 2 cores)
+    python -m benchmarks.adaptation                   # all of it (~15 minutes on 2 cores)
+    python -m benchmarks.adaptation --run=serve --model_path=full.keras   # the exports of a saved model
 
-Each fine-tuning runs in its own subprocess (peak RSS is that run's); both exports are timed in a third.
+Each fine-tuning runs in its own subprocess (peak RSS is that run's); the exports are timed in a third.
 """
 
 import argparse
@@ -15,7 +17,6 @@ import statistics
 import tempfile
 
 from benchmarks import common
-from benchmarks.serving import median_latency
 from benchmarks.text_in import read_task
 
 SEQ_LENGTH = 48  # the task's sentences are short: 48 tokens hold most of them
@@ -73,12 +74,29 @@ def _directory_mb(path):
     return round(sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files) / 2**20, 1)
 
 
-def _latency_ms(fn, repeats=20):
-    return round(1e3 * median_latency(fn, repeats), 2)
+# The served forms compared: (quantize, dtype). "keras_int8" is Keras's own int8 Dense (per-row int8 inputs,
+# TF's generic int8 matmul), what `quantize="int8"` exported before the forms of serving_form existed.
+SERVED_FORMS = {"fp32": (None, "float32"), "bf16": (None, "bfloat16"), "keras_int8": ("keras", "float32"),
+                "int8_weights": ("int8_weights", "float32"), "int8_weights_bf16": ("int8_weights", "bfloat16"),
+                "int8_matmul": ("int8_matmul", "float32")}
+LATENCY_BATCHES = (1, 8, 32)
 
 
-def serve(model_path):
-    """Exports the saved model float32 and int8; accuracy, size and latency as TF Serving's graph runs."""
+def _keras_int8(model):
+    """A copy of `model` whose Dense layers run Keras's own int8 call (input quantizer included)."""
+    import keras
+
+    copy = type(model).from_config(model.get_config())
+    copy.set_weights(model.get_weights())
+    for layer in copy._flatten_layers(include_self=False):
+        if isinstance(layer, keras.layers.Dense):
+            layer.quantize("int8")
+    return copy
+
+
+def serve(model_path, repeats=20):
+    """Exports the saved model in each of SERVED_FORMS; accuracy, size and latency as TF Serving's graph runs
+    (latency at each of LATENCY_BATCHES, all forms interleaved)."""
     tf = common.configure_tensorflow()
     import keras
     import numpy as np
@@ -88,25 +106,28 @@ def serve(model_path):
     model = keras.saving.load_model(model_path, compile=False)
     _, _, dev_texts, dev_labels, _ = read_task()
     dev_ids = np.array([model.labels.index(label) for label in dev_labels])
-    results = {}
+    results, servings, logits = {}, {}, {}
     with tempfile.TemporaryDirectory() as export_dir:
-        for quantize in (None, "int8"):
-            name = quantize or "fp32"
-            version_dir = export_saved_model(model, os.path.join(export_dir, name),  # its own preprocessor
-                                             signature="text", warmup=False, quantize=quantize)
-            serving = tf.saved_model.load(version_dir).signatures["serving_default"]
-            logits = np.concatenate([serving(text=tf.constant(dev_texts[i:i + 64]))["logits"].numpy()
-                                     for i in range(0, len(dev_texts), 64)])
+        for name, (quantize, dtype) in SERVED_FORMS.items():
+            source, quantize = (_keras_int8(model), None) if quantize == "keras" else (model, quantize)
+            version_dir = export_saved_model(source, os.path.join(export_dir, name),  # its own preprocessor
+                                             signature="text", warmup=False, quantize=quantize, dtype=dtype)
+            servings[name] = tf.saved_model.load(version_dir).signatures["serving_default"]
+            logits[name] = np.concatenate([servings[name](text=tf.constant(dev_texts[i:i + 64]))["logits"].numpy()
+                                           for i in range(0, len(dev_texts), 64)])
             results[name] = {
-                "dev_accuracy": round(float(np.mean(np.argmax(logits, -1) == dev_ids)), 4),
+                "dev_accuracy": round(float(np.mean(np.argmax(logits[name], -1) == dev_ids)), 4),
                 "size_mb": _directory_mb(version_dir),
-                "latency_b1_ms": _latency_ms(lambda s=serving: s(text=tf.constant(dev_texts[:1]))),
-                "latency_b8_ms": _latency_ms(lambda s=serving: s(text=tf.constant(dev_texts[:8]))),
+                "max_abs_logit_diff": round(float(np.abs(logits[name] - logits["fp32"]).max()), 4),
             }
-            results[name]["logits"] = logits
-    diff = np.abs(results["int8"].pop("logits") - results["fp32"].pop("logits")).max()
-    results["int8_max_abs_logit_diff"] = round(float(diff), 4)
-    results["int8_speedup_b8"] = round(results["fp32"]["latency_b8_ms"] / results["int8"]["latency_b8_ms"], 2)
+        for batch in LATENCY_BATCHES:
+            texts = tf.constant(dev_texts[:batch])
+            latency = common.interleaved_latency_ms(
+                {name: lambda s=s, t=texts: s(text=t) for name, s in servings.items()}, repeats)
+            for name, ms in latency.items():
+                results[name][f"latency_b{batch}_ms"] = ms
+                results[name][f"speedup_b{batch}"] = round(latency["fp32"] / ms, 2)
+    results["load_average"] = os.getloadavg()
     return results
 
 

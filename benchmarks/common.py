@@ -10,6 +10,7 @@ one line `BENCH_RESULT {json}`; `run_subprocess` returns that dict.
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -115,6 +116,21 @@ def machine_description():
         "python": platform.python_version(),
         "versions": versions,
     }
+
+
+def interleaved_latency_ms(calls, repeats):
+    """{name: median ms} of each of `calls` ({name: fn}), timed in turn within each of `repeats` rounds, so
+    that a change in the machine's load hits every configuration alike."""
+    times = {name: [] for name in calls}
+    for fn in calls.values():  # warm up: the first calls build oneDNN primitives
+        fn()
+        fn()
+    for _ in range(repeats):
+        for name, fn in calls.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: round(1e3 * statistics.median(values), 2) for name, values in times.items()}
 
 
 def emit(result):

@@ -44,7 +44,13 @@ flags.DEFINE_enum("signature", None, ["text", "text_pair", "token_ids", "questio
 flags.DEFINE_enum("format", "serving", ["serving", "tfhub"],
                   "serving: one SavedModel; tfhub: <export_dir>/preprocess and <export_dir>/encoder.")
 flags.DEFINE_bool("warmup", True, "Write assets.extra/tf_serving_warmup_requests.")
-flags.DEFINE_enum("quantize", None, ["int8"], "Serve int8 Dense kernels (post-training weight quantization).")
+flags.DEFINE_enum("quantize", None, ["int8", "int8_matmul", "int8_weights"],
+                  "Serve int8 Dense kernels (post-training quantization): int8_matmul (int8 x int8 matmuls, "
+                  "oneDNN; fastest on CPUs with VNNI), int8_weights (int8 weights computed in --dtype; any TF "
+                  "build), int8 (int8_matmul if this CPU has VNNI, else int8_weights).")
+flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"],
+                  "Compute dtype of the served matmuls: bfloat16 runs them in bf16 (LayerNorm, softmax, heads "
+                  "and outputs float32); faster only where the serving CPU has avx512_bf16/amx_bf16.")
 flags.DEFINE_bool("check", True, "Then run export/check_servable.py on the export (TF Serving's C++ loader).")
 flags.DEFINE_enum("long_text", "truncate", ["truncate", "windows"],
                   "Classifier texts over --max_seq_length: truncate, or average the logits of strided windows.")
@@ -104,8 +110,8 @@ def main(argv):
     from keras_bert.export.preprocessing import DEFAULT_SEQ_LENGTH, preprocessor_with_overrides
     from keras_bert.export.tfhub import export_tfhub
 
-    if FLAGS.quantize and FLAGS.format == "tfhub":
-        raise app.UsageError("--quantize is for --format=serving exports")
+    if (FLAGS.quantize or FLAGS.dtype != "float32") and FLAGS.format == "tfhub":
+        raise app.UsageError("--quantize and --dtype are for --format=serving exports")
     model = load_model(FLAGS.model_path)
     takes_text = FLAGS.signature != "token_ids" or FLAGS.format == "tfhub"
     try:
@@ -131,7 +137,8 @@ def main(argv):
         exported = [export_saved_model(model, FLAGS.export_dir, None, FLAGS.version, FLAGS.signature,
                                        FLAGS.warmup, example_seq_length=FLAGS.max_seq_length or DEFAULT_SEQ_LENGTH,
                                        long_text=FLAGS.long_text, stride=FLAGS.stride, pooling=pooling,
-                                       normalize=normalize, answer_rules=rules, quantize=FLAGS.quantize)]
+                                       normalize=normalize, answer_rules=rules, quantize=FLAGS.quantize,
+                                       dtype=FLAGS.dtype)]
     for path in exported:
         print(path)
     if FLAGS.check:

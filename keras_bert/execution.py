@@ -33,6 +33,8 @@ BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 EXECUTIONS = ("xla", "fusions", "kernels")
 # Ops left to TF's kernels under "fusions": the dots, which oneDNN runs on the bf16 hardware.
 DOT_OPS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum"})
+# CPU flags of int8 dot-product hardware (u8 x s8 -> s32 in one instruction) that oneDNN's int8 kernels use.
+INT8_CPU_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 
 
 @functools.cache
@@ -47,6 +49,12 @@ def cpu_flags(path=CPUINFO):
     except OSError:
         pass
     return frozenset()
+
+
+def has_int8_matmul_hardware():
+    """True where this CPU has int8 dot-product instructions (`INT8_CPU_FLAGS`), where TF's oneDNN int8
+    matmul runs 2.8x its float32 one (keras_bert/export/serving_form.py)."""
+    return any(flag in cpu_flags() for flag in INT8_CPU_FLAGS)
 
 
 def has_accelerator():

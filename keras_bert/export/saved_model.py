@@ -58,7 +58,8 @@ def encoder_of(model):
 
 
 def serving_outputs(model, inputs):
-    """Runs `model` (inference mode) on encoder-input tensors and names its outputs for serving.
+    """Runs `model` (inference mode) on encoder-input tensors and names its outputs for serving, every
+    floating output float32 (a model computing in bfloat16 is served with float32 outputs).
 
     Returns a flat dict of dense tensors:
         encoder: pooled_output [b, h], sequence_output [b, s, h];
@@ -69,6 +70,11 @@ def serving_outputs(model, inputs):
         pretrainer: masked_lm_logits [b, k, vocab], masked_lm_ids int32 [b, k] (argmax),
             next_sentence_logits [b, 2]. Without `masked_lm_positions` in `inputs`, k = s: every position.
     """
+    return {name: tf.cast(value, tf.float32) if value.dtype.is_floating else value
+            for name, value in _named_outputs(model, inputs).items()}
+
+
+def _named_outputs(model, inputs):
     kind = model_kind(model)
     if kind == "pretrainer":
         inputs = dict(inputs)
@@ -381,7 +387,7 @@ def publish_version(export_dir, version, write):
 
 def export_saved_model(model, export_dir, preprocessor=None, version=None, signature=None, warmup=True,
                        example_seq_length=None, long_text="truncate", stride=None, pooling=None, normalize=False,
-                       answer_rules=None, quantize=None):
+                       answer_rules=None, quantize=None, dtype="float32"):
     """Exports `model` for TF Serving as `<export_dir>/<version>`, written atomically.
 
     Args:
@@ -404,13 +410,22 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
         answer_rules: a span labeler's `keras_bert.data.squad_answers.AnswerRules` (doc_stride,
             max_query_length, n_best_size, max_answer_length, version_2_with_negative,
             null_score_diff_threshold); default: run_squad's defaults.
-        quantize: None, or "int8" to serve int8 Dense kernels (`keras_bert.export.serving_form`). A model
-            with LoRA adapters is exported merged.
+        quantize: None, or serve int8 Dense kernels: "int8_matmul" (int8 x int8 matmuls, oneDNN; 2.8x a
+            float32 matmul on a VNNI CPU), "int8_weights" (int8 weights computed in `dtype`), or "int8"
+            (int8_matmul where this CPU has VNNI, else int8_weights). See `keras_bert.export.serving_form`.
+            A model with LoRA adapters is exported merged.
+        dtype: "float32" (default; a model built with mixed_bfloat16 is served float32) or "bfloat16": the
+            encoder's weights and matmuls in bfloat16 (LayerNorm, softmax and the task heads float32; outputs
+            float32). Pays only on CPUs with avx512_bf16 / amx_bf16 and large batches
+            (`keras_bert.export.serving_form`).
 
     Returns the version directory (str).
     """
     preprocessor = serving_preprocessor(model, preprocessor)
-    model = serving_form(model, quantize)
+    try:
+        model = serving_form(model, quantize, dtype)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
     options = answers.AnswerOptions(long_text, stride, pooling, normalize)
     archive, signature = build_archive(model, preprocessor, signature, example_seq_length, options, answer_rules)
 

@@ -1,29 +1,151 @@
-"""The form a model is served in: LoRA adapters merged into the kernels, and optionally int8 weights.
+"""The form a model is served in: LoRA adapters merged, the compute dtype, and optionally int8 weights.
 
-`quantize="int8"` is Keras' post-training int8 quantization of every `Dense` layer (the projections, the
-pooler and the heads; embeddings and LayerNorm stay float): each kernel is stored as int8 with one float
-scale per output unit, and each call quantizes its input per row and runs an int8 x int8 -> int32 matmul.
-The exported graph uses only core TensorFlow ops, so TF Serving runs it.
+Measured on a 2-core AMD EPYC (avx512_vnni, avx_vnni, avx512_bf16; no AMX), TF 2.21 with oneDNN, machine
+shared (load average 2-4), every form interleaved in one process: one Dense layer [1024, 384] x [384, 1536]
+with bias (`python -m benchmarks.int8_matmul`), and MiniLM-L6-H384 served from raw text at seq 48
+(`python -m benchmarks.adaptation --run=serve`), as float32's time / the form's:
+
+| form | Dense layer | MiniLM batch 1 / 8 / 32 | dev accuracy | SavedModel |
+|---|---|---|---|---|
+| float32 | 7.2 ms | 14.1 / 60.5 / 229 ms | 74.0% | 96.5 MB |
+| dtype="bfloat16" | 1.55x | 0.96x / 0.98x / 1.11x | 74.0% | 53.2 MB |
+| Keras's own int8 (before) | 0.21x | 0.36x / 0.23x / 0.21x | 74.0% | 66.3 MB |
+| "int8_weights" | 0.91x | 0.82x / 1.05x / 0.97x | 74.0% | 66.5 MB |
+| "int8_weights", bfloat16 | 1.24x | 0.78x / 0.95x / 1.03x | 74.0% | 43.7 MB |
+| "int8_matmul" | 1.67x | 0.83x / 1.22x / 1.56x | 74.5% | 66.4 MB |
+
+`dtype="bfloat16"` rebuilds the model under Keras's "bfloat16" policy: the encoder's weights and matmuls in
+bfloat16 (LayerNorm, softmax and the task heads stay float32, their dtype fixed by the layers); served
+outputs are cast to float32. bfloat16 weights, not mixed_bfloat16's float32 ones: casting every kernel per
+call made mixed_bfloat16 0.81x at batch 1. The bf16 Dense is 1.55x float32's, but at MiniLM's serving sizes
+the rest of the graph (attention, LayerNorm, op dispatch) is half the time, so the default stays float32;
+without avx512_bf16/amx_bf16 bf16 is emulated and slower.
+
+Every int8 form stores each Dense kernel (projections, pooler, heads; embeddings and LayerNorm stay float)
+as int8 with one float scale per output unit (Keras `Dense.quantize("int8")`). They differ in the call:
+  - Keras's own int8 call (no longer exported) quantizes its input per row, then runs an int8 x int8 ->
+    int32 tf.matmul, which TF computes with a generic Eigen kernel, not oneDNN.
+  - "int8_matmul": each row (token) of the input is scaled by its absolute maximum onto -63..63 and offset
+    by 64 into 1..127 (QuantizeV2 to quint8), multiplied by the int8 kernel with
+    `QuantizedMatMulWithBiasAndDequantize` (u8 x s8 -> f32, oneDNN's VNNI kernel; the offset's 64 x column
+    sums subtracted as its bias), then scaled back per row and per unit. The op alone ran at 2.8x a float32
+    matmul (one range per tensor, 2.4 vs 6.8 ms); the per-row scaling, the bias, and the GELU that float32
+    fuses into its matmul are separate TF ops, hence 1.67x per layer and 1.22x for the whole model at
+    batch 8. Measured alternatives: one range per tensor lost 1.5 points of dev accuracy (72.5%); rows
+    mapped by their minimum and span onto 0..127 were as accurate (75.0%) but slower (1.09x at batch 8:
+    two more elementwise passes). 7-bit inputs because oneDNN's u8 x s8 kernels on x86 CPUs without VNNI
+    sum pairs of products in int16 (vpmaddubsw), which 255 x 127 x 2 would overflow and 127 x 127 x 2
+    does not (not run on such a CPU here). Both ops are core TF ops, but
+    `QuantizedMatMulWithBiasAndDequantize` has a CPU kernel only where TF's oneDNN ops are on (x86 Linux
+    builds; with TF_ENABLE_ONEDNN_OPTS=0 export/check_servable.py reports "Missing 0-th output from ...
+    QuantizedMatMulWithBiasAndDequantize" on the first request: an error, never wrong numbers).
+  - "int8_weights": weight-only; the int8 kernel is cast to the compute dtype per call and the matmul runs
+    there (Keras's int8 call with no input quantizer). Every TF build and CPU runs it.
+  - "int8": "int8_matmul" where the exporting CPU has VNNI (`execution.has_int8_matmul_hardware`), else
+    "int8_weights". /proc/cpuinfo at export time describes the exporting machine, not the server: pass
+    the explicit form when they differ (each form computes the same numbers on any x86 CPU; only its
+    speed depends on the hardware).
 """
 
 import keras
+import numpy as np
+import tensorflow as tf
 
-QUANTIZE_MODES = ("int8",)
+from keras_bert import execution
+
+QUANTIZE_MODES = ("int8", "int8_matmul", "int8_weights")
+DTYPES = ("float32", "bfloat16")
+# "int8_matmul" inputs: -63..63 per row, offset to 1..127 (7 bits: see the module docstring).
+INPUT_HALF_RANGE = 63.0
+INPUT_OFFSET = 64.0
 
 
-def serving_form(model, quantize=None):
-    """`model` as it is exported: `model.merged_lora()` when it has LoRA adapters, then, for
-    `quantize="int8"`, a copy whose Dense layers hold int8 kernels (`model` itself is not changed).
-    `quantize=None` and no LoRA: `model` itself."""
+def resolve_quantize(quantize):
+    """The int8 form `quantize` names on this machine: "int8" becomes "int8_matmul" or "int8_weights" by
+    the CPU's flags; the explicit forms and None are returned as they are."""
     if quantize is not None and quantize not in QUANTIZE_MODES:
         raise ValueError(f"quantize must be one of {QUANTIZE_MODES} or None, got {quantize!r}")
+    if quantize != "int8":
+        return quantize
+    form = "int8_matmul" if execution.has_int8_matmul_hardware() else "int8_weights"
+    execution.logger.info(f"quantize='int8': exporting {form} ({'a' if form == 'int8_matmul' else 'no'} int8 "
+                          f"dot-product flag of {execution.INT8_CPU_FLAGS} in {execution.CPUINFO} here; the "
+                          "serving CPU may differ: pass the form explicitly to choose)")
+    return form
+
+
+def serving_form(model, quantize=None, dtype="float32"):
+    """`model` as it is exported: `model.merged_lora()` when it has LoRA adapters; rebuilt under Keras's
+    `dtype` policy where its layers compute in another dtype (a model built with mixed_bfloat16 serves
+    float32 unless `dtype="bfloat16"`); then, for a `quantize` form, with int8 Dense kernels. `model` itself
+    is never changed (a copy is made where needed); with nothing to change, `model` itself."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    quantize = resolve_quantize(quantize)
     merged = model.merged_lora() if getattr(model, "lora_rank", None) is not None else model
+    if dtype != "float32" or any(layer.compute_dtype != "float32" for layer in merged._flatten_layers()):
+        merged = _rebuilt(merged, dtype)
     if quantize is None:
         return merged
     if merged is model:  # quantize a copy, not the caller's model
-        merged = type(model).from_config(model.get_config())
-        merged.set_weights(model.get_weights())
+        merged = _rebuilt(model, None)
+    no_input_quantizer = keras.quantizers.Int8QuantizationConfig(activation_quantizer=None)
     for layer in merged._flatten_layers(include_self=False):
         if isinstance(layer, keras.layers.Dense):
-            layer.quantize(quantize)
+            layer.quantize("int8", config=no_input_quantizer)
+            if quantize == "int8_matmul":
+                _use_int8_matmul(layer)
     return merged
+
+
+def _rebuilt(model, dtype_policy):
+    """A copy of `model` (same config and weights), its layers built under `dtype_policy` (None: as now).
+    Layers whose dtype is fixed (LayerNorm, the float32 heads) keep it."""
+    previous = keras.config.dtype_policy()
+    if dtype_policy is not None:
+        keras.config.set_dtype_policy(dtype_policy)
+    try:
+        copy = type(model).from_config(model.get_config())
+    finally:
+        keras.config.set_dtype_policy(previous)
+    copy.set_weights(model.get_weights())
+    return copy
+
+
+def _use_int8_matmul(layer):
+    """Makes the int8-quantized Dense `layer` compute with `int8_matmul` (its int8 call is replaced)."""
+    kernel = keras.ops.convert_to_numpy(layer._kernel)
+    # Column sums of the int8 kernel: the float bias that undoes the shift of the input by its minimum.
+    column_sums = tf.constant(kernel.astype(np.float32).sum(axis=0))
+
+    def call(inputs, training=None):
+        del training
+        x = int8_matmul(inputs, layer._kernel, layer.kernel_scale, column_sums)
+        x = tf.cast(x, layer.compute_dtype)
+        if layer.bias is not None:
+            x = x + tf.cast(layer.bias, layer.compute_dtype)
+        return x if layer.activation is None else layer.activation(x)
+
+    layer._int8_call = call
+
+
+def int8_matmul(inputs, kernel, kernel_scale, column_sums):
+    """inputs [..., k] float @ (kernel [k, n] int8 / kernel_scale [n]) -> float32 [..., n], through
+    QuantizeV2 + QuantizedMatMulWithBiasAndDequantize (`column_sums`: the kernel's, float32 [n]).
+
+    Each row (token) of `inputs` is scaled by its own absolute maximum onto -63..63 and offset by 64 into
+    1..127 (oneDNN's matmul takes unsigned 8-bit inputs); the offset's 64 x column sums is subtracted as the
+    op's bias, and the row and unit scales are applied to its float output."""
+    k, n = kernel.shape
+    shape = tf.shape(inputs)
+    x = tf.reshape(tf.cast(inputs, tf.float32), [-1, k])
+    row_max = tf.maximum(tf.reduce_max(tf.abs(x), axis=1, keepdims=True), 1e-30)  # an all-0 row stays 0
+    # QuantizeV2 SCALED over [0, 255] only rounds: the values are already 1..127.
+    quantized, min_a, max_a = tf.raw_ops.QuantizeV2(input=x * (INPUT_HALF_RANGE / row_max) + INPUT_OFFSET,
+                                                    min_range=0.0, max_range=255.0, T=tf.quint8, mode="SCALED")
+    product = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
+        a=quantized, b=tf.bitcast(tf.convert_to_tensor(kernel), tf.qint8), bias=column_sums * -INPUT_OFFSET,
+        min_a=min_a, max_a=max_a, min_b=-127.0, max_b=127.0, min_freezed_output=-1.0, max_freezed_output=1.0,
+        Toutput=tf.float32, input_quant_mode="SCALED")
+    out = product * (row_max / INPUT_HALF_RANGE) / tf.cast(kernel_scale, tf.float32)
+    return tf.reshape(out, tf.concat([shape[:-1], [n]], 0))

@@ -1,5 +1,5 @@
 """Exports of adapted models, run by TF Serving's C++ loader: a LoRA classifier is served merged (equal to the
-in-Python LoRA model) and an int8 one is served close to float32."""
+in-Python LoRA model); int8 and bfloat16 ones are served as their Python forms compute, close to float32."""
 
 import numpy as np
 import pytest
@@ -8,6 +8,7 @@ from keras_bert import BertClassifier, BertEncoder
 from keras_bert.export import export_saved_model, servability
 from keras_bert.export.serving_form import serving_form
 from tests.export.test_export import TEXTS, _expected, _run, preprocessor, tiny_config  # noqa: F401
+from tests.export.test_serving_form import _classifier
 
 
 def _lora_classifier():
@@ -26,9 +27,9 @@ def test_lora_merged_and_int8_exports_run_in_the_c_api(preprocessor, tmp_path): 
     lora_want = _expected(lora, texts, preprocessor)
     fp32 = BertClassifier(BertEncoder(tiny_config()), 3)
     fp32_want = _expected(fp32, texts, preprocessor)
-    int8 = serving_form(fp32, "int8")
+    int8 = serving_form(fp32, "int8_weights")  # int8_matmul: the test below
     int8_want = _expected(int8, texts, preprocessor)
-    # int8 weights and activations: logits within 2% of their range of float32's (measured here: 1.3%).
+    # int8 weights: logits within 2% of their range of float32's (measured here: 0.3%).
     scale = np.abs(fp32_want["logits"]).max()
     assert np.abs(int8_want["logits"] - fp32_want["logits"]).max() <= 0.02 * scale
     assert any(isinstance(v.dtype, str) and v.dtype == "int8" for v in int8.weights)
@@ -37,7 +38,7 @@ def test_lora_merged_and_int8_exports_run_in_the_c_api(preprocessor, tmp_path): 
     jobs = []
     for name, model, want in (("lora", lora, lora_want), ("int8", fp32, int8_want)):
         version_dir = export_saved_model(model, tmp_path / name, preprocessor, signature="text",
-                                         quantize="int8" if name == "int8" else None)
+                                         quantize="int8_weights" if name == "int8" else None)
         jobs.append({"export_dir": version_dir,
                      "runs": [_run(tmp_path, name, "serving_default", texts, want)]})
     reports = {r["export_dir"]: r for r in servability.check_servable_subprocess(jobs, atol=1e-5)}
@@ -46,3 +47,25 @@ def test_lora_merged_and_int8_exports_run_in_the_c_api(preprocessor, tmp_path): 
         assert "error" not in report, report["error"]
         assert report["ops"]["missing"] == {}
         assert max(report["runs"][0]["max_abs_diff"].values()) <= 1e-5
+
+
+@pytest.mark.slow
+def test_int8_matmul_and_bfloat16_exports_run_in_the_c_api(preprocessor, tmp_path):  # noqa: F811
+    texts = {"text": np.array(TEXTS, dtype=object)}
+    model = _classifier()  # logits spread over +-1.4
+    fp32_want = _expected(model, texts, preprocessor)
+    jobs = []
+    for quantize, dtype in (("int8_matmul", "float32"), (None, "bfloat16")):
+        version_dir = export_saved_model(model, tmp_path / dtype / str(quantize), preprocessor, signature="text",
+                                         quantize=quantize, dtype=dtype)
+        jobs.append({"export_dir": version_dir,
+                     "runs": [_run(tmp_path, f"{quantize}-{dtype}", "serving_default", texts, fp32_want)]})
+    # As served, against float32 in Python: labels identical, logits within 4e-2 for int8 (measured 2.8e-2, 2%
+    # of their range) and 2e-2 for bfloat16 (measured 4e-3).
+    reports = {r["export_dir"]: r for r in servability.check_servable_subprocess(jobs, atol=4e-2)}
+    for job, atol in zip(jobs, (4e-2, 2e-2), strict=True):
+        report = reports[job["export_dir"]]
+        assert "error" not in report, report["error"]
+        assert report["ops"]["missing"] == {}
+        assert report["runs"][0]["max_abs_diff"]["label_id"] == 0
+        assert report["runs"][0]["max_abs_diff"]["logits"] <= atol

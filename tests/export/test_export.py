@@ -196,3 +196,7 @@ def test_op_report_flags_ops_serving_lacks():
     report = servability.op_report({"TFText>Utf8Binarize", "MyCustomOp"}, core, {"TFText>Utf8Binarize"})
     assert "registered by tensorflow-text" in report["missing"]["TFText>Utf8Binarize"]
     assert "no library loaded here" in report["missing"]["MyCustomOp"]
+    report = servability.op_report({"QuantizedMatMulWithBiasAndDequantize", "_MklQuantizedMatMulWithBiasAndDequantize"},
+                                   {"QuantizedMatMulWithBiasAndDequantize", "_MklQuantizedMatMulWithBiasAndDequantize"},
+                                   set())
+    assert list(report["missing"]) == ["_MklQuantizedMatMulWithBiasAndDequantize"]

@@ -62,10 +62,15 @@ def _version_tuple(version):
 
 
 def op_report(ops, core_ops, tf_text_ops, serving_version=DEFAULT_SERVING_VERSION):
-    """Sorts the non-core `ops` of a graph: returns dict with `tf_text` ({op: first Serving version}),
-    `missing` ({op: why}: ops that Serving `serving_version` would not have) and `min_serving_version`."""
+    """Sorts the non-core and internal (`_`-prefixed) `ops` of a graph: returns dict with `tf_text` ({op:
+    first Serving version}), `missing` ({op: why}: ops that Serving `serving_version` would not have, or
+    that no saved graph should hold) and `min_serving_version`."""
     report = {"tf_text": {}, "missing": {}, "min_serving_version": "2.2"}
-    for op in sorted(set(ops) - set(core_ops)):
+    for op in sorted(op for op in ops if op.startswith("_")):
+        # Registered in core (so not caught below), but only as targets of TF's runtime graph rewrites
+        # (oneDNN's _Mkl*, grappler's _Fused*): a saved graph holding one depends on that build's rewrites.
+        report["missing"][op] = "internal op (a runtime rewrite's target); a saved graph must hold the public op"
+    for op in sorted(set(ops) - set(core_ops) - set(report["missing"])):
         first = TF_TEXT_OP_FIRST_SERVING.get(op)
         if first is None:
             origin = "tensorflow-text" if op in tf_text_ops else "no library loaded here"
