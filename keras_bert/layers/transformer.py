@@ -82,8 +82,9 @@ class TransformerBlock(keras.layers.Layer):
 
     def call(self, hidden_states, bias, training=None):
         batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
-        qkv = ops.reshape(self.qkv(hidden_states), (batch, seq, 3, self.num_attention_heads, self.head_size))
-        query, key, value = ops.unstack(qkv, 3, axis=2)  # gradient: one stack (slices: 3 zero-filled copies)
+        heads = (batch, seq, self.num_attention_heads, self.head_size)
+        # Split, not three strided slices: its gradient is one concat (a slice's is a zero-filled copy each).
+        query, key, value = (ops.reshape(t, heads) for t in ops.split(self.qkv(hidden_states), 3, axis=-1))
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
         scores = ops.einsum("bqhd,bkhd->bhqk", query, key)
         probs = ops.softmax(ops.cast(scores, "float32") + ops.cast(bias, "float32"), axis=-1)
