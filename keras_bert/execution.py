@@ -8,13 +8,21 @@ mixed_bfloat16 step must run its matmuls on TF's kernels; but without XLA every 
 softmax, GELU, dropout, residuals, casts, the optimizer update) is a separate kernel reading and writing
 memory. The "fusions" execution gets both: the train/test/predict steps are traced inside
 `tf.xla.experimental.jit_scope` marking every op but the dots (MatMul, BatchMatMul, Einsum) for XLA, so TF's
-clustering pass compiles the chains between the dots (forward, gradients and the optimizer update) into XLA
-clusters and the dots run on oneDNN. It is per model: nothing global (no TF_XLA_FLAGS, no auto-jit) changes. Pre-training step, mini (L4 H256, b32 s128):
-bf16 TF kernels 0.44 s, bf16 fusions 0.36 s; base width (L4 H768): 1.94 s vs 1.69 s.
+clustering pass compiles the chains between the dots (forward and gradients) into XLA clusters and the dots
+run on oneDNN; the optimizer's update stays on TF's kernels (`fusion_scope` says why). It is per model: nothing global (no TF_XLA_FLAGS, no auto-jit) changes.
+Pre-training step, b32 s128 (benchmarks/results_fusions.md, 2 rounds interleaved, best round), s/step:
 
-A float32 step is fastest XLA-compiled whole. On a CPU without AVX512_BF16/AMX, bf16 matmuls are emulated
-(0.70x the float32 peak on an AVX2 EPYC) and XLA stays the choice; float32 is faster there than any bf16
-step. On a GPU or TPU, XLA (Keras's own default there).
+    execution                    mini L4 H256     base width L4 H768
+    float32, xla                 0.46             2.54
+    mixed_bfloat16, fusions      0.39 (1.23x)     1.58 (1.62x)
+    mixed_bfloat16, kernels      0.40 (1.15x)     1.73 (1.48x)
+    mixed_bfloat16, xla          0.50 (0.93x)     2.62 (0.98x)
+
+float32 through "fusions" measured the same as XLA whole (base 2.36 vs 2.37 s, mini 0.51 vs 0.49 s), so
+float32 keeps XLA.
+
+On a CPU without AVX512_BF16/AMX, bf16 matmuls are emulated (0.70x the float32 peak on an
+AVX2 EPYC) and XLA stays the choice; float32 is faster there than any bf16 step. On a GPU or TPU, XLA (Keras's own default there).
 
 The models' `compile()` (`ChoosesExecution`) asks `choose_execution` when `jit_compile` is not given.
 """
