@@ -58,6 +58,13 @@ DTYPES = ("float32", "bfloat16")
 # "int8_matmul" inputs: -63..63 per row, offset to 1..127 (7 bits: see the module docstring).
 INPUT_HALF_RANGE = 63.0
 INPUT_OFFSET = 64.0
+# Static ranges (`calibration_inputs`): each Dense input's range is this percentile of |x| on the calibration
+# inputs, one per tensor; calibration runs in batches of CALIBRATION_BATCH rows.
+CALIBRATION_PERCENTILE = 99.99
+CALIBRATION_BATCH = 64
+# Static-range inputs: x / step + 128 (step = range / 127) on 0..255, i.e. -128..127 steps around 0.
+STATIC_HALF_RANGE = 127.0
+STATIC_OFFSET = 128.0
 
 
 def resolve_quantize(quantize):
@@ -74,14 +81,21 @@ def resolve_quantize(quantize):
     return form
 
 
-def serving_form(model, quantize=None, dtype="float32"):
+def serving_form(model, quantize=None, dtype="float32", calibration_inputs=None):
     """`model` as it is exported: `model.merged_lora()` when it has LoRA adapters; rebuilt under Keras's
     `dtype` policy where its layers compute in another dtype (a model built with mixed_bfloat16 serves
     float32 unless `dtype="bfloat16"`); then, for a `quantize` form, with int8 Dense kernels. `model` itself
-    is never changed (a copy is made where needed); with nothing to change, `model` itself."""
+    is never changed (a copy is made where needed); with nothing to change, `model` itself.
+
+    `calibration_inputs` (a dict of model inputs, e.g. a preprocessor's output for a few hundred texts): for
+    "int8_matmul", each Dense input gets one static range, CALIBRATION_PERCENTILE of its |x| there (the
+    int8-weight model run in float on them); layers the inputs do not reach keep per-row ranges."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    quantize = resolve_quantize(quantize)
+    if calibration_inputs is not None and quantize not in ("int8", "int8_matmul"):
+        raise ValueError(f"calibration texts set the input ranges of quantize='int8_matmul'; got quantize="
+                         f"{quantize!r}, which has no quantized inputs")
+    quantize = resolve_quantize(quantize)  # "int8" resolved to "int8_weights" ignores the calibration
     merged = model.merged_lora() if getattr(model, "lora_rank", None) is not None else model
     if dtype != "float32" or any(layer.compute_dtype != "float32" for layer in merged._flatten_layers()):
         merged = _rebuilt(merged, dtype)
@@ -90,12 +104,56 @@ def serving_form(model, quantize=None, dtype="float32"):
     if merged is model:  # quantize a copy, not the caller's model
         merged = _rebuilt(model, None)
     no_input_quantizer = keras.quantizers.Int8QuantizationConfig(activation_quantizer=None)
-    for layer in merged._flatten_layers(include_self=False):
-        if isinstance(layer, keras.layers.Dense):
-            layer.quantize("int8", config=no_input_quantizer)
-            if quantize == "int8_matmul":
-                _use_int8_matmul(layer)
+    dense_layers = [layer for layer in merged._flatten_layers(include_self=False)
+                    if isinstance(layer, keras.layers.Dense)]
+    for layer in dense_layers:
+        layer.quantize("int8", config=no_input_quantizer)
+    if quantize == "int8_matmul":
+        ranges = {} if calibration_inputs is None else input_ranges(merged, dense_layers, calibration_inputs)
+        for layer in dense_layers:
+            _use_int8_matmul(layer, ranges.get(id(layer)))
     return merged
+
+
+def input_ranges(model, dense_layers, inputs, percentile=CALIBRATION_PERCENTILE):
+    """{id(layer): `percentile` of |input| (float)} of the int8-quantized `dense_layers` of `model` run on
+    `inputs` (dict of arrays, CALIBRATION_BATCH rows at a time), their int8 kernels applied in float32.
+    Layers the inputs do not reach are left out. Each layer keeps only its largest (100 - percentile)% of
+    values (the total is known from the first batch), so memory stays small for any number of texts."""
+    rows = len(next(iter(inputs.values())))
+    largest, keep, batch = {}, {}, [0]
+
+    def recorder(layer):
+        kernel = tf.cast(layer._kernel, tf.float32) / tf.cast(layer.kernel_scale, tf.float32)
+
+        def call(x, training=None):
+            del training
+            x = tf.cast(x, tf.float32)
+            values = np.abs(x.numpy()).ravel()
+            key = id(layer)
+            if key not in keep:
+                keep[key] = max(1, int(np.ceil(values.size / batch[0] * rows * (1 - percentile / 100))))
+            seen = np.concatenate([largest[key], values]) if key in largest else values
+            first_kept = max(seen.size - keep[key], 0)
+            largest[key] = np.partition(seen, first_kept)[first_kept:]
+            y = tf.tensordot(x, kernel, 1)
+            if layer.bias is not None:
+                y = y + tf.cast(layer.bias, tf.float32)
+            return tf.cast(y if layer.activation is None else layer.activation(y), layer.compute_dtype)
+        return call
+
+    for layer in dense_layers:
+        layer._int8_call = recorder(layer)
+    try:
+        for start in range(0, rows, CALIBRATION_BATCH):
+            chunk = {name: value[start:start + CALIBRATION_BATCH] for name, value in inputs.items()}
+            batch[0] = len(next(iter(chunk.values())))
+            model(chunk, training=False)
+    finally:
+        for layer in dense_layers:
+            del layer._int8_call  # Dense's own int8 call again
+    # The smallest of the values kept is the percentile (an all-0 input: a tiny range, its values stay 0).
+    return {key: max(float(values.min()), 1e-30) for key, values in largest.items()}
 
 
 def _rebuilt(model, dtype_policy):
@@ -112,21 +170,56 @@ def _rebuilt(model, dtype_policy):
     return copy
 
 
-def _use_int8_matmul(layer):
-    """Makes the int8-quantized Dense `layer` compute with `int8_matmul` (its int8 call is replaced)."""
+def _use_int8_matmul(layer, input_range=None):
+    """Makes the int8-quantized Dense `layer` compute with `int8_matmul` (its int8 call is replaced); with an
+    `input_range` (the calibrated |input| bound), with `static_int8_matmul`, its bias folded in."""
     kernel = keras.ops.convert_to_numpy(layer._kernel)
     # Column sums of the int8 kernel: the float bias that undoes the shift of the input by its minimum.
-    column_sums = tf.constant(kernel.astype(np.float32).sum(axis=0))
+    column_sums = kernel.astype(np.float32).sum(axis=0)
+    if input_range is not None:
+        kernel_scale = keras.ops.convert_to_numpy(layer.kernel_scale).astype(np.float32)
+        bias = 0.0 if layer.bias is None else keras.ops.convert_to_numpy(layer.bias).astype(np.float32)
+        step = input_range / STATIC_HALF_RANGE  # one input step, in the input's units
+        # product = q @ kernel + quantized_bias, with q = x / step + offset: y = product * step / kernel_scale.
+        quantized_bias = tf.constant(bias * kernel_scale / step - STATIC_OFFSET * column_sums)
+        output_scale = tf.constant(step / kernel_scale)
 
-    def call(inputs, training=None):
-        del training
-        x = int8_matmul(inputs, layer._kernel, layer.kernel_scale, column_sums)
-        x = tf.cast(x, layer.compute_dtype)
-        if layer.bias is not None:
-            x = x + tf.cast(layer.bias, layer.compute_dtype)
-        return x if layer.activation is None else layer.activation(x)
+        def call(inputs, training=None):
+            del training
+            x = static_int8_matmul(inputs, layer._kernel, input_range, quantized_bias, output_scale)
+            x = tf.cast(x, layer.compute_dtype)
+            return x if layer.activation is None else layer.activation(x)
+    else:
+        column_sums = tf.constant(column_sums)
+
+        def call(inputs, training=None):
+            del training
+            x = int8_matmul(inputs, layer._kernel, layer.kernel_scale, column_sums)
+            x = tf.cast(x, layer.compute_dtype)
+            if layer.bias is not None:
+                x = x + tf.cast(layer.bias, layer.compute_dtype)
+            return x if layer.activation is None else layer.activation(x)
 
     layer._int8_call = call
+
+
+def static_int8_matmul(inputs, kernel, input_range, quantized_bias, output_scale):
+    """inputs [..., k] float @ int8 `kernel` [k, n] -> float32 [..., n] with one constant input range: one
+    QuantizeV2 (MIN_FIRST: x / step rounded, + STATIC_OFFSET, clamped to 0..255, step = input_range /
+    STATIC_HALF_RANGE) and one QuantizedMatMulWithBiasAndDequantize adding `quantized_bias` [n] (the layer's
+    bias and the offset's correction, in product units), times `output_scale` [n] (step / kernel scale)."""
+    k, n = kernel.shape
+    shape = tf.shape(inputs)
+    x = tf.reshape(tf.cast(inputs, tf.float32), [-1, k])
+    step = input_range / STATIC_HALF_RANGE
+    quantized, _, _ = tf.raw_ops.QuantizeV2(input=x, min_range=-STATIC_OFFSET * step,
+                                            max_range=(255.0 - STATIC_OFFSET) * step, T=tf.quint8,
+                                            mode="MIN_FIRST", ensure_minimum_range=0.0)
+    product = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
+        a=quantized, b=tf.bitcast(tf.convert_to_tensor(kernel), tf.qint8), bias=quantized_bias,
+        min_a=0.0, max_a=255.0, min_b=-127.0, max_b=127.0, min_freezed_output=-1.0, max_freezed_output=1.0,
+        Toutput=tf.float32, input_quant_mode="SCALED")
+    return tf.reshape(product * output_scale, tf.concat([shape[:-1], [n]], 0))
 
 
 def int8_matmul(inputs, kernel, kernel_scale, column_sums):
