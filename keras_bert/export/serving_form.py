@@ -209,9 +209,12 @@ def static_int8_matmul(inputs, kernel, input_range, quantized_bias, output_scale
     STATIC_HALF_RANGE) and one QuantizedMatMulWithBiasAndDequantize adding `quantized_bias` [n] (the layer's
     bias and the offset's correction, in product units), times `output_scale` [n] (step / kernel scale)."""
     k, n = kernel.shape
-    shape = tf.shape(inputs)
-    x = tf.reshape(tf.cast(inputs, tf.float32), [-1, k])
+    flat = inputs.shape.rank == 2  # the pooler and heads: no reshapes
+    shape = None if flat else tf.shape(inputs)
+    x = tf.cast(inputs, tf.float32) if flat else tf.reshape(tf.cast(inputs, tf.float32), [-1, k])
     step = input_range / STATIC_HALF_RANGE
+    if STATIC_OFFSET + STATIC_HALF_RANGE < 255:  # fewer than 8 bits: values past the range clamped to its ends
+        x = tf.clip_by_value(x, -STATIC_OFFSET * step, STATIC_HALF_RANGE * step)
     quantized, _, _ = tf.raw_ops.QuantizeV2(input=x, min_range=-STATIC_OFFSET * step,
                                             max_range=(255.0 - STATIC_OFFSET) * step, T=tf.quint8,
                                             mode="MIN_FIRST", ensure_minimum_range=0.0)
@@ -219,7 +222,8 @@ def static_int8_matmul(inputs, kernel, input_range, quantized_bias, output_scale
         a=quantized, b=tf.bitcast(tf.convert_to_tensor(kernel), tf.qint8), bias=quantized_bias,
         min_a=0.0, max_a=255.0, min_b=-127.0, max_b=127.0, min_freezed_output=-1.0, max_freezed_output=1.0,
         Toutput=tf.float32, input_quant_mode="SCALED")
-    return tf.reshape(product * output_scale, tf.concat([shape[:-1], [n]], 0))
+    out = product * output_scale
+    return out if flat else tf.reshape(out, tf.concat([shape[:-1], [n]], 0))
 
 
 def int8_matmul(inputs, kernel, kernel_scale, column_sums):
