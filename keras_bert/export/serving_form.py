@@ -14,6 +14,15 @@ with bias (`python -m benchmarks.int8_matmul`), and MiniLM-L6-H384 served from r
 | "int8_weights", bfloat16 | 1.24x | 0.78x / 0.95x / 1.03x | 74.0% | 43.7 MB |
 | "int8_matmul" | 1.67x | 0.83x / 1.22x / 1.56x | 74.5% | 66.4 MB |
 
+and "int8_matmul" with `calibration_inputs` (static ranges), measured 2026-11-30 16:48 UTC on the same machine
+quieter (load 1.2), interleaved with float32 and per-row int8_matmul in one process:
+
+| form | Dense layer (1024 / 384 rows) | MiniLM batch 1 / 8 / 32 | dev accuracy | SavedModel |
+|---|---|---|---|---|
+| float32 | 3.45 / 1.41 ms | 9.3 / 35.2 / 116 ms | 74.0% | 96.4 MB |
+| "int8_matmul", per-row ranges | 1.40x / 1.08x | 0.76x / 1.07x / 1.37x | 75.5% | 66.4 MB |
+| "int8_matmul", static ranges | 1.90x / 1.48x | 0.76x / **1.35x** / **1.72x** | 74.5% | 65.7 MB |
+
 `dtype="bfloat16"` rebuilds the model under Keras's "bfloat16" policy: the encoder's weights and matmuls in
 bfloat16 (LayerNorm, softmax and the task heads stay float32, their dtype fixed by the layers); served
 outputs are cast to float32. bfloat16 weights, not mixed_bfloat16's float32 ones: casting every kernel per
@@ -39,6 +48,27 @@ as int8 with one float scale per output unit (Keras `Dense.quantize("int8")`). T
     `QuantizedMatMulWithBiasAndDequantize` has a CPU kernel only where TF's oneDNN ops are on (x86 Linux
     builds; with TF_ENABLE_ONEDNN_OPTS=0 export/check_servable.py reports "Missing 0-th output from ...
     QuantizedMatMulWithBiasAndDequantize" on the first request: an error, never wrong numbers).
+  - "int8_matmul" with `calibration_inputs` (`export_saved_model(calibration_texts=...)`, `--calibration_file`):
+    the model runs once at export on a few hundred texts (the int8 kernels applied in float32) and each
+    Dense input gets one range, the 99.99th percentile of its |x| there (the benchmark: the task's 400
+    training texts). Served, each Dense is one QuantizeV2 with that constant range (MIN_FIRST: x / step +
+    128 rounded onto 0..255, step = range / 127; values past the range clamped), the matmul with the layer's
+    bias and the offset's correction folded into the op's float bias, and one multiply by step / kernel scale
+    per unit: no per-row reductions or scale arithmetic. Per layer 1.90x float32 (1.48x at 384 rows);
+    MiniLM 1.35x at batch 8 (per-row: 1.07x in the same run), 1.72x at batch 32, dev accuracy 74.5%
+    (max |logit diff| to float32 0.108, per-row 0.031). Still short of 1.5x at batch 8: the op profile
+    (RunMetadata, batch 8) has the int8 matmuls at 9.2 ms (float32's 21.0 with bias), but QuantizeV2 1.5 ms,
+    the per-unit multiplies 1.0 ms, and the unquantized rest (GELU's Erfc and multiplies, attention's
+    transposes and batch matmuls, LayerNorm) as float32's. Batch 1 stays 0.76x: TF's oneDNN v3 build does
+    not cache the reordered int8 weights (the weight cache is compiled only for oneDNN < 3), so every call
+    reorders every kernel. Measured alternatives: 7 bits (ranges clamped to -64..63 steps; an extra clip)
+    73.5%, 1.28x; the 99.9th percentile 74.5%, 1.36x; one scale per kernel tensor instead of per unit (no
+    multiply after the op) 73.5%, 1.43x at batch 8 and 1.82x at batch 32 (not adopted: a point of accuracy
+    for 0.1x). 8-bit inputs (0..255) rely on VNNI's int32 accumulation; on x86 CPUs without VNNI oneDNN's
+    int16 pair sums can saturate (not run on such a CPU here), so export static ranges for VNNI servers
+    ("int8" picks "int8_matmul" only where the exporting CPU has VNNI). TF's other public quantized matmuls
+    (…AndRelu, …AndRequantize) fuse ReLU or an int8 output; BERT's GELU, residuals and LayerNorm between
+    Dense layers leave nothing for them to fuse, and every Dense here has its own input (QKV is one Dense).
   - "int8_weights": weight-only; the int8 kernel is cast to the compute dtype per call and the matmul runs
     there (Keras's int8 call with no input quantizer). Every TF build and CPU runs it.
   - "int8": "int8_matmul" where the exporting CPU has VNNI (`execution.has_int8_matmul_hardware`), else
