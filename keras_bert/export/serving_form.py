@@ -63,7 +63,8 @@ as int8 with one float scale per output unit (Keras `Dense.quantize("int8")`). T
     take 5.2 ms against float32's 4.8 (with bias) and QuantizeV2 still 1.4 ms (a cost per call), likely
     because the op reorders every int8 kernel into oneDNN's blocked layout on every call (in TF's
     mkl_qmatmul_op.cc the reordered-weight cache is compiled only for oneDNN < 3; read there, not profiled
-    here). Measured alternatives: 7 bits (ranges clamped to -64..63 steps; an extra clip) 73.5%, 1.28x; the 99.9th percentile 74.5%, 1.36x; one scale per kernel tensor instead of per unit (no
+    here). Measured alternatives: 7 bits (ranges clamped to -64..63 steps; an extra clip) 73.5%, 1.28x;
+    the 99.9th percentile 74.5%, 1.36x; one scale per kernel tensor instead of per unit (no
     multiply after the op) 73.5%, 1.43x at batch 8 and 1.82x at batch 32 (not adopted: a point of accuracy
     for 0.1x). 8-bit inputs (0..255) rely on VNNI's int32 accumulation; on x86 CPUs without VNNI oneDNN's
     int16 pair sums can saturate (not run on such a CPU here), so export static ranges for VNNI servers
