@@ -1,11 +1,12 @@
 """Lean fine-tuning and serving on the MiniLM checkpoint and the default classification task, in one run:
 full fine-tuning vs LoRA (dev accuracy, step time, peak RSS, trainable parameters), then the fully
 fine-tuned model exported in each served form (float32, bfloat16, Keras's own int8, int8_weights in float32
-and bfloat16, int8_matmul): dev accuracy as served, SavedModel size, raw-text serving latency at batch 1, 8
-and 32, the forms interleaved.
+and bfloat16, int8_matmul with per-row and with static input ranges calibrated on the training texts): dev
+accuracy as served, SavedModel size, raw-text serving latency at batch 1, 8 and 32, the forms interleaved.
 
     python -m benchmarks.adaptation                   # all of it (~15 minutes on 2 cores)
     python -m benchmarks.adaptation --run=serve --model_path=full.keras   # the exports of a saved model
+    python -m benchmarks.adaptation --run=serve --model_path=full.keras --forms=fp32,int8_matmul,int8_static
 
 Each fine-tuning runs in its own subprocess (peak RSS is that run's); the exports are timed in a third.
 """
@@ -78,7 +79,9 @@ def _directory_mb(path):
 # TF's generic int8 matmul), what `quantize="int8"` exported before the forms of serving_form existed.
 SERVED_FORMS = {"fp32": (None, "float32"), "bf16": (None, "bfloat16"), "keras_int8": ("keras", "float32"),
                 "int8_weights": ("int8_weights", "float32"), "int8_weights_bf16": ("int8_weights", "bfloat16"),
-                "int8_matmul": ("int8_matmul", "float32")}
+                "int8_matmul": ("int8_matmul", "float32"), "int8_static": ("int8_matmul", "float32")}
+# Forms exported with calibration_texts (the task's training texts): one constant range per Dense input.
+CALIBRATED_FORMS = ("int8_static",)
 LATENCY_BATCHES = (1, 8, 32)
 
 
@@ -94,9 +97,9 @@ def _keras_int8(model):
     return copy
 
 
-def serve(model_path, repeats=20):
-    """Exports the saved model in each of SERVED_FORMS; accuracy, size and latency as TF Serving's graph runs
-    (latency at each of LATENCY_BATCHES, all forms interleaved)."""
+def serve(model_path, forms=tuple(SERVED_FORMS), repeats=20):
+    """Exports the saved model in each of `forms` (of SERVED_FORMS; "fp32" is always first); accuracy, size
+    and latency as TF Serving's graph runs (latency at each of LATENCY_BATCHES, all forms interleaved)."""
     tf = common.configure_tensorflow()
     import keras
     import numpy as np
@@ -104,14 +107,16 @@ def serve(model_path, repeats=20):
     from keras_bert.export import export_saved_model
 
     model = keras.saving.load_model(model_path, compile=False)
-    _, _, dev_texts, dev_labels, _ = read_task()
+    train_texts, _, dev_texts, dev_labels, _ = read_task()
     dev_ids = np.array([model.labels.index(label) for label in dev_labels])
     results, servings, logits = {}, {}, {}
     with tempfile.TemporaryDirectory() as export_dir:
-        for name, (quantize, dtype) in SERVED_FORMS.items():
+        for name in ["fp32"] + [form for form in forms if form != "fp32"]:
+            quantize, dtype = SERVED_FORMS[name]
             source, quantize = (_keras_int8(model), None) if quantize == "keras" else (model, quantize)
             version_dir = export_saved_model(source, os.path.join(export_dir, name),  # its own preprocessor
-                                             signature="text", warmup=False, quantize=quantize, dtype=dtype)
+                                             signature="text", warmup=False, quantize=quantize, dtype=dtype,
+                                             calibration_texts=train_texts if name in CALIBRATED_FORMS else None)
             servings[name] = tf.saved_model.load(version_dir).signatures["serving_default"]
             logits[name] = np.concatenate([servings[name](text=tf.constant(dev_texts[i:i + 64]))["logits"].numpy()
                                            for i in range(0, len(dev_texts), 64)])
@@ -136,12 +141,13 @@ def main():
     parser.add_argument("--run", choices=["all", "finetune", "serve"], default="all")
     parser.add_argument("--lora_rank", type=int, default=0)
     parser.add_argument("--model_path", default=None)
+    parser.add_argument("--forms", default=",".join(SERVED_FORMS), help="--run=serve: served forms, comma-separated")
     args = parser.parse_args()
     if args.run == "finetune":
         common.emit(dict(kind="finetune", **finetune(args.lora_rank, args.model_path)))
         return
     if args.run == "serve":
-        common.emit(dict(kind="serve", **serve(args.model_path)))
+        common.emit(dict(kind="serve", **serve(args.model_path, args.forms.split(","))))
         return
     results = {"machine": common.machine_description()}
     with tempfile.TemporaryDirectory() as work:

@@ -1,5 +1,6 @@
 """One Dense layer's matmul in each served form, interleaved in one process: float32, bfloat16, Keras's own
-int8 Dense, int8_weights (float32 and bfloat16) and int8_matmul (keras_bert/export/serving_form.py).
+int8 Dense, int8_weights (float32 and bfloat16), int8_matmul with per-row input ranges and with one static
+range (99.99th percentile of |x|, as calibration gives) (keras_bert/export/serving_form.py).
 
     python -m benchmarks.int8_matmul [--rows=1024 --inputs=384 --units=1536]
 
@@ -14,11 +15,12 @@ import os
 
 from benchmarks import common
 
-FORMS = ("float32", "bfloat16", "keras_int8", "int8_weights", "int8_weights_bf16", "int8_matmul")
+FORMS = ("float32", "bfloat16", "keras_int8", "int8_weights", "int8_weights_bf16", "int8_matmul", "int8_static")
 
 
-def dense_forms(inputs, units, seed=0):
-    """{form: Dense layer} of one float32 kernel [inputs, units] (and bias) in each of FORMS."""
+def dense_forms(inputs, units, seed=0, input_range=None):
+    """{form: Dense layer} of one float32 kernel [inputs, units] (and bias) in each of FORMS ("int8_static":
+    with the static `input_range`)."""
     import keras
     import numpy as np
 
@@ -36,8 +38,8 @@ def dense_forms(inputs, units, seed=0):
             layer.quantize("int8")
         elif form.startswith("int8"):
             layer.quantize("int8", config=no_input_quantizer)
-            if form == "int8_matmul":
-                _use_int8_matmul(layer)
+            if form in ("int8_matmul", "int8_static"):
+                _use_int8_matmul(layer, input_range if form == "int8_static" else None)
         layers[form] = layer
     return layers
 
@@ -52,9 +54,11 @@ def main():
     tf = common.configure_tensorflow()
     import numpy as np
 
-    x = tf.constant(np.random.default_rng(1).normal(size=[args.rows, args.inputs]).astype("float32"))
+    x = np.random.default_rng(1).normal(size=[args.rows, args.inputs]).astype("float32")
+    input_range = float(np.percentile(np.abs(x), 99.99))
+    x = tf.constant(x)
     calls = {form: tf.function(lambda layer=layer: tf.cast(layer(x), tf.float32))
-             for form, layer in dense_forms(args.inputs, args.units).items()}
+             for form, layer in dense_forms(args.inputs, args.units, input_range=input_range).items()}
     want = calls["float32"]().numpy()
     ms = common.interleaved_latency_ms(calls, args.repeats)
     flops = 2 * args.rows * args.inputs * args.units

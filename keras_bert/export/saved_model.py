@@ -387,7 +387,7 @@ def publish_version(export_dir, version, write):
 
 def export_saved_model(model, export_dir, preprocessor=None, version=None, signature=None, warmup=True,
                        example_seq_length=None, long_text="truncate", stride=None, pooling=None, normalize=False,
-                       answer_rules=None, quantize=None, dtype="float32"):
+                       answer_rules=None, quantize=None, dtype="float32", calibration_texts=None):
     """Exports `model` for TF Serving as `<export_dir>/<version>`, written atomically.
 
     Args:
@@ -418,12 +418,23 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
             encoder's weights and matmuls in bfloat16 (LayerNorm, softmax and the task heads float32; outputs
             float32). Pays only on CPUs with avx512_bf16 / amx_bf16 and large batches
             (`keras_bert.export.serving_form`).
+        calibration_texts: for "int8_matmul" (or "int8" resolved to it), a few hundred texts like those
+            served: the model runs on them at export and each Dense input gets one constant int8 range
+            (no per-row ranges computed per request; see `keras_bert.export.serving_form`). Models that take
+            one text (encoder, classifier, span labeler, token classifier).
 
     Returns the version directory (str).
     """
     preprocessor = serving_preprocessor(model, preprocessor)
+    calibration_inputs = None
+    if calibration_texts is not None:
+        if model_kind(model) in ("multiple_choice", "pretrainer") or preprocessor is None:
+            raise ExportError(f"calibration_texts: a {type(model).__name__} "
+                              f"{'without a preprocessor ' if preprocessor is None else ''}cannot run on single "
+                              "texts; calibrate an encoder, classifier, span labeler or token classifier")
+        calibration_inputs = preprocessor(tf.constant(list(calibration_texts)))
     try:
-        model = serving_form(model, quantize, dtype)
+        model = serving_form(model, quantize, dtype, calibration_inputs)
     except ValueError as e:
         raise ExportError(str(e)) from None
     options = answers.AnswerOptions(long_text, stride, pooling, normalize)

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert import BertClassifier, BertEncoder
+from keras_bert import BertClassifier, BertEncoder, BertMultipleChoice
 from keras_bert.export import ExportError, export_saved_model
 from keras_bert.export.saved_model import serving_outputs
-from keras_bert.export.serving_form import int8_matmul, resolve_quantize, serving_form
+from keras_bert.export.serving_form import int8_matmul, resolve_quantize, serving_form, static_int8_matmul
 from tests.export.test_export import TEXTS, _expected, preprocessor, tiny_config  # noqa: F401
 from tests.test_execution import AVX2_CPU, BF16_CPU, cpu  # noqa: F401
 
@@ -42,6 +42,47 @@ def test_int8_matmul_equals_a_float_matmul_of_the_quantized_input():
     want = quantized @ kernel.astype("float32") / scale
     assert got.shape == (2, 5, 7)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_static_int8_matmul_equals_a_float_matmul_of_the_clamped_input():
+    rng = np.random.default_rng(2)
+    inputs = rng.normal(0, 1.0, [3, 4, 24]).astype("float32")
+    inputs[0, 0, :3] = [5.0, -5.0, 1.6]  # beyond the range: clamped to 127 and -128 steps
+    kernel = rng.integers(-127, 128, [24, 7]).astype("int8")
+    scale = rng.uniform(50, 200, [7]).astype("float32")
+    bias = rng.normal(0, 1, [7]).astype("float32")
+    input_range = 1.6
+    step = input_range / 127
+    column_sums = kernel.astype("float32").sum(0)
+    got = static_int8_matmul(tf.constant(inputs), tf.constant(kernel), input_range,
+                             tf.constant(bias * scale / step - 128 * column_sums), tf.constant(step / scale)).numpy()
+    quantized = np.clip(np.round(inputs / step), -128, 127) * step
+    want = quantized @ kernel.astype("float32") / scale + bias
+    assert got.shape == (3, 4, 7)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_calibrated_int8_matmul_has_constant_ranges_and_float32_labels(preprocessor):  # noqa: F811
+    texts = {"text": np.array(TEXTS, dtype=object)}
+    model = _classifier()
+    want = _expected(model, texts, preprocessor)
+    calibration = preprocessor(tf.constant(TEXTS * 4))
+    served = serving_form(model, "int8_matmul", calibration_inputs=calibration)
+    got = _expected(served, texts, preprocessor)
+    # Measured here, of the logits' range: 1.6% (per-row ranges: 1.9%).
+    assert np.abs(got["logits"] - want["logits"]).max() <= 0.03 * np.abs(want["logits"]).max()
+    np.testing.assert_array_equal(got["label_id"], want["label_id"])
+    ops = _graph_ops(served, preprocessor(tf.constant(TEXTS[:2])))
+    assert {"QuantizeV2", "QuantizedMatMulWithBiasAndDequantize"} <= ops
+    assert not ops & {"Max", "Abs", "MatMul"}  # no per-row reduction; every Dense int8 (BatchMatMulV2: attention)
+    with pytest.raises(ValueError, match="calibration texts set the input ranges of quantize='int8_matmul'"):
+        serving_form(model, "int8_weights", calibration_inputs=calibration)
+
+
+def test_calibration_texts_need_a_model_of_single_texts(preprocessor, tmp_path):  # noqa: F811
+    model = BertMultipleChoice(BertEncoder(tiny_config()), 2)
+    with pytest.raises(ExportError, match="calibration_texts: a BertMultipleChoice cannot run on single texts"):
+        export_saved_model(model, tmp_path, preprocessor, quantize="int8_matmul", calibration_texts=["a dog"])
 
 
 @pytest.mark.parametrize("quantize, dtype, tolerance, op, absent_op", [
