@@ -97,16 +97,19 @@ def _keras_int8(model):
     return copy
 
 
-def serve(model_path, forms=tuple(SERVED_FORMS), repeats=20):
+def serve(model_path, forms=tuple(SERVED_FORMS), repeats=20, seq_length=None):
     """Exports the saved model in each of `forms` (of SERVED_FORMS; "fp32" is always first); accuracy, size
-    and latency as TF Serving's graph runs (latency at each of LATENCY_BATCHES, all forms interleaved)."""
+    and latency as TF Serving's graph runs (latency at each of LATENCY_BATCHES, all forms interleaved).
+    `seq_length`: serve at that sequence length (texts padded to it) instead of the model's own."""
     tf = common.configure_tensorflow()
     import keras
     import numpy as np
 
     from keras_bert.export import export_saved_model
+    from keras_bert.text import BertPreprocessor
 
     model = keras.saving.load_model(model_path, compile=False)
+    preprocessor = None if seq_length is None else BertPreprocessor(model.preprocessor.tokenizer, seq_length)
     train_texts, _, dev_texts, dev_labels, _ = read_task()
     dev_ids = np.array([model.labels.index(label) for label in dev_labels])
     results, servings, logits = {}, {}, {}
@@ -114,7 +117,7 @@ def serve(model_path, forms=tuple(SERVED_FORMS), repeats=20):
         for name in ["fp32"] + [form for form in forms if form != "fp32"]:
             quantize, dtype = SERVED_FORMS[name]
             source, quantize = (_keras_int8(model), None) if quantize == "keras" else (model, quantize)
-            version_dir = export_saved_model(source, os.path.join(export_dir, name),  # its own preprocessor
+            version_dir = export_saved_model(source, os.path.join(export_dir, name), preprocessor,
                                              signature="text", warmup=False, quantize=quantize, dtype=dtype,
                                              calibration_texts=train_texts if name in CALIBRATED_FORMS else None)
             servings[name] = tf.saved_model.load(version_dir).signatures["serving_default"]
@@ -142,12 +145,15 @@ def main():
     parser.add_argument("--lora_rank", type=int, default=0)
     parser.add_argument("--model_path", default=None)
     parser.add_argument("--forms", default=",".join(SERVED_FORMS), help="--run=serve: served forms, comma-separated")
+    parser.add_argument("--seq_length", type=int, default=None,
+                        help="--run=serve: serve at this sequence length (default: the model's, 48)")
     args = parser.parse_args()
     if args.run == "finetune":
         common.emit(dict(kind="finetune", **finetune(args.lora_rank, args.model_path)))
         return
     if args.run == "serve":
-        common.emit(dict(kind="serve", **serve(args.model_path, args.forms.split(","))))
+        common.emit(dict(kind="serve", seq_length=args.seq_length or SEQ_LENGTH,
+                         **serve(args.model_path, args.forms.split(","), seq_length=args.seq_length)))
         return
     results = {"machine": common.machine_description()}
     with tempfile.TemporaryDirectory() as work:
