@@ -24,11 +24,10 @@ def dense_forms(inputs, units, seed=0, input_range=None):
     import keras
     import numpy as np
 
-    from keras_bert.export.serving_form import _use_int8_matmul
+    from keras_bert.export.serving_form import quantize_kernel, use_int8_matmul
 
     rng = np.random.default_rng(seed)
     weights = [rng.normal(0, 0.05, [inputs, units]).astype("float32"), rng.normal(0, 0.1, [units]).astype("float32")]
-    no_input_quantizer = keras.quantizers.Int8QuantizationConfig(activation_quantizer=None)
     layers = {}
     for form in FORMS:
         layer = keras.layers.Dense(units, dtype="bfloat16" if form.endswith("bf16") or form == "bfloat16" else None)
@@ -37,9 +36,9 @@ def dense_forms(inputs, units, seed=0, input_range=None):
         if form == "keras_int8":
             layer.quantize("int8")
         elif form.startswith("int8"):
-            layer.quantize("int8", config=no_input_quantizer)
+            quantize_kernel(layer)
             if form in ("int8_matmul", "int8_static"):
-                _use_int8_matmul(layer, input_range if form == "int8_static" else None)
+                use_int8_matmul(layer, input_range if form == "int8_static" else None)
         layers[form] = layer
     return layers
 

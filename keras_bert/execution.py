@@ -9,7 +9,8 @@ softmax, GELU, dropout, residuals, casts, the optimizer update) is a separate ke
 memory. The "fusions" execution gets both: the train/test/predict steps are traced inside
 `tf.xla.experimental.jit_scope` marking every op but the dots (MatMul, BatchMatMul, Einsum) for XLA, so TF's
 clustering pass compiles the chains between the dots (forward and gradients) into XLA clusters and the dots
-run on oneDNN; the optimizer's update stays on TF's kernels (`fusion_scope` says why). It is per model: nothing global (no TF_XLA_FLAGS, no auto-jit) changes.
+run on oneDNN; the optimizer's update stays on TF's kernels (`fusion_scope` says why). It is per model:
+nothing global (no TF_XLA_FLAGS, no auto-jit) changes.
 Pre-training step, b32 s128 (benchmarks/results_fusions.md, 2 rounds interleaved, best round), s/step:
 
     execution                    mini L4 H256     base width L4 H768
@@ -21,8 +22,9 @@ Pre-training step, b32 s128 (benchmarks/results_fusions.md, 2 rounds interleaved
 float32 through "fusions" measured the same as XLA whole (base 2.36 vs 2.37 s, mini 0.51 vs 0.49 s), so
 float32 keeps XLA.
 
-On a CPU without AVX512_BF16/AMX, bf16 matmuls are emulated (0.70x the float32 peak on an
-AVX2 EPYC) and XLA stays the choice; float32 is faster there than any bf16 step. On a GPU or TPU, XLA (Keras's own default there).
+On a CPU without AVX512_BF16/AMX, bf16 matmuls are emulated (0.70x the float32 peak on an AVX2 EPYC) and
+XLA stays the choice; float32 is faster there than any bf16 step. On a GPU or TPU, XLA (Keras's own default
+there).
 
 The models' `compile()` (`ChoosesExecution`) asks `choose_execution` when `jit_compile` is not given.
 """
@@ -82,9 +84,10 @@ def choose_execution(dtype_policy):
     name, e.g. "mixed_bfloat16") on this machine: "xla" (the whole step XLA-compiled), "fusions" (TF's
     oneDNN kernels for the matmuls, XLA clusters for the ops between them) or "kernels" (TF's kernels only).
 
-    Not "xla" only for a bfloat16 compute dtype on a CPU-only machine with bf16 matmul hardware (TF's
-    oneDNN kernels use it, XLA's dots do not): "fusions" where FUSIONS_AVAILABLE, else "kernels". A
-    bfloat16 policy on a CPU without that hardware logs once why float32 would be faster there.
+    "fusions" only for a bfloat16 compute dtype on a CPU-only machine with bf16 matmul hardware (TF's
+    oneDNN kernels use it, XLA's dots do not); "xla" otherwise ("kernels" only when asked for, as
+    `jit_compile=False`). A bfloat16 policy on a CPU without that hardware logs once why float32 would be
+    faster there.
     """
     policy = keras.dtype_policies.get(dtype_policy)
     if policy.compute_dtype != "bfloat16" or has_accelerator():

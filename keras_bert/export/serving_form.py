@@ -135,16 +135,21 @@ def serving_form(model, quantize=None, dtype="float32", calibration_inputs=None)
         return merged
     if merged is model:  # quantize a copy, not the caller's model
         merged = _rebuilt(model, None)
-    no_input_quantizer = keras.quantizers.Int8QuantizationConfig(activation_quantizer=None)
     dense_layers = [layer for layer in merged._flatten_layers(include_self=False)
                     if isinstance(layer, keras.layers.Dense)]
     for layer in dense_layers:
-        layer.quantize("int8", config=no_input_quantizer)
+        quantize_kernel(layer)
     if quantize == "int8_matmul":
         ranges = {} if calibration_inputs is None else input_ranges(merged, dense_layers, calibration_inputs)
         for layer in dense_layers:
-            _use_int8_matmul(layer, ranges.get(id(layer)))
+            use_int8_matmul(layer, ranges.get(id(layer)))
     return merged
+
+
+def quantize_kernel(layer):
+    """Stores the Dense `layer`'s kernel as int8 with one float scale per output unit (Keras's int8
+    quantization without its per-call input quantizer): the int8_weights form, and the base of int8_matmul."""
+    layer.quantize("int8", config=keras.quantizers.Int8QuantizationConfig(activation_quantizer=None))
 
 
 def input_ranges(model, dense_layers, inputs, percentile=CALIBRATION_PERCENTILE):
@@ -202,7 +207,7 @@ def _rebuilt(model, dtype_policy):
     return copy
 
 
-def _use_int8_matmul(layer, input_range=None):
+def use_int8_matmul(layer, input_range=None):
     """Makes the int8-quantized Dense `layer` compute with `int8_matmul` (its int8 call is replaced); with an
     `input_range` (the calibrated |input| bound), with `static_int8_matmul`, its bias folded in."""
     kernel = keras.ops.convert_to_numpy(layer._kernel)
@@ -245,8 +250,6 @@ def static_int8_matmul(inputs, kernel, input_range, quantized_bias, output_scale
     shape = None if flat else tf.shape(inputs)
     x = tf.cast(inputs, tf.float32) if flat else tf.reshape(tf.cast(inputs, tf.float32), [-1, k])
     step = input_range / STATIC_HALF_RANGE
-    if STATIC_OFFSET + STATIC_HALF_RANGE < 255:  # fewer than 8 bits: values past the range clamped to its ends
-        x = tf.clip_by_value(x, -STATIC_OFFSET * step, STATIC_HALF_RANGE * step)
     quantized, _, _ = tf.raw_ops.QuantizeV2(input=x, min_range=-STATIC_OFFSET * step,
                                             max_range=(255.0 - STATIC_OFFSET) * step, T=tf.quint8,
                                             mode="MIN_FIRST", ensure_minimum_range=0.0)
