@@ -214,13 +214,18 @@ def epoch_timer():
     return EpochTimer()
 
 
-def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b, timed_epochs=1):
+def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b, timed_epochs=1, fit_per_epoch=False,
+              tf_data_autotune=None):
     """`model.fit`: a warm-up epoch (compiles every input shape), then `timed_epochs` timed epochs over the
     same batches.
 
     `batches`: one batch (repeated for `steps` steps) or a list of batches (an epoch is the list; shapes may
-    differ). Returns (median seconds per step, the last epoch's loss, steps per epoch, (each timed epoch's
-    seconds per step, its CPU seconds per step, the VM's steal seconds over it)).
+    differ). With `fit_per_epoch`, each epoch is its own `fit` call, timed from the call to its return (what
+    a user calling `fit` in a loop waits for: it includes dropping the data iterator, where tf.data's
+    autotuning stalled, keras_bert/data/options.py); `tf_data_autotune` True/False sets the dataset's
+    `autotune.enabled` explicitly (None: as the model's fit leaves it). Returns (median seconds per step,
+    the last epoch's loss, steps per epoch, (each timed epoch's seconds per step, its CPU seconds per step,
+    the VM's steal seconds over it)).
     """
     import statistics
 
@@ -231,9 +236,22 @@ def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b, timed_epochs=1):
         for batch in batches[1:]:
             dataset = dataset.concatenate(tf.data.Dataset.from_tensors(to_inputs(batch)))
         dataset, steps = dataset.repeat(), len(batches)
+    dataset = dataset.prefetch(tf.data.AUTOTUNE)
+    if tf_data_autotune is not None:
+        options = tf.data.Options()
+        options.autotune.enabled = tf_data_autotune
+        dataset = dataset.with_options(options)
     timer = epoch_timer()
-    model.fit(dataset.prefetch(tf.data.AUTOTUNE), steps_per_epoch=steps, epochs=1 + timed_epochs,
-              callbacks=[timer], verbose=0)
-    per_step = [t / steps for t in timer.times[1:]]
+    if not fit_per_epoch:
+        model.fit(dataset, steps_per_epoch=steps, epochs=1 + timed_epochs, callbacks=[timer], verbose=0)
+        times = timer.times[1:]
+    else:
+        times = []
+        for _ in range(1 + timed_epochs):
+            start = time.perf_counter()
+            model.fit(dataset, steps_per_epoch=steps, epochs=1, callbacks=[timer], verbose=0)
+            times.append(time.perf_counter() - start)
+        times = times[1:]
+    per_step = [t / steps for t in times]
     cpu_per_step = [t / steps for t in timer.cpu_times[1:]]
     return statistics.median(per_step), timer.logs[-1]["loss"], steps, (per_step, cpu_per_step, timer.steals[1:])

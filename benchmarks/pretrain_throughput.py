@@ -111,13 +111,13 @@ def corpus_batches(batch_size, count, pad_to_multiple_of=0):
             for batch in dataset.take(count).as_numpy_iterator()]
 
 
-def run_ours(size, dtype, batches, steps, epochs, jit_compile):
+def run_ours(size, dtype, batches, steps, epochs, jit_compile, **fit_options):
     tf = common.configure_tensorflow()
     return common.fit_timed(build_ours(size, dtype, jit_compile=jit_compile), tf, batches, steps,
-                            timed_epochs=epochs)
+                            timed_epochs=epochs, **fit_options)
 
 
-def run_kerashub(size, dtype, batches, steps, epochs, jit_compile):
+def run_kerashub(size, dtype, batches, steps, epochs, jit_compile, **fit_options):
     tf = common.configure_tensorflow()
     import keras
     import keras_hub
@@ -139,10 +139,10 @@ def run_kerashub(size, dtype, batches, steps, epochs, jit_compile):
              "padding_mask": b["input_mask"].astype(bool), "mask_positions": b["masked_lm_positions"]}
         return x, b["masked_lm_ids"], b["masked_lm_weights"]
 
-    return common.fit_timed(model, tf, batches, steps, to_inputs, timed_epochs=epochs)
+    return common.fit_timed(model, tf, batches, steps, to_inputs, timed_epochs=epochs, **fit_options)
 
 
-def run_transformers(size, dtype, batches, steps, epochs, jit_compile):
+def run_transformers(size, dtype, batches, steps, epochs, jit_compile, **fit_options):
     torch = common.configure_torch()
     import transformers
 
@@ -231,6 +231,11 @@ def main():
                              "(tokens/s then counts real tokens, not padding)")
     parser.add_argument("--pad_to_multiple_of", type=int, default=0,
                         help="--data=corpus: group batches by length and cut their padding (ours only)")
+    parser.add_argument("--fit_per_epoch", action="store_true",
+                        help="each epoch its own fit() call, timed to its return (ours / kerashub)")
+    parser.add_argument("--tf_data_autotune", choices=["default", "on", "off"], default="default",
+                        help="the dataset's tf.data autotune option set explicitly; default: as fit leaves it "
+                             "(keras_bert's models turn it off: keras_bert/data/options.py)")
     args = parser.parse_args()
 
     if args.impl == "peak":
@@ -252,8 +257,12 @@ def main():
         common.configure_tensorflow()  # thread pools are set before TF initializes
         library_choice = choose_execution(args.dtype)  # what BertPretrainer.compile() picks here
         chosen = resolve_execution(jit_compile, args.dtype)
-    seconds, loss, steps, (per_step, cpu_per_step, steals) = RUNNERS[args.impl](args.size, args.dtype, batches, args.steps, args.epochs,
-                                                        jit_compile)
+    fit_options = {}
+    if args.fit_per_epoch or args.tf_data_autotune != "default":
+        fit_options = dict(fit_per_epoch=args.fit_per_epoch,
+                           tf_data_autotune={"default": None, "on": True, "off": False}[args.tf_data_autotune])
+    seconds, loss, steps, (per_step, cpu_per_step, steals) = RUNNERS[args.impl](
+        args.size, args.dtype, batches, args.steps, args.epochs, jit_compile, **fit_options)
     # Tokens per step: every position of every row; with corpus data, the real (unpadded) tokens.
     tokens = (sum(int(b["input_mask"].sum()) for b in batches) / len(batches) if args.data == "corpus"
               else args.batch_size * common.SEQ_LENGTH)
@@ -262,6 +271,7 @@ def main():
     flops = train_flops_per_token(args.size)
     common.emit(dict(kind="pretrain", impl=args.impl, size=args.size, dtype=args.dtype, data=args.data,
                      pad_to_multiple_of=args.pad_to_multiple_of, steps=steps, jit_compile=args.jit_compile,
+                     fit_per_epoch=args.fit_per_epoch, tf_data_autotune=args.tf_data_autotune,
                      execution=chosen, library_choice=chosen == library_choice,
                      epoch_step_s=[round(s, 4) for s in per_step],
                      spread=round(max(per_step) / min(per_step), 3),

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data import conll, padding, squad
+from keras_bert.data.options import steady
 
 # ---------------------------------------------------------------------------------------------------------------
 # Sentence (pair) classification
@@ -89,7 +90,7 @@ def classification_dataset(examples, preprocessor, label_list=None, is_regressio
                                            drop_remainder=False)
     else:
         dataset = dataset.batch(batch_size).map(featurize, num_parallel_calls=tf.data.AUTOTUNE)
-    return padding.trim_dataset(dataset, pad_to_multiple_of).prefetch(tf.data.AUTOTUNE)
+    return steady(padding.trim_dataset(dataset, pad_to_multiple_of).prefetch(tf.data.AUTOTUNE))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -131,7 +132,7 @@ def multiple_choice_dataset(examples, preprocessor, batch_size=16, shuffle=False
         inputs = {name: tf.reshape(value, [-1, num_choices, seq_length]) for name, value in flat.items()}
         return (inputs, *labels) if labels else inputs
 
-    return dataset.map(featurize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return steady(dataset.map(featurize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.data.options import steady
+
 logger = logging.getLogger("keras_bert")
 
 TEXT_KEYS = ("text", "text_b")
@@ -222,7 +224,7 @@ class TextTask:
             targets = self._targets_in_graph(element[1], table) if table is not None else element[1]
             return (inputs, targets, *element[2:])
 
-        return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        return steady(dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
 
     # ----------------------------------------------------------------------------------- Keras entry points
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
@@ -234,8 +236,9 @@ class TextTask:
                 raise ValueError("validation_split is not supported with raw text: pass validation_data")
             x, y, sample_weight, batch_size, shuffle = data, None, None, None, False  # shuffled in `data`
         if validation_data is not None:
-            validation_data = (self._validation_dataset(validation_data, kwargs.get("validation_batch_size"))
-                               or validation_data)
+            validation_data = steady(self._validation_dataset(validation_data, kwargs.get("validation_batch_size"))
+                                     or validation_data)
+        x = steady(x)  # datasets only (keras_bert.data.options: no autotune stall when Keras drops the iterator)
         if isinstance(x, (tf.data.Dataset, tf.distribute.DistributedDataset)):
             shuffle = False  # Keras ignores it for datasets (and warns): a dataset comes shuffled or not
         self._schedule_default_optimizer(x, batch_size, epochs, steps_per_epoch, initial_epoch)
@@ -249,14 +252,14 @@ class TextTask:
         data = self.text_dataset(x, y, sample_weight, batch_size)
         if data is not None:
             x, y, sample_weight, batch_size = data, None, None, None
-        return super().evaluate(x=x, y=y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
-                                steps=steps, **kwargs)
+        return super().evaluate(x=steady(x), y=y, batch_size=batch_size, verbose=verbose,
+                                sample_weight=sample_weight, steps=steps, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         data = self.text_dataset(x, batch_size=batch_size)
         if data is not None:
             x, batch_size = data, None
-        return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks,
+        return super().predict(steady(x), batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks,
                                **kwargs)
 
     def _validation_dataset(self, validation_data, batch_size):

@@ -159,3 +159,33 @@ def test_a_changed_vocab_asset_is_refused(preprocessor, tmp_path):
             target.writestr(item, data)
     with pytest.raises(ValueError, match="vocab.txt asset differs"):
         keras.saving.load_model(changed)
+
+
+def test_fit_evaluate_predict_iterate_without_tf_data_autotune(preprocessor, monkeypatch):
+    """The datasets handed to Keras run without tf.data's autotune thread (keras_bert.data.options: its sleep
+    stalled the end of fit / predict calls); a dataset that says autotune=True keeps it."""
+    seen = []
+    for name in ("fit", "evaluate", "predict"):
+        original = getattr(keras.Model, name)
+
+        def record(self, x=None, *args, _original=original, **kwargs):
+            seen.append((x, kwargs.get("validation_data")))
+            return _original(self, x, *args, **kwargs)
+
+        monkeypatch.setattr(keras.Model, name, record)
+    clf = BertClassifier(_encoder(preprocessor), labels=["neg", "pos"], preprocessor=preprocessor)
+    clf.compile(optimizer="adam", jit_compile=False)
+    texts, labels = _sentiment(1)
+    ids = preprocessor(tf.constant(texts))
+    targets = np.array([clf.labels.index(label) for label in labels])
+    by_ids = tf.data.Dataset.from_tensor_slices((ids, targets)).batch(4)
+    clf.fit(texts, labels, batch_size=4, validation_data=by_ids, verbose=0)  # raw text; ids to validate
+    clf.evaluate(by_ids, verbose=0)
+    clf.predict(by_ids.map(lambda x, y: x), verbose=0)
+    explicit = tf.data.Options()
+    explicit.autotune.enabled = True
+    clf.predict(by_ids.map(lambda x, y: x).with_options(explicit), verbose=0)
+    autotune = [(x.options().autotune.enabled, v if v is None else v.options().autotune.enabled)
+                for x, v in seen]
+    # fit (and its validation pass, an evaluate), evaluate, predict, predict with autotune=True
+    assert autotune == [(False, False), (False, None), (False, None), (False, None), (True, None)]

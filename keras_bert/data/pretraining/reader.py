@@ -6,6 +6,7 @@ import os
 import tensorflow as tf
 
 from keras_bert.data import padding, tfrecord
+from keras_bert.data.options import steady
 from keras_bert.data.pretraining.config import FEATURE_TO_INPUT
 from keras_bert.data.pretraining.documents import expand_patterns
 
@@ -94,4 +95,4 @@ def tfrecord_dataset(file_patterns, batch_size, max_seq_length, max_predictions_
         dataset = dataset.batch(batch_size, drop_remainder=is_training)
         dataset = dataset.map(lambda records: _to_model_names(tf.io.parse_example(records, spec)),
                               num_parallel_calls=tf.data.AUTOTUNE)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return steady(dataset.prefetch(tf.data.AUTOTUNE))

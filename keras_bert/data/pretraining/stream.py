@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data import padding
+from keras_bert.data.options import steady
 from keras_bert.data.pretraining.config import FEATURE_TO_INPUT
 from keras_bert.data.pretraining.corpus import TokenizedCorpus, check_documents, tokenize_corpus
 from keras_bert.data.pretraining.pairing import create_instance_spans, pack_spans
@@ -132,4 +133,4 @@ def text_dataset(documents_fn, tokenizer, config, batch_size, is_training=True, 
     options = tf.data.Options()
     # Each input pipeline already reads only its own documents.
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-    return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+    return steady(dataset.with_options(options).prefetch(tf.data.AUTOTUNE))
