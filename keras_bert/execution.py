@@ -7,9 +7,10 @@ changed that: xla_cpu_use_onednn, xla_cpu_experimental_onednn_custom_call, xla_c
 mixed_bfloat16 step must run its matmuls on TF's kernels; but without XLA every elementwise op (LayerNorm,
 softmax, GELU, dropout, residuals, casts, the optimizer update) is a separate kernel reading and writing
 memory. The "fusions" execution gets both: the train/test/predict steps are traced inside
-`tf.xla.experimental.jit_scope` marking every op but the dots (MatMul, BatchMatMul, Einsum) for XLA, so TF's
-clustering pass compiles the chains between the dots (forward and gradients) into XLA clusters and the dots
-run on oneDNN; the optimizer's update stays on TF's kernels (`fusion_scope` says why). It is per model:
+`tf.xla.experimental.jit_scope` marking every op but the dots (MatMul, BatchMatMul, Einsum) and the row
+reductions (Sum, BiasAddGrad) for XLA, so TF's clustering pass compiles the chains between them (forward and
+gradients) into XLA clusters while the dots run on oneDNN; the optimizer's update stays on TF's kernels
+(`fusion_scope` says why). It is per model:
 nothing global (no TF_XLA_FLAGS, no auto-jit) changes.
 Pre-training step, b32 s128 (benchmarks/results_fusions.md, 2 rounds interleaved, best round), s/step:
 
@@ -43,6 +44,11 @@ BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 EXECUTIONS = ("xla", "fusions", "kernels")
 # Ops left to TF's kernels under "fusions": the dots, which oneDNN runs on the bf16 hardware.
 DOT_OPS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum"})
+# Reductions also left to TF's kernels under "fusions": XLA's CPU code for a reduction over rows (bias and
+# LayerNorm gradients, [4096, n] -> [n] in a mini step) ran as unfused reduce-window kernels (~35 ms a step);
+# TF's are vectorized and multi-threaded (~20 ms for the same sums).
+REDUCTION_OPS = frozenset({"Sum", "BiasAddGrad"})
+TF_KERNEL_OPS = DOT_OPS | REDUCTION_OPS
 # CPU flags of int8 dot-product hardware (u8 x s8 -> s32 in one instruction) that oneDNN's int8 kernels use.
 INT8_CPU_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 
@@ -119,7 +125,7 @@ def resolve_execution(jit_compile, dtype_policy):
 
 
 def fusion_scope(optimizer_name=None):
-    """Context in which the ops a traced step creates are marked for XLA clustering, except DOT_OPS and
+    """Context in which the ops a traced step creates are marked for XLA clustering, except TF_KERNEL_OPS and
     the ops under the name scope `optimizer_name` (Keras optimizers apply updates in a scope of their name):
     the update of every variable as one XLA cluster ran on one thread (mini, 177 ms a step), as TF's
     kernels it uses all cores."""
@@ -128,7 +134,7 @@ def fusion_scope(optimizer_name=None):
     scope = f"{optimizer_name}/" if optimizer_name else None
 
     def compile_op(node_def):
-        return node_def.op not in DOT_OPS and not (scope and (node_def.name.startswith(scope) or f"/{scope}" in node_def.name))
+        return node_def.op not in TF_KERNEL_OPS and not (scope and (node_def.name.startswith(scope) or f"/{scope}" in node_def.name))
 
     return tf.xla.experimental.jit_scope(compile_ops=compile_op, separate_compiled_gradients=False)
 

@@ -67,3 +67,48 @@ def test_checkpoint_restores_step_slots_and_schedule(tmp_path):
     for a, b in zip(model.weights, restored_model.weights, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert float(restored_model.optimizer.learning_rate) == pytest.approx(0.002)
+
+
+@pytest.mark.parametrize("strategy", [None, "one_device"])
+def test_fused_update_matches_keras_adamw(strategy):
+    """The one-device update (ResourceApplyAdam + one-multiply decay) gives Keras AdamW's values over
+    several steps, a sparse (embedding) gradient included; a mirroring strategy gets Keras' own path."""
+    import tensorflow as tf
+
+    from keras_bert.training import distribute
+
+    rng = np.random.default_rng(0)
+    start = {"kernel": rng.normal(size=(3, 4)), "bias": rng.normal(size=4),
+             "embeddings": rng.normal(size=(6, 4))}
+    grads = [{name: rng.normal(size=value.shape) for name, value in start.items()} for _ in range(4)]
+
+    def run(make_optimizer, dense=False):
+        tf_strategy = distribute.get_strategy(strategy) if strategy else tf.distribute.get_strategy()
+        with tf_strategy.scope():
+            variables = [keras.Variable(value.astype("float32"), name=name) for name, value in start.items()]
+            optimizer = make_optimizer()
+        for step in grads:
+            gradients = [tf.constant(step[name], tf.float32) for name in start]
+            # The embedding's gradient as a lookup makes it: rows 1, 1 and 4 (a repeated id).
+            rows = tf.constant([1, 1, 4])
+            gradients[2] = tf.IndexedSlices(tf.gather(gradients[2], rows), rows, tf.constant([6, 4]))
+            if dense:
+                gradients[2] = tf.convert_to_tensor(gradients[2])
+            tf_strategy.run(optimizer.apply, args=(gradients, variables))  # as Keras' train step runs it
+        return optimizer, {v.name: v.numpy() for v in variables}
+
+    ours, fused = run(lambda: create_optimizer(1e-2, num_train_steps=None, weight_decay=0.1,
+                                               clip_global_norm=None))
+    with distribute.get_strategy("mirrored").scope():
+        assert not ours._fused()  # mirrored variables: Keras' own update
+    # Keras' update squares a sparse gradient's rows before summing a repeated id's (g^2 + g^2, not (2g)^2);
+    # the fused one takes the gradient as the dense tensor it stands for, as Keras does given that tensor.
+    _, reference = run(lambda: _keras_adamw(1e-2, 0.1), dense=True)
+    for name in start:
+        np.testing.assert_allclose(fused[name], reference[name], rtol=2e-6, atol=1e-7, err_msg=name)
+
+
+def _keras_adamw(learning_rate, weight_decay):
+    optimizer = keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay, epsilon=1e-6)
+    optimizer.exclude_from_weight_decay(var_names=["bias"])
+    return optimizer
