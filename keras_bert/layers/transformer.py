@@ -8,6 +8,7 @@ from keras import ops
 from keras_bert.layers.dropout import HashDropout
 from keras_bert.layers.initializers import truncated_normal
 
+
 def _in_float32(activation):
     """`activation` computed in float32 and returned in its input's dtype. Under mixed_bfloat16 GELU's
     erf/exp chain (forward and gradient) would otherwise round every intermediate to bf16: less exact, and
