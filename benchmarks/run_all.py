@@ -20,7 +20,7 @@ import sys
 from benchmarks import common
 from benchmarks.pretrain_throughput import train_flops_per_token
 
-SECTIONS = ("peak", "pretrain", "bf16", "loss_curve", "serving", "finetune", "padding", "tokenize",
+SECTIONS = ("peak", "pretrain", "bf16", "loss_curve", "steady", "serving", "finetune", "padding", "tokenize",
             "create_pretraining_data")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Peer benchmarks owned by the text and pre-training code (file, how it is run); their printed output is kept.
@@ -121,6 +121,22 @@ def bench_pretrain(table, errors, quick, peaks):
                 name += f" execution={run['execution']}"
             table.add("pre-train MLM+NSP", f"{config} {dtype}", name, f"{tps:,.0f} tokens/s, {_spread(run)}",
                       ratios, mfu, run)
+
+
+def bench_steady(table, errors, quick):
+    """Each epoch its own `fit` call, timed to the call's return, with tf.data's autotuning on (tf.data's
+    default) and as keras_bert's fit leaves it (off): the once bimodal epoch (keras_bert/data/options.py)."""
+    calls = 3 if quick else 6
+    for autotune in ("on", "default"):
+        run = _run("pretrain_throughput", ["--impl=ours", "--size=mini", "--dtype=float32", "--steps=8",
+                                           f"--epochs={calls}", "--fit_per_epoch",
+                                           f"--tf_data_autotune={autotune}"], errors)
+        if run is None:
+            continue
+        seconds = ", ".join(f"{8 * t:.2f}" for t in run["epoch_step_s"])
+        impl = "dataset autotune on (tf.data's default)" if autotune == "on" else "keras_bert fit (autotune off)"
+        table.add("fit() calls, 8 steps each", "mini L4 H256, b32 s128 float32", impl,
+                  f"s per call: {seconds}; max/min {run['spread']:.2f}", "", "", run)
 
 
 def _spread(run):
@@ -395,6 +411,8 @@ def main():
         bench_bf16(table, errors, args.quick, args.rounds)
     if "loss_curve" in sections:
         curves = bench_loss_curve(table, errors, args.quick)
+    if "steady" in sections:
+        bench_steady(table, errors, args.quick)
     if "serving" in sections:
         bench_serving(table, errors, args.quick)
     if "finetune" in sections:

@@ -48,7 +48,8 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 
 class _ClipAfterAllReduce:
-    """Clips by global norm the gradient summed over replicas (Keras clips each replica's own part)."""
+    """Clips by global norm the gradient summed over replicas (Keras clips each replica's own part), and
+    updates with sparse gradients made dense."""
 
     def __init__(self, *args, clip_global_norm=1.0, **kwargs):
         super().__init__(*args, **kwargs)
@@ -62,6 +63,11 @@ class _ClipAfterAllReduce:
             norm = tf.linalg.global_norm([_summed_duplicates(g) for g in grads])
             grads, _ = tf.clip_by_global_norm(grads, self.clip_global_norm, use_norm=norm)
             grads_and_vars = list(zip(grads, trainable_variables, strict=True))
+        # A lookup's sparse gradient as the dense tensor it stands for: Keras' Adam would square each looked-up
+        # row before summing a repeated id's (g1^2 + g2^2, not (g1 + g2)^2), unlike the original's Adam and
+        # the fused update; the same on every strategy.
+        grads_and_vars = [(tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v)
+                          for g, v in grads_and_vars]
         tf.__internal__.distribute.interim.maybe_merge_call(
             self._distributed_tf_update_step, self._distribution_strategy, grads_and_vars, learning_rate)
 
