@@ -230,13 +230,18 @@ class TextTask:
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None, sample_weight=None,
             initial_epoch=0, steps_per_epoch=None, **kwargs):
+        validation_batch_size = kwargs.get("validation_batch_size") or batch_size  # as Keras batches it
         data = self.text_dataset(x, y, sample_weight, batch_size, shuffle=shuffle)
         if data is not None:
             if validation_split:
                 raise ValueError("validation_split is not supported with raw text: pass validation_data")
             x, y, sample_weight, batch_size, shuffle = data, None, None, None, False  # shuffled in `data`
+        elif not validation_split:
+            arrays = _array_dataset(x, y, sample_weight, batch_size, shuffle, class_weight, steps_per_epoch)
+            if arrays is not None:  # class weights are sample weights in it
+                x, y, sample_weight, batch_size, shuffle, class_weight = arrays, None, None, None, False, None
         if validation_data is not None:
-            validation_data = steady(self._validation_dataset(validation_data, kwargs.get("validation_batch_size"))
+            validation_data = steady(self._validation_dataset(validation_data, validation_batch_size)
                                      or validation_data)
         x = steady(x)  # datasets only (keras_bert.data.options: no autotune stall when Keras drops the iterator)
         if isinstance(x, (tf.data.Dataset, tf.distribute.DistributedDataset)):
@@ -250,6 +255,8 @@ class TextTask:
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
                  **kwargs):
         data = self.text_dataset(x, y, sample_weight, batch_size)
+        if data is None:
+            data = _array_dataset(x, y, sample_weight, batch_size, steps=steps)
         if data is not None:
             x, y, sample_weight, batch_size = data, None, None, None
         return super().evaluate(x=steady(x), y=y, batch_size=batch_size, verbose=verbose,
@@ -257,6 +264,8 @@ class TextTask:
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         data = self.text_dataset(x, batch_size=batch_size)
+        if data is None:
+            data = _array_dataset(x, batch_size=batch_size, steps=steps)
         if data is not None:
             x, batch_size = data, None
         return super().predict(steady(x), batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks,
@@ -268,7 +277,8 @@ class TextTask:
             return self.text_dataset(validation_data, batch_size=batch_size)
         if not isinstance(validation_data, (tuple, list)):
             return None  # e.g. a distributed dataset: passed to Keras as it is
-        return self.text_dataset(*validation_data, batch_size=batch_size)
+        return (self.text_dataset(*validation_data, batch_size=batch_size)
+                or _array_dataset(*validation_data, batch_size=batch_size))
 
     # ----------------------------------------------------------------------------------- compile defaults
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
@@ -316,6 +326,25 @@ def _as_string_array(value):
     if isinstance(value, (str, bytes)):
         value = [value]
     return np.asarray(value, dtype=object)
+
+
+def _array_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=False, class_weight=None, steps=None):
+    """Arrays (what Keras' ArrayDataAdapter takes: numpy, tensors, dicts of them) as the dataset Keras itself
+    builds from them (same batches, per-epoch shuffling, class and sample weights), made `steady`: Keras'
+    own would carry tf.data's autotuning and stall when dropped (keras_bert/data/options.py). None for
+    anything else, or where this Keras lacks that adapter."""
+    if x is None or isinstance(x, (tf.data.Dataset, tf.distribute.DistributedDataset)):
+        return None
+    try:
+        from keras.src.trainers.data_adapters import array_data_adapter
+    except ImportError:  # a Keras without it: Keras' own path
+        return None
+    if not array_data_adapter.can_convert_arrays((x, y, sample_weight)):
+        return None
+    adapter = array_data_adapter.ArrayDataAdapter(x, y, sample_weight=sample_weight, batch_size=batch_size,
+                                                  steps=steps, shuffle=shuffle, class_weight=class_weight)
+    dataset = adapter.get_tf_dataset().apply(tf.data.experimental.assert_cardinality(adapter.num_batches))
+    return steady(dataset)
 
 
 def _steps_per_epoch(x, batch_size):

@@ -189,3 +189,13 @@ def test_fit_evaluate_predict_iterate_without_tf_data_autotune(preprocessor, mon
                 for x, v in seen]
     # fit (and its validation pass, an evaluate), evaluate, predict, predict with autotune=True
     assert autotune == [(False, False), (False, None), (False, None), (False, None), (True, None)]
+    # Arrays become the dataset Keras would build from them (same batches), without autotuning too.
+    seen.clear()
+    weights = np.linspace(0.5, 1.5, len(texts))
+    clf.fit(ids, targets, batch_size=4, sample_weight=weights, validation_data=(ids, targets), verbose=0)
+    clf.evaluate(ids, targets, batch_size=4, verbose=0)
+    by_arrays = clf.predict(ids, batch_size=3, verbose=0)
+    assert [(x.options().autotune.enabled, v if v is None else v.options().autotune.enabled)
+            for x, v in seen] == [(False, False), (False, None), (False, None), (False, None)]
+    assert int(seen[0][0].cardinality()) == 3  # 10 rows in batches of 4: Keras' progress bar knows the total
+    np.testing.assert_allclose(by_arrays, clf.predict(by_ids.map(lambda x, y: x), verbose=0), atol=1e-5)
