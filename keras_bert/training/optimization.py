@@ -102,14 +102,14 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
     the update in a mini bf16 step 52 -> 31 ms. Under a mirroring strategy, Keras' own update.
     """
 
-    def _fused(self):
+    def _fused(self, variable=None):
         # Under a strategy that mirrors variables the update sees per-device copies: Keras' own path there.
         strategy = tf.distribute.get_strategy()
         single = not tf.distribute.has_strategy() or isinstance(strategy, tf.distribute.OneDeviceStrategy)
-        return single and not self.amsgrad
+        return single and not self.amsgrad and (variable is None or variable.dtype == tf.float32)
 
     def _apply_weight_decay(self, variables):
-        if self.weight_decay is None or not self._fused():
+        if self.weight_decay is None or not all(self._fused(v) for v in variables):
             return super()._apply_weight_decay(variables)
         for variable in variables:
             variable = variable.value if isinstance(variable, keras.Variable) else variable
@@ -118,7 +118,7 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
                 variable.assign(variable * keep)
 
     def update_step(self, gradient, variable, learning_rate):
-        if not self._fused():
+        if not self._fused(variable):  # (float32 variables: what mixed precision keeps)
             return super().update_step(gradient, variable, learning_rate)
         dtype = variable.dtype
         step = tf.cast(self.iterations + 1, dtype)
