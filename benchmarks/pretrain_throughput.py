@@ -257,10 +257,8 @@ def main():
         common.configure_tensorflow()  # thread pools are set before TF initializes
         library_choice = choose_execution(args.dtype)  # what BertPretrainer.compile() picks here
         chosen = resolve_execution(jit_compile, args.dtype)
-    fit_options = {}
-    if args.fit_per_epoch or args.tf_data_autotune != "default":
-        fit_options = dict(fit_per_epoch=args.fit_per_epoch,
-                           tf_data_autotune={"default": None, "on": True, "off": False}[args.tf_data_autotune])
+    fit_options = dict(fit_per_epoch=args.fit_per_epoch,
+                       tf_data_autotune={"default": None, "on": True, "off": False}[args.tf_data_autotune])
     seconds, loss, steps, (per_step, cpu_per_step, steals) = RUNNERS[args.impl](
         args.size, args.dtype, batches, args.steps, args.epochs, jit_compile, **fit_options)
     # Tokens per step: every position of every row; with corpus data, the real (unpadded) tokens.

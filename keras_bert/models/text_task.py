@@ -330,9 +330,9 @@ def _as_string_array(value):
 
 def _array_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=False, class_weight=None, steps=None):
     """Arrays (what Keras' ArrayDataAdapter takes: numpy, tensors, dicts of them) as the dataset Keras itself
-    builds from them (same batches, per-epoch shuffling, class and sample weights), made `steady`: Keras'
-    own would carry tf.data's autotuning and stall when dropped (keras_bert/data/options.py). None for
-    anything else, or where this Keras lacks that adapter."""
+    builds from them (same batches, per-epoch shuffling, class and sample weights), for fit / evaluate /
+    predict to make `steady`: inside Keras it would keep tf.data's autotuning and stall when dropped
+    (keras_bert/data/options.py). None for anything else, or where this Keras lacks that adapter."""
     if x is None or isinstance(x, (tf.data.Dataset, tf.distribute.DistributedDataset)):
         return None
     try:
@@ -343,8 +343,7 @@ def _array_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=False
         return None
     adapter = array_data_adapter.ArrayDataAdapter(x, y, sample_weight=sample_weight, batch_size=batch_size,
                                                   steps=steps, shuffle=shuffle, class_weight=class_weight)
-    dataset = adapter.get_tf_dataset().apply(tf.data.experimental.assert_cardinality(adapter.num_batches))
-    return steady(dataset)
+    return adapter.get_tf_dataset().apply(tf.data.experimental.assert_cardinality(adapter.num_batches))
 
 
 def _steps_per_epoch(x, batch_size):

@@ -56,7 +56,7 @@ class _ClipAfterAllReduce:
         self.clip_global_norm = clip_global_norm
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
-        trainable_variables = [v.value if isinstance(v, keras.Variable) else v for v in trainable_variables]
+        trainable_variables = [_tf_variable(v) for v in trainable_variables]
         grads_and_vars = self._all_reduce_sum_gradients(list(zip(grads, trainable_variables, strict=True)))
         if self.clip_global_norm:
             grads = [g for g, _ in grads_and_vars]
@@ -86,9 +86,9 @@ def _summed_duplicates(gradient):
     return tf.math.unsorted_segment_sum(gradient.values, positions, tf.shape(ids)[0])
 
 
-def _resource(variable):
-    """The resource handle of a Keras or TF variable."""
-    return (variable.value if isinstance(variable, keras.Variable) else variable).handle
+def _tf_variable(variable):
+    """The tf.Variable of a Keras variable (a tf.Variable as it is)."""
+    return variable.value if isinstance(variable, keras.Variable) else variable
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -111,8 +111,7 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
     def _apply_weight_decay(self, variables):
         if self.weight_decay is None or not all(self._fused(v) for v in variables):
             return super()._apply_weight_decay(variables)
-        for variable in variables:
-            variable = variable.value if isinstance(variable, keras.Variable) else variable
+        for variable in map(_tf_variable, variables):
             if self._use_weight_decay(variable):
                 keep = 1.0 - tf.cast(self.learning_rate, variable.dtype) * tf.cast(self.weight_decay, variable.dtype)
                 variable.assign(variable * keep)
@@ -125,7 +124,8 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
         index = self._get_variable_index(variable)
         beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
         tf.raw_ops.ResourceApplyAdam(
-            var=_resource(variable), m=_resource(self._momentums[index]), v=_resource(self._velocities[index]),
+            var=_tf_variable(variable).handle, m=_tf_variable(self._momentums[index]).handle,
+            v=_tf_variable(self._velocities[index]).handle,
             beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step), lr=tf.cast(learning_rate, dtype),
             beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype),
             grad=tf.convert_to_tensor(tf.cast(gradient, dtype)))
