@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from keras_bert.data import conll, padding, squad
 from keras_bert.data.options import steady
+from keras_bert.text.packer import pack_choices
 
 # ---------------------------------------------------------------------------------------------------------------
 # Sentence (pair) classification
@@ -111,7 +112,6 @@ def multiple_choice_dataset(examples, preprocessor, batch_size=16, shuffle=False
     """
     if not examples:
         raise ValueError("no examples to build a dataset from")
-    num_choices = len(examples[0].endings)
     choice_pairs = [example.choice_pairs() for example in examples]
     texts = {"text_a": [[a for a, _ in pairs] for pairs in choice_pairs],
              "text_b": [[b for _, b in pairs] for pairs in choice_pairs]}
@@ -125,11 +125,9 @@ def multiple_choice_dataset(examples, preprocessor, batch_size=16, shuffle=False
     if shuffle:
         dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.batch(batch_size)
-    seq_length = preprocessor.seq_length
 
     def featurize(texts, *labels):
-        flat = preprocessor({name: tf.reshape(value, [-1]) for name, value in texts.items()})
-        inputs = {name: tf.reshape(value, [-1, num_choices, seq_length]) for name, value in flat.items()}
+        inputs = pack_choices(preprocessor, texts["text_a"], texts["text_b"])
         return (inputs, *labels) if labels else inputs
 
     return steady(dataset.map(featurize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))

@@ -1,55 +1,44 @@
 """SavedModels for TF Serving that take raw text, built with `keras.export.ExportArchive`.
 
-`export_saved_model(model, export_dir, preprocessor)` writes `<export_dir>/<version>/` (saved_model.pb,
-variables/, assets/, assets.extra/tf_serving_warmup_requests) with these signatures:
+`export_saved_model(model, export_dir)` writes `<export_dir>/<version>/` (saved_model.pb, variables/,
+assets/, assets.extra/tf_serving_warmup_requests) with the endpoints the model states
+(`model.serving_endpoints`, `keras_bert.models.serving`), the first one registered as serving_default:
 
-  serving_default  = the raw-text endpoint (registered first, so ExportArchive aliases it):
-                     `serve_text`: text tf.string [batch], or `serve_text_pair`: text, text_b [batch]
-                     (for BertMultipleChoice text_b is [batch, num_choices]: one ending per choice), or
-                     for a span labeler `serve_question_context`: question, context [batch] -> decoded
-                     answers over doc-stride windows (`keras_bert.export.span_answers`);
-  serve_token_ids:   input_word_ids, input_mask, input_type_ids int32 [batch, seq] ([batch, choices, seq] for
-                     multiple choice; the pretrainer also takes masked_lm_positions int32 [batch, k]);
-  serve_examples:    examples tf.string [batch] of serialized tf.Example with the raw-text features
-                     (`text`, `text_b`) or, without a preprocessor, the int64 token-id features.
+  serve_<form>     the model's raw-input form: `text`, `text_pair` (text, text_b) or a span labeler's
+                   `question_context`, in [batch] strings -> its finished answers (labels, spans,
+                   entities, choices, embeddings), the function `model.serve` runs;
+  serve_token_ids: input_word_ids, input_mask, input_type_ids int32 (as the model takes them);
+  serve_examples:  examples tf.string [batch] of serialized tf.Example with the form's features (or,
+                   without a preprocessor, the int64 token-id features).
 
-The raw-text endpoints run the given `BertPreprocessor` (the tokenizer and packer layers used in training)
-inside the graph. Outputs are flat dicts of dense tensors, named per model kind (see `serving_outputs`);
-`answers.py` adds finished answers (entities, windowed labels, `choice`, `sentence_embedding`).
+This module knows no task: what a model takes and returns is the model's. The raw-text endpoints run the
+model's `BertPreprocessor` (the tokenizer and packer layers used in training) inside the graph.
 """
 
 import os
 import shutil
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from keras_bert import tempdirs
 from keras_bert.checkpoints import split_model
-from keras_bert.data.squad_answers import AnswerRules
-from keras_bert.export import answers, span_answers
 from keras_bert.export.errors import ExportError
-from keras_bert.export.labels import class_outputs, with_label_names
 from keras_bert.export.preprocessing import serving_preprocessor
 from keras_bert.export.serving_form import serving_form
-from keras_bert.models.encoder import INPUT_NAMES
+from keras_bert.models.serving import ServingOptions
 
-SIGNATURES = ("text", "text_pair", "token_ids", span_answers.SIGNATURE)
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
-# Texts sent by the warmup requests; the empty string also exercises the no-token path at load time.
-WARMUP_TEXTS = ("TF Serving warms the model up with this request.", "")
 
 
 def model_kind(model):
-    """The task of `model` (its `task_kind`): "encoder", "classifier", "span_labeler", "token_classifier",
-    "multiple_choice" or "pretrainer"."""
-    kind = getattr(model, "task_kind", None)
-    if kind is None:
+    """The task of `model` (its `task_kind`, e.g. "classifier"); ExportError for a model keras_bert cannot
+    serve."""
+    if not hasattr(model, "serving_endpoints"):
         raise ExportError(f"cannot export a {type(model).__name__}: expected a BertEncoder or a keras_bert task "
                           "model (BertClassifier, BertSpanLabeler, BertTokenClassifier, BertMultipleChoice, "
                           "BertPretrainer)")
-    return kind
+    return model.task_kind
 
 
 def encoder_of(model):
@@ -58,131 +47,10 @@ def encoder_of(model):
 
 
 def serving_outputs(model, inputs):
-    """Runs `model` (inference mode) on encoder-input tensors and names its outputs for serving, every
-    floating output float32 (a model computing in bfloat16 is served with float32 outputs).
-
-    Returns a flat dict of dense tensors:
-        encoder: pooled_output [b, h], sequence_output [b, s, h];
-        classifier (num_classes > 1), token classifier, multiple choice: logits, probabilities, label_id
-            ([b, C] / [b, s, C] / [b, choices], label_id without the last axis); a classifier with
-            `labels` also label (tf.string [b], the name of label_id); regression (1 class): logits [b, 1];
-        span labeler: start_logits, end_logits [b, s];
-        pretrainer: masked_lm_logits [b, k, vocab], masked_lm_ids int32 [b, k] (argmax),
-            next_sentence_logits [b, 2]. Without `masked_lm_positions` in `inputs`, k = s: every position.
-    """
-    return {name: tf.cast(value, tf.float32) if value.dtype.is_floating else value
-            for name, value in _named_outputs(model, inputs).items()}
-
-
-def _named_outputs(model, inputs):
-    kind = model_kind(model)
-    if kind == "pretrainer":
-        inputs = dict(inputs)
-        if "masked_lm_positions" not in inputs:
-            word_ids = inputs["input_word_ids"]
-            positions = tf.range(tf.shape(word_ids)[1], dtype=tf.int32)
-            inputs["masked_lm_positions"] = tf.tile(positions[None], [tf.shape(word_ids)[0], 1])
-        out = model(inputs, training=False)
-        return {"masked_lm_logits": out["masked_lm_logits"],
-                "masked_lm_ids": tf.argmax(out["masked_lm_logits"], axis=-1, output_type=tf.int32),
-                "next_sentence_logits": out["next_sentence_logits"]}
-    out = model(inputs, training=False)
-    if kind == "encoder":
-        return {"pooled_output": out["pooled_output"], "sequence_output": out["sequence_output"]}
-    if kind == "span_labeler":
-        return {"start_logits": out["start_logits"], "end_logits": out["end_logits"]}
-    if kind == "classifier" and model.num_classes == 1:
-        return {"logits": out}
-    if kind == "classifier":
-        return with_label_names(model, class_outputs(out))
-    return class_outputs(out)
-
-
-def token_id_spec(model):
-    """{name: tf.TensorSpec} of the `serve_token_ids` signature of `model`."""
-    kind = model_kind(model)
-    shape = [None, model.num_choices, None] if kind == "multiple_choice" else [None, None]
-    spec = {name: tf.TensorSpec(shape, tf.int32, name=name) for name in INPUT_NAMES}
-    if kind == "pretrainer":
-        spec["masked_lm_positions"] = tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")
-    return spec
-
-
-def text_spec(model, signature):
-    """{name: tf.TensorSpec} of the raw-text signature ("text" or "text_pair") of `model`."""
-    spec = {"text": tf.TensorSpec([None], tf.string, name="text")}
-    if signature == "text_pair":
-        shape = [None, model.num_choices] if model_kind(model) == "multiple_choice" else [None]
-        spec["text_b"] = tf.TensorSpec(shape, tf.string, name="text_b")
-    return spec
-
-
-def checked_inputs(inputs, spec):
-    """`inputs` (dict of tensors) behind run-time checks that name the input at fault: each has the rank
-    of its `spec` entry, the same batch size as the first, and the fixed sizes of the spec (multiple
-    choice's num_choices). The served signature's shapes are not enforced by TF Serving's session: a
-    wrong rank would otherwise be served silently, a batch mismatch fail deep inside the packer."""
-    names = list(spec)
-    checks = []
-    for name in names:
-        value, shape = inputs[name], spec[name].shape
-        actual = tf.shape(value)
-        # Rank from the raw op: tf.rank() would fold to the signature's rank while tracing.
-        checks.append(tf.debugging.Assert(
-            tf.equal(tf.raw_ops.Rank(input=value), shape.rank),
-            [f"serving input {name!r} must have rank {shape.rank} {shape.as_list()}, got shape", actual]))
-        with tf.control_dependencies(checks[-1:]):  # rank first: indexing a wrong-rank shape fails obscurely
-            if name != names[0]:
-                checks.append(tf.debugging.assert_equal(
-                    actual[0], tf.shape(inputs[names[0]])[0],
-                    message=f"serving inputs {names[0]!r} and {name!r} must have the same batch size"))
-            for axis, size in enumerate(shape.as_list()):
-                if size is not None:
-                    checks.append(tf.debugging.assert_equal(
-                        actual[axis], size, message=f"serving input {name!r} must have {size} on axis {axis}"))
-    with tf.control_dependencies(checks):
-        return {name: tf.identity(inputs[name]) for name in names}
-
-
-def default_signature(model, preprocessor):
-    """The serving_default input form when none is asked for."""
-    if preprocessor is None:
-        return "token_ids"
-    if model_kind(model) == "span_labeler":
-        return span_answers.SIGNATURE
-    return "text_pair" if model_kind(model) == "multiple_choice" else "text"
-
-
-def preprocess_text(model, preprocessor, texts):
-    """Raw text -> encoder inputs with `preprocessor`, shaped for `model` (multiple choice: `text` [b] is
-    each choice's first segment, `text_b` [b, choices] the endings; inputs become [b, choices, seq])."""
-    if model_kind(model) != "multiple_choice":
-        segments = (texts["text"], texts["text_b"]) if "text_b" in texts else texts["text"]
-        return preprocessor(segments)
-    endings = texts["text_b"]
-    num_choices = model.num_choices
-    contexts = tf.repeat(texts["text"], num_choices)
-    packed = preprocessor((contexts, tf.reshape(endings, [-1])))
-    return {name: tf.reshape(value, [-1, num_choices, preprocessor.seq_length])
-            for name, value in packed.items()}
-
-
-def _example_features(model, signature, seq_length):
-    """tf.io parsing spec of `serve_examples`: the raw-text features, or the int64 token-id features."""
-    if signature == "token_ids":
-        spec = token_id_spec(model)
-        shape = [model.num_choices, seq_length] if model_kind(model) == "multiple_choice" else [seq_length]
-        features = {name: tf.io.FixedLenFeature(shape, tf.int64) for name in INPUT_NAMES}
-        if "masked_lm_positions" in spec:
-            features["masked_lm_positions"] = tf.io.VarLenFeature(tf.int64)
-        return features
-    if signature == span_answers.SIGNATURE:
-        return span_answers.EXAMPLE_FEATURES
-    features = {"text": tf.io.FixedLenFeature([], tf.string)}
-    if signature == "text_pair":
-        shape = [model.num_choices] if model_kind(model) == "multiple_choice" else []
-        features["text_b"] = tf.io.FixedLenFeature(shape, tf.string)
-    return features
+    """`model.serving_outputs(inputs)`: the model (inference mode) on encoder-input tensors, outputs named
+    for serving and float32 (`keras_bert.models.serving.Serving`)."""
+    model_kind(model)
+    return model.serving_outputs(inputs)
 
 
 def check_compatible(model, preprocessor):
@@ -199,37 +67,29 @@ def check_compatible(model, preprocessor):
                           f"max_position_embeddings {config.max_position_embeddings}")
 
 
-def build_archive(model, preprocessor=None, signature=None, example_seq_length=None, options=None,
-                  answer_rules=None):
+def build_archive(model, preprocessor=None, signature=None, example_seq_length=None, options=None):
     """An ExportArchive of `model` (and `preprocessor`) with the endpoints of the module docstring.
 
     Args:
-        model: a BertEncoder or task model (built).
+        model: a built BertEncoder or task model.
         preprocessor: a `keras_bert.text.BertPreprocessor`, or None for a token-id-only export.
-        signature: "text", "text_pair", "token_ids" or "question_context" (span labeler: decoded answers):
-            what serving_default takes (default per model kind).
+        signature: what serving_default takes: one of the model's `serving_forms` or "token_ids"
+            (default: the model's first form; "token_ids" without preprocessor).
         example_seq_length: length of the token-id features of `serve_examples` without a preprocessor.
-        options: `answers.AnswerOptions` (long texts, pooling); default: none of them.
-        answer_rules: the `AnswerRules` of "question_context" (default: run_squad's defaults).
+        options: `keras_bert.models.serving.ServingOptions` (long texts, pooling, answer rules).
 
-    Returns (archive, signature).
+    Returns (archive, signature, endpoints): `endpoints` maps each name to its `Endpoint`.
     """
-    signature = signature or default_signature(model, preprocessor)
-    kind = model_kind(model)
-    if signature not in SIGNATURES:
-        raise ExportError(f"signature={signature!r}; expected one of {SIGNATURES}")
-    if signature != "token_ids" and preprocessor is None:
-        raise ExportError(f"signature={signature!r} takes raw text and needs a preprocessor (BertPreprocessor); "
-                          "pass one, or use signature='token_ids'")
-    if signature == "text" and kind in ("span_labeler", "multiple_choice"):
-        raise ExportError(f"a {type(model).__name__} needs two text inputs: use signature='text_pair'")
-    if signature == span_answers.SIGNATURE and kind != "span_labeler":
-        raise ExportError(f"signature={signature!r} serves SQuAD answers and needs a BertSpanLabeler, got a "
-                          f"{type(model).__name__}")
+    model_kind(model)
+    signature = signature or model.default_form(preprocessor)
     if preprocessor is not None:
         check_compatible(model, preprocessor)
-    options = options or answers.AnswerOptions()
-    answers.check_options(model, kind, signature, preprocessor, options)
+    try:
+        endpoints = model.serving_endpoints(preprocessor, signature, options or ServingOptions(), example_seq_length)
+    except ExportError:
+        raise
+    except ValueError as e:
+        raise ExportError(str(e)) from None
     archive = keras.export.ExportArchive()
     # The model is not `track`ed: its variables are saved through the endpoints that capture them, and
     # `track` would add the Keras variable wrappers as second objects, doubling variables/ on disk.
@@ -238,52 +98,26 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
             preprocessor(tf.constant([""]))  # Keras layers build on their first call; export needs it built
         # Tracked explicitly so every tokenizer resource (vocab tables, tf-text model buffers) is saved.
         archive.track(preprocessor)
-
-    def outputs_of_token_ids(inputs):
-        return answers.with_answers(model, kind, inputs, serving_outputs(model, inputs), options)
-
-    def serve_token_ids(inputs):
-        return outputs_of_token_ids(checked_inputs(inputs, token_id_spec(model)))
-
-    def serve_text(texts):
-        texts = checked_inputs(texts, text_spec(model, signature))
-        whole = answers.whole_text_outputs(model, kind, preprocessor, texts, options)
-        if whole is not None:
-            return whole
-        # The packer's own output needs no input check.
-        return outputs_of_token_ids(preprocess_text(model, preprocessor, texts))
-
-    # Each endpoint is traced once here; serve_examples calls the traced functions rather than retracing
-    # their bodies (the tokenizer graph is large: tracing it dominates export time).
-    endpoints = {}
-    if signature == span_answers.SIGNATURE:
-        try:
-            serve = span_answers.serve_answers(model, preprocessor, answer_rules or AnswerRules())
-        except ValueError as e:
-            raise ExportError(str(e)) from None
-        endpoints[f"serve_{signature}"] = _traced(serve, span_answers.input_spec())
-    elif signature != "token_ids":
-        endpoints[f"serve_{signature}"] = _traced(serve_text, text_spec(model, signature))
-    endpoints["serve_token_ids"] = _traced(serve_token_ids, token_id_spec(model))
-    seq_length = preprocessor.seq_length if preprocessor is not None else example_seq_length
-    if seq_length:
-        features = _example_features(model, signature, seq_length)
-        serve_parsed = endpoints[f"serve_{signature}"] if signature != "token_ids" else None
+    # Each endpoint is traced once here; serve_examples calls the traced default rather than retracing its
+    # body (the tokenizer graph is large: tracing it dominates export time).
+    traced = {name: _traced(endpoint.function, endpoint.input_spec) for name, endpoint in endpoints.items()}
+    default_name, default = next(iter(endpoints.items()))
+    if default.example_features:
+        serve_default = traced[default_name]
 
         def serve_examples(inputs):
-            parsed = tf.io.parse_example(inputs["examples"], features)
-            if serve_parsed is not None:
-                return serve_parsed(parsed)
-            parsed = {name: tf.cast(tf.sparse.to_dense(value) if isinstance(value, tf.SparseTensor) else value,
-                                    tf.int32) for name, value in parsed.items()}
-            return endpoints["serve_token_ids"](parsed)
+            parsed = tf.io.parse_example(inputs["examples"], default.example_features)
+            parsed = {name: tf.sparse.to_dense(value) if isinstance(value, tf.SparseTensor) else value
+                      for name, value in parsed.items()}
+            return serve_default({name: tf.cast(parsed[name], spec.dtype)
+                                  for name, spec in default.input_spec.items()})
 
-        endpoints["serve_examples"] = _traced(
+        traced["serve_examples"] = _traced(
             serve_examples, {"examples": tf.TensorSpec([None], tf.string, name="examples")})
     # The first endpoint registered becomes serving_default (ExportArchive.write_out).
-    for name, fn in endpoints.items():
-        archive.add_endpoint(name, fn)
-    return archive, signature
+    for name, function in traced.items():
+        archive.add_endpoint(name, function)
+    return archive, signature, endpoints
 
 
 def _traced(fn, spec):
@@ -297,28 +131,6 @@ def next_version(export_dir):
     """1 + the largest integer-named subdirectory of `export_dir` (1 if none), as TF Serving numbers them."""
     versions = [int(name) for name in os.listdir(export_dir) if name.isdigit()] if os.path.isdir(export_dir) else []
     return max(versions, default=0) + 1
-
-
-def warmup_inputs(model, signature, preprocessor=None):
-    """Numpy inputs of the warmup request for the `signature` endpoint (a batch of 2)."""
-    if signature == "token_ids":
-        spec = token_id_spec(model)
-        length = preprocessor.seq_length if preprocessor is not None else 8
-        shape = [2, model.num_choices, length] if model_kind(model) == "multiple_choice" else [2, length]
-        inputs = {"input_word_ids": np.zeros(shape, np.int32), "input_mask": np.ones(shape, np.int32),
-                  "input_type_ids": np.zeros(shape, np.int32)}
-        if "masked_lm_positions" in spec:
-            inputs["masked_lm_positions"] = np.zeros([2, 1], np.int32)
-        return inputs
-    if signature == span_answers.SIGNATURE:
-        return span_answers.warmup_inputs()
-    inputs = {"text": np.array([t.encode() for t in WARMUP_TEXTS], dtype=object)}
-    if signature == "text_pair":
-        text_b = inputs["text"][::-1]
-        if model_kind(model) == "multiple_choice":
-            text_b = np.stack([text_b] * model.num_choices, axis=1)
-        inputs["text_b"] = text_b
-    return inputs
 
 
 def _field(number, payload):
@@ -399,14 +211,14 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
             the same vocab and casing (ExportError otherwise).
         version: int version; default: one more than the largest existing one (1 for a new directory).
             An existing version directory is an error.
-        signature: "text", "text_pair", "token_ids" or "question_context", what serving_default takes
-            (default: "text", "question_context" for a span labeler, "text_pair" for multiple choice;
-            "token_ids" without preprocessor).
+        signature: what serving_default takes: one of the model's `serving_forms` ("text", "text_pair",
+            "question_context") or "token_ids" (default: the model's first form, e.g. "question_context"
+            for a span labeler; "token_ids" without preprocessor).
         warmup: write assets.extra/tf_serving_warmup_requests (one request to serving_default).
         example_seq_length: without a preprocessor, the token-id length of `serve_examples` features
             (that signature is omitted if not given).
-        long_text, stride, pooling, normalize: the `answers.AnswerOptions` (classifier texts over the
-            sequence length, window stride, the encoder's `sentence_embedding`).
+        long_text, stride, pooling, normalize: the `keras_bert.models.serving.ServingOptions` (classifier
+            texts over the sequence length, window stride, the encoder's `sentence_embedding`).
         answer_rules: a span labeler's `keras_bert.data.squad_answers.AnswerRules` (doc_stride,
             max_query_length, n_best_size, max_answer_length, version_2_with_negative,
             null_score_diff_threshold); default: run_squad's defaults.
@@ -428,7 +240,8 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
     preprocessor = serving_preprocessor(model, preprocessor)
     calibration_inputs = None
     if calibration_texts is not None:
-        if model_kind(model) in ("multiple_choice", "pretrainer") or preprocessor is None:
+        model_kind(model)
+        if not model.serving_calibration or preprocessor is None:
             raise ExportError(f"calibration_texts: a {type(model).__name__} "
                               f"{'without a preprocessor ' if preprocessor is None else ''}cannot run on single "
                               "texts; calibrate an encoder, classifier, span labeler or token classifier")
@@ -437,12 +250,15 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
         model = serving_form(model, quantize, dtype, calibration_inputs)
     except ValueError as e:
         raise ExportError(str(e)) from None
-    options = answers.AnswerOptions(long_text, stride, pooling, normalize)
-    archive, signature = build_archive(model, preprocessor, signature, example_seq_length, options, answer_rules)
+    try:
+        options = ServingOptions(long_text, stride, pooling, normalize, answer_rules)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
+    archive, signature, endpoints = build_archive(model, preprocessor, signature, example_seq_length, options)
 
     def write(tmp_dir):
         archive.write_out(tmp_dir, verbose=False)
         if warmup:
-            write_warmup(tmp_dir, [("serving_default", warmup_inputs(model, signature, preprocessor))])
+            write_warmup(tmp_dir, [("serving_default", next(iter(endpoints.values())).warmup)])
 
     return publish_version(export_dir, version, write)

@@ -1,11 +1,16 @@
 """BertClassifier: sentence(-pair) classification or regression on the pooled output."""
 
+import dataclasses
+
 import keras
+import tensorflow as tf
 
 from keras_bert.layers.dropout import HashDropout
 from keras_bert.models.encoder import encoder_inputs
+from keras_bert.models.serving import class_outputs, with_label_names
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
 from keras_bert.models.text_task import resolve_num_classes
+from keras_bert.text.windows import piece_windows
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -47,6 +52,34 @@ class BertClassifier(EncoderTaskModel):
 
     def _task_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout}
+
+    # ----------------------------------------------------------------------------------- serving
+    def named_outputs(self, inputs):
+        """Regression: `logits` [b, 1]; classes: logits, probabilities, label_id (+ `label` with labels)."""
+        logits = self(inputs, training=False)
+        if self.num_classes == 1:
+            return {"logits": logits}
+        return with_label_names(self.labels, class_outputs(logits))
+
+    def check_serving(self, form, preprocessor, options):
+        if options.long_text == "windows" and form == "text":
+            options.window_stride(preprocessor.seq_length)
+            options = dataclasses.replace(options, long_text="truncate")
+        super().check_serving(form, preprocessor, options)
+
+    def whole_text_outputs(self, preprocessor, texts, options):
+        """With long_text="windows" and single texts: the outputs averaged over strided windows."""
+        if options.long_text != "windows" or "text_b" in texts:
+            return None
+        return self.windowed_outputs(preprocessor, texts["text"], options.window_stride(preprocessor.seq_length))
+
+    def windowed_outputs(self, preprocessor, text, stride):
+        """Outputs for `text` tf.string [b] of any length: the logits of every window of
+        `preprocessor.seq_length - 2` pieces, `stride` apart, averaged per text (float32 [b, C])."""
+        windows = piece_windows(preprocessor.tokenizer(text), preprocessor.seq_length - 2, stride)
+        logits = tf.cast(self(preprocessor.packer(windows.pieces), training=False), tf.float32)
+        mean = tf.math.unsorted_segment_mean(logits, windows.row, tf.size(text, out_type=tf.int64))
+        return with_label_names(self.labels, class_outputs(mean))
 
     def _default_loss(self):
         if self.num_classes == 1:

@@ -1,8 +1,10 @@
 """BertEncoder: the BERT network as a functional Keras model with TF Hub input/output names."""
 
+import dataclasses
 import os
 
 import keras
+import tensorflow as tf
 
 from keras_bert.checkpoints import (
     assign_encoder,
@@ -17,9 +19,11 @@ from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.transformer import TransformerBlock, attention_bias
 from keras_bert.models.pretrained import checkpoint_lower_case, load_saved_model, with_pretrained_preprocessor
+from keras_bert.models.serving import INPUT_NAMES, Serving
 from keras_bert.models.text_task import TextTask
 
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+# torch.nn.functional.normalize's floor on the norm, as sentence-transformers' Normalize module uses it.
+NORMALIZE_EPSILON = 1e-12
 
 
 def encoder_inputs(seq_length=None, prefix_shape=()):
@@ -29,7 +33,7 @@ def encoder_inputs(seq_length=None, prefix_shape=()):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertEncoder(TextTask, keras.Model):
+class BertEncoder(Serving, TextTask, keras.Model):
     """The bidirectional transformer encoder of Devlin et al. (2018).
 
     Args:
@@ -104,6 +108,21 @@ class BertEncoder(TextTask, keras.Model):
         # Feature dicts often carry labels too (e.g. masked_lm_ids); the encoder takes its three inputs.
         return super().call({name: inputs[name] for name in INPUT_NAMES}, training=training)
 
+    # ----------------------------------------------------------------------------------- serving
+    def named_outputs(self, inputs):
+        out = self(inputs, training=False)
+        return {"pooled_output": out["pooled_output"], "sequence_output": out["sequence_output"]}
+
+    def answer_outputs(self, inputs, outputs, options):
+        """+ `sentence_embedding` float32 [b, hidden] with a `pooling` option."""
+        if options.pooling is None:
+            return outputs
+        return dict(outputs, sentence_embedding=sentence_embedding(
+            outputs["sequence_output"], inputs["input_mask"], options.pooling, options.normalize))
+
+    def check_serving(self, form, preprocessor, options):
+        super().check_serving(form, preprocessor, dataclasses.replace(options, pooling=None))
+
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable,
                 **self._text_config()}
@@ -123,6 +142,21 @@ class BertEncoder(TextTask, keras.Model):
         if saved is not None and encoder.preprocessor is None:  # a task model's is on the task model
             encoder.preprocessor = getattr(saved, "preprocessor", None)
         return with_pretrained_preprocessor(encoder, path, seq_length, lower_case, casing)
+
+
+def sentence_embedding(sequence_output, input_mask, pooling, normalize):
+    """float32 [b, hidden] from sequence_output [b, s, hidden] and input_mask [b, s]: the first ([CLS])
+    vector ("cls"), or the mean over positions where input_mask is 1 ("mean"); L2-normalized with
+    `normalize`."""
+    sequence_output = tf.cast(sequence_output, tf.float32)
+    if pooling == "cls":
+        pooled = sequence_output[:, 0]
+    else:
+        mask = tf.cast(input_mask, tf.float32)[..., None]
+        pooled = tf.reduce_sum(sequence_output * mask, axis=1) / tf.maximum(tf.reduce_sum(mask, axis=1), 1e-9)
+    if normalize:
+        pooled /= tf.maximum(tf.norm(pooled, axis=-1, keepdims=True), NORMALIZE_EPSILON)
+    return pooled
 
 
 def load_pretrained(path, dtype=None, lower_case=None):

@@ -1,12 +1,15 @@
 """BertMultipleChoice: scores each (context, ending) pair and picks among them (SWAG)."""
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
 from keras_bert.layers.dropout import HashDropout
 from keras_bert.models.encoder import INPUT_NAMES, encoder_inputs
+from keras_bert.models.serving import class_outputs, text_spec
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
+from keras_bert.text.packer import pack_choices
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -48,11 +51,31 @@ class BertMultipleChoice(EncoderTaskModel):
         preprocessor = preprocessor or self.preprocessor
         if preprocessor is None or "text_b" not in texts:
             return super().text_inputs(texts, preprocessor)  # raises the error that says what is missing
-        endings = texts["text_b"]
-        contexts = tf.repeat(tf.reshape(texts["text"], [-1]), self.num_choices)
-        packed = preprocessor((contexts, tf.reshape(endings, [-1])))
-        return {name: tf.reshape(value, [-1, self.num_choices, preprocessor.seq_length])
-                for name, value in packed.items()}
+        return pack_choices(preprocessor, texts["text"], tf.reshape(texts["text_b"], [-1, self.num_choices]))
+
+    # ----------------------------------------------------------------------------------- serving
+    serving_forms = ("text_pair",)
+    serving_calibration = False  # a choice needs its context and ending
+
+    def token_id_spec(self):
+        return {name: tf.TensorSpec([None, self.num_choices, None], tf.int32, name=name) for name in INPUT_NAMES}
+
+    def token_id_warmup(self, length):
+        return {name: np.stack([value] * self.num_choices, axis=1)
+                for name, value in super().token_id_warmup(length).items()}
+
+    def token_id_features(self, seq_length):
+        return {name: tf.io.FixedLenFeature([self.num_choices, seq_length], tf.int64) for name in INPUT_NAMES}
+
+    def text_spec(self, form):
+        return text_spec(form, self.num_choices)
+
+    def named_outputs(self, inputs):
+        return class_outputs(self(inputs, training=False))
+
+    def answer_outputs(self, inputs, outputs, options):
+        """+ `choice` int32 [b], the index of the most probable ending."""
+        return dict(outputs, choice=outputs["label_id"])
 
     def _default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -3,6 +3,7 @@
 import os
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
@@ -91,6 +92,32 @@ class BertPretrainer(EncoderTaskModel):
         positions = tf.range(tf.shape(word_ids)[-1], dtype=tf.int32)
         inputs["masked_lm_positions"] = tf.tile(positions[None], [tf.shape(word_ids)[0], 1])
         return inputs
+
+    # ----------------------------------------------------------------------------------- serving
+    serving_calibration = False  # it also needs masked_lm_positions
+
+    def token_id_spec(self):
+        return {**super().token_id_spec(),
+                "masked_lm_positions": tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")}
+
+    def token_id_warmup(self, length):
+        return {**super().token_id_warmup(length), "masked_lm_positions": np.zeros([2, 1], np.int32)}
+
+    def token_id_features(self, seq_length):
+        return {**super().token_id_features(seq_length), "masked_lm_positions": tf.io.VarLenFeature(tf.int64)}
+
+    def named_outputs(self, inputs):
+        """masked_lm_logits [b, k, vocab], masked_lm_ids int32 [b, k] (argmax), next_sentence_logits [b, 2];
+        without `masked_lm_positions` in `inputs`, k = seq: every position."""
+        inputs = dict(inputs)
+        if "masked_lm_positions" not in inputs:
+            word_ids = inputs["input_word_ids"]
+            positions = tf.range(tf.shape(word_ids)[1], dtype=tf.int32)
+            inputs["masked_lm_positions"] = tf.tile(positions[None], [tf.shape(word_ids)[0], 1])
+        out = self(inputs, training=False)
+        return {"masked_lm_logits": out["masked_lm_logits"],
+                "masked_lm_ids": tf.argmax(out["masked_lm_logits"], axis=-1, output_type=tf.int32),
+                "next_sentence_logits": out["next_sentence_logits"]}
 
     def call(self, inputs, training=None):
         # Datasets carry the labels in the same dict; the functional graph takes only its inputs.

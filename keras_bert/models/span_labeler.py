@@ -1,10 +1,20 @@
 """BertSpanLabeler: start/end logits over the sequence, for SQuAD-style extractive QA."""
 
 import keras
+import numpy as np
+import tensorflow as tf
 from keras import ops
 
+from keras_bert.data.squad_answers import AnswerRules, answer_questions
 from keras_bert.models.encoder import encoder_inputs
+from keras_bert.models.serving import Endpoint, checked_inputs
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
+
+QUESTION_CONTEXT = "question_context"
+# Served answer fields ([batch] each) of `answer_questions`; v2.0 adds the null score and has_answer.
+ANSWER_OUTPUTS = ("answer", "answer_start", "answer_end", "score")
+NULL_OUTPUTS = ("no_answer_score", "has_answer")
+_FLOAT_OUTPUTS = ("score", "no_answer_score")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -14,6 +24,16 @@ class BertSpanLabeler(EncoderTaskModel):
     Input: the encoder input dict. Output: dict `start_logits`, `end_logits`, float32 [batch, seq].
     Padding positions get a large negative logit so they are never predicted. With a `preprocessor`,
     predict also takes raw text: a tuple (questions [batch], contexts [batch]), packed as one pair each.
+
+    Served (`serve`, and an export's serving_default) as `question` + `context` tf.string [batch] of any
+    length -> the answers of `keras_bert.data.squad_answers.answer_questions` (the decoding of
+    `run_squad --do_predict`): `answer` (tf.string, context[answer_start:answer_end] in Python str
+    indexes; "" when none), `answer_start` / `answer_end` int64, `score` float32 (start + end logit);
+    with `answer_rules.version_2_with_negative` also `no_answer_score` and `has_answer` (bool).
+
+    Examples:
+        span = BertSpanLabeler.from_pretrained("path/to/hf_bert_dir", seq_length=384)
+        span.serve({"question": ["Who wrote it?"], "context": ["It was written by Ann."]})["answer"]
     """
 
     task_kind = "span_labeler"
@@ -34,6 +54,35 @@ class BertSpanLabeler(EncoderTaskModel):
 
     def _task_config(self):
         return {}
+
+    # ----------------------------------------------------------------------------------- serving
+    serving_forms = (QUESTION_CONTEXT, "text_pair")
+
+    def named_outputs(self, inputs):
+        out = self(inputs, training=False)
+        return {"start_logits": out["start_logits"], "end_logits": out["end_logits"]}
+
+    def check_serving(self, form, preprocessor, options):
+        if form == QUESTION_CONTEXT:
+            (options.answer_rules or AnswerRules()).check(preprocessor.seq_length)
+        super().check_serving(form, preprocessor, options)
+
+    def form_endpoint(self, form, preprocessor, options):
+        if form != QUESTION_CONTEXT:
+            return super().form_endpoint(form, preprocessor, options)
+        rules = options.answer_rules or AnswerRules()
+        served = ANSWER_OUTPUTS + (NULL_OUTPUTS if rules.version_2_with_negative else ())
+        spec = {name: tf.TensorSpec([None], tf.string, name=name) for name in ("question", "context")}
+
+        def function(inputs):
+            inputs = checked_inputs(inputs, spec, same_batch=False)  # answer_questions checks the batch
+            found = answer_questions(self, preprocessor, inputs["question"], inputs["context"], rules)
+            return {name: tf.cast(found[name], tf.float32) if name in _FLOAT_OUTPUTS else found[name]
+                    for name in served}
+
+        warmup = {"question": np.array([b"Who warms the model up?", b""], dtype=object),
+                  "context": np.array([b"TF Serving warms the model up with this request.", b""], dtype=object)}
+        return Endpoint(function, spec, {name: tf.io.FixedLenFeature([], tf.string) for name in spec}, warmup)
 
     def _default_loss(self):
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -8,15 +8,17 @@ from keras_bert.models.accumulation import GradientAccumulation
 from keras_bert.models.encoder import load_pretrained
 from keras_bert.models.lora import LoraAdaptation
 from keras_bert.models.pretrained import with_pretrained_preprocessor
+from keras_bert.models.serving import Serving
 from keras_bert.models.text_task import TextTask
 
 # Constructor arguments that define a head: a saved model of the same class must match those given.
 HEAD_ARGS = ("num_classes", "labels", "num_choices")
 
 
-class EncoderTaskModel(ChoosesExecution, GradientAccumulation, LoraAdaptation, TextTask, keras.Model):
+class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdaptation, TextTask, keras.Model):
     """Base of the task models (and the pretrainer): holds `encoder` (and `preprocessor`, `labels`), names
-    its task in the class attribute `task_kind` (what checkpoint writers and the export dispatch on), and
+    its task in the class attribute `task_kind` (what checkpoint writers tell models apart by), serves
+    through the hooks of `keras_bert.models.serving.Serving`, and
     round-trips through `.keras` by its constructor arguments (encoder and preprocessor nested as
     serialized objects). `compile()` defaults come from `TextTask` (optimizer, loss, metrics) and
     `ChoosesExecution` (XLA or not, by dtype and CPU); `compile(gradient_accumulation_steps=K)` steps in K

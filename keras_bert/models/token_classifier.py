@@ -4,6 +4,8 @@ import keras
 
 from keras_bert.layers.dropout import HashDropout
 from keras_bert.models.encoder import encoder_inputs
+from keras_bert.models.entities import entity_outputs
+from keras_bert.models.serving import class_outputs
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
 from keras_bert.models.text_task import resolve_num_classes
 
@@ -39,6 +41,22 @@ class BertTokenClassifier(EncoderTaskModel):
 
     def _task_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout}
+
+    # ----------------------------------------------------------------------------------- serving
+    def named_outputs(self, inputs):
+        return class_outputs(self(inputs, training=False))
+
+    def check_serving(self, form, preprocessor, options):
+        if form == "text" and self.labels is not None:
+            options.window_stride(preprocessor.seq_length)
+        super().check_serving(form, preprocessor, options)
+
+    def whole_text_outputs(self, preprocessor, texts, options):
+        """With `labels`, single texts of any length: their entities (`keras_bert.models.entities`)."""
+        if self.labels is None or "text_b" in texts:
+            return None
+        return entity_outputs(self, self.labels, preprocessor, texts["text"],
+                              options.window_stride(preprocessor.seq_length))
 
     def _default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)

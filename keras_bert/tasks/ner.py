@@ -41,7 +41,7 @@ def predict_sentences(model, sentences, lookup, tags, max_seq_length, output_pat
     a bad file fails early) with a compiled `BertTokenClassifier` and writes
     `output_path` (`token gold predicted` lines). A sentence of more than `max_seq_length - 2` pieces is
     read in windows `stride` pieces apart (default half a window), each piece taking the logits of the
-    window where it has the most context: the rule of the served NER graph (`export/entities.py`), so
+    window where it has the most context: the rule of the served NER graph (`models/entities.py`), so
     the served entities of the sentence's tokens joined by spaces are this file's chunks. Returns
     (sentences, predicted tags per sentence, the mean loss over the words' first pieces)."""
     pieces_per_word, piece_logits = _windowed_piece_logits(model, sentences, lookup, max_seq_length, stride,

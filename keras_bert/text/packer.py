@@ -209,3 +209,18 @@ class BertPreprocessor(keras.layers.Layer):
             {"tokenizer": keras.saving.serialize_keras_object(self.tokenizer), "seq_length": self.seq_length}
         )
         return config
+
+
+def pack_choices(preprocessor, first, endings):
+    """Multiple-choice inputs: pair i, j is (first[i] or first[i, j], endings[i, j]) packed by `preprocessor`.
+
+    `first` tf.string [b] (one context for every choice) or [b, choices]; `endings` [b, choices]. Returns
+    the encoder input dict of int32 [b, choices, seq_length].
+    """
+    endings = tf.convert_to_tensor(endings)
+    first = tf.convert_to_tensor(first)
+    if first.shape.rank == 1:
+        first = tf.broadcast_to(first[:, None], tf.shape(endings))
+    num_choices = endings.shape[1] if endings.shape[1] is not None else tf.shape(endings)[1]
+    packed = preprocessor((tf.reshape(first, [-1]), tf.reshape(endings, [-1])))
+    return {name: tf.reshape(value, [-1, num_choices, preprocessor.seq_length]) for name, value in packed.items()}

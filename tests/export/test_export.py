@@ -19,7 +19,6 @@ from keras_bert.export import ExportError, export_saved_model, servability
 from keras_bert.export.saved_model import (
     next_version,
     prediction_log,
-    preprocess_text,
     serving_outputs,
     write_warmup,
 )
@@ -58,7 +57,7 @@ def _expected(model, inputs, preprocessor=None):
     tensors = {k: tf.constant(v.tolist(), tf.string, v.shape) if v.dtype == object else tf.constant(v)
                for k, v in inputs.items()}
     if preprocessor is not None:
-        tensors = preprocess_text(model, preprocessor, tensors)
+        tensors = model.text_inputs(tensors, preprocessor)
     return {k: v.numpy() for k, v in serving_outputs(model, tensors).items()}
 
 

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder, tempdirs
 from keras_bert.export import export_saved_model
-from keras_bert.export.saved_model import checked_inputs, text_spec, token_id_spec
+from keras_bert.models.serving import checked_inputs, text_spec
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +103,7 @@ def test_stale_temporary_directories_of_ours_are_removed(encoder, tmp_path):
 def test_serving_inputs_of_the_wrong_rank_or_batch_name_the_input():
     from keras_bert import BertMultipleChoice
 
-    spec = text_spec(None, "text")
+    spec = text_spec("text")
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"serving input 'text' must have rank 1"):
         checked_inputs({"text": tf.constant([["a"], ["b"]])}, spec)
     pair = {"text": tf.TensorSpec([None], tf.string, name="text"),
@@ -113,9 +113,9 @@ def test_serving_inputs_of_the_wrong_rank_or_batch_name_the_input():
         checked_inputs({"text": tf.constant(["a", "b"]), "text_b": tf.constant(["c"])}, pair)
     choices = BertMultipleChoice(BertEncoder(BertConfig(vocab_size=12, hidden_size=8, num_hidden_layers=1,
                                                         num_attention_heads=2, intermediate_size=16)), 3)
-    ids = {name: tf.zeros([2, 3, 5], tf.int32) for name in token_id_spec(choices)}
-    checked = checked_inputs(ids, token_id_spec(choices))
+    ids = {name: tf.zeros([2, 3, 5], tf.int32) for name in choices.token_id_spec()}
+    checked = checked_inputs(ids, choices.token_id_spec())
     assert sorted(checked) == sorted(ids)
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"serving input 'input_mask' must have 3 on axis 1"):
-        checked_inputs({**ids, "input_mask": tf.zeros([2, 4, 5], tf.int32)}, token_id_spec(choices))
+        checked_inputs({**ids, "input_mask": tf.zeros([2, 4, 5], tf.int32)}, choices.token_id_spec())
     np.testing.assert_array_equal(checked["input_word_ids"], ids["input_word_ids"])

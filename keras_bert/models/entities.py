@@ -54,10 +54,10 @@ def char_offsets(text, rows, byte_offsets):
     return found - tf.gather(char_starts.row_splits, rows)
 
 
-def entity_outputs(model, preprocessor, text, stride):
-    """The outputs of the module docstring for `text` tf.string [b], with `model` (a BertTokenClassifier
-    with `labels`) on windows of `preprocessor.seq_length` moved by `stride` pieces."""
-    tags = list(model.labels)
+def entity_outputs(model, tags, preprocessor, text, stride):
+    """The outputs of the module docstring for `text` tf.string [b], with `model` (token ids -> logits
+    [b, s, len(tags)]) on windows of `preprocessor.seq_length` moved by `stride` pieces."""
+    tags = list(tags)
     num_tags = len(tags)
     ends_table, starts_table = (tf.constant(t) for t in transition_tables(tags, uses_iobes(tags)))
     types = tf.constant([split_tag(tag)[1] for tag in tags] + [""])

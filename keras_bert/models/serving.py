@@ -1,0 +1,306 @@
+"""What a model serves: its endpoints, raw inputs to finished answers, and `serve`, the Python call of them.
+
+Every keras_bert model (`BertEncoder` and the task models) mixes in `Serving`:
+
+    clf.serve({"text": ["a great movie"]})                # {"label": [b"pos"], "label_id": [1], ...}
+    span.serve({"question": ["Who?"], "context": ["Ann did."]}, answer_rules=AnswerRules(doc_stride=64))
+
+`serve(inputs, **options)` runs exactly the function that `keras_bert.export` writes as `serving_default`
+for the same options, so a recipe's predictions and a served answer come from one function. A model
+class states its serving contract with a few hooks (defaults below): `serving_forms` (the raw-input forms
+it takes, its default first), `named_outputs` (token-id inputs -> named outputs), `answer_outputs`
+(answers read off those outputs), `whole_text_outputs` (answers that need the whole text: entities,
+windowed labels), `check_serving` (which `ServingOptions` apply) and `token_id_spec` / `text_spec`.
+"""
+
+import dataclasses
+import weakref
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.data.squad_answers import AnswerRules
+from keras_bert.text.windows import default_stride
+
+TOKEN_IDS = "token_ids"
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+LONG_TEXT = ("truncate", "windows")
+POOLING = ("cls", "mean")
+# Texts sent by warmup requests; the empty string also exercises the no-token path at load time.
+WARMUP_TEXTS = ("TF Serving warms the model up with this request.", "")
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingOptions:
+    """How a model answers beyond its logits (each applies to the models whose `check_serving` takes it).
+
+    Attributes:
+        long_text: classifier texts over the sequence length: "truncate" (cut, as in training) or "windows".
+        stride: pieces between window starts (windowed classifier, token classifier); default half a window.
+        pooling: encoder `sentence_embedding`: None (not served), "cls" or "mean".
+        normalize: L2-normalize the sentence embedding.
+        answer_rules: a span labeler's `AnswerRules` (windows and answer choice); default: run_squad's.
+
+    Raises ValueError naming the option that is not allowed.
+    """
+
+    long_text: str = "truncate"
+    stride: int | None = None
+    pooling: str | None = None
+    normalize: bool = False
+    answer_rules: AnswerRules | None = None
+
+    def __post_init__(self):
+        if self.long_text not in LONG_TEXT:
+            raise ValueError(f"long_text={self.long_text!r}; expected one of {LONG_TEXT}")
+        if self.pooling not in (None, *POOLING):
+            raise ValueError(f"pooling={self.pooling!r}; expected None or one of {POOLING}")
+        if self.normalize and self.pooling is None:
+            raise ValueError("normalize=True needs a pooling ('cls' or 'mean') to normalize")
+
+    def window_stride(self, seq_length):
+        """The stride in pieces for windows of `seq_length - 2` pieces; ValueError if it does not fit."""
+        window = seq_length - 2
+        stride = self.stride or default_stride(window)
+        if not 0 < stride <= window:
+            raise ValueError(f"stride={stride}; expected 0 < stride <= {window} (the sequence length "
+                             f"{seq_length} less [CLS] and [SEP])")
+        return stride
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    """One served function: `function` (dict of tensors -> dict of dense tensors) over `input_spec`
+    ({name: tf.TensorSpec}), the tf.Example features of its inputs (`example_features`, a tf.io parsing
+    spec, or None) and the numpy inputs of a warmup request (`warmup`)."""
+
+    function: object
+    input_spec: dict
+    example_features: dict | None
+    warmup: dict
+
+
+def class_outputs(logits):
+    """logits [..., C] -> probabilities (softmax) and label_id (int32 argmax) next to the logits."""
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
+            "label_id": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+
+def with_label_names(labels, outputs):
+    """`outputs` (with int32 `label_id`) plus `label`: tf.string, same shape, the name in `labels`;
+    unchanged when `labels` is empty or None."""
+    if not labels:
+        return outputs
+    return dict(outputs, label=tf.gather(tf.constant(labels, tf.string), outputs["label_id"]))
+
+
+def checked_inputs(inputs, spec, same_batch=True):
+    """`inputs` (dict of tensors) behind run-time checks that name the input at fault: each has the rank
+    of its `spec` entry, the same batch size as the first (unless not `same_batch`: the caller checks
+    it), and the fixed sizes of the spec. A served
+    signature's shapes are not enforced by TF Serving's session: a wrong rank would otherwise be served
+    silently or fail deep inside the tokenizer."""
+    names = list(spec)
+    checks = []
+    for name in names:
+        value, shape = inputs[name], spec[name].shape
+        actual = tf.shape(value)
+        # Rank from the raw op: tf.rank() would fold to the signature's rank while tracing.
+        checks.append(tf.debugging.Assert(
+            tf.equal(tf.raw_ops.Rank(input=value), shape.rank),
+            [f"serving input {name!r} must have rank {shape.rank} {shape.as_list()}, got shape", actual]))
+        with tf.control_dependencies(checks[-1:]):  # rank first: indexing a wrong-rank shape fails obscurely
+            if same_batch and name != names[0]:
+                checks.append(tf.debugging.assert_equal(
+                    actual[0], tf.shape(inputs[names[0]])[0],
+                    message=f"serving inputs {names[0]!r} and {name!r} must have the same batch size"))
+            for axis, size in enumerate(shape.as_list()):
+                if size is not None:
+                    checks.append(tf.debugging.assert_equal(
+                        actual[axis], size, message=f"serving input {name!r} must have {size} on axis {axis}"))
+    with tf.control_dependencies(checks):
+        return {name: tf.identity(inputs[name]) for name in names}
+
+
+def text_spec(form, choices=None):
+    """{name: tf.TensorSpec} of a raw-text form: "text" takes `text` [batch]; "text_pair" also `text_b`
+    [batch] (or [batch, choices] when `choices` is given: one ending per choice)."""
+    spec = {"text": tf.TensorSpec([None], tf.string, name="text")}
+    if form == "text_pair":
+        spec["text_b"] = tf.TensorSpec([None] if choices is None else [None, choices], tf.string, name="text_b")
+    return spec
+
+
+def _example_features(spec):
+    """tf.io parsing spec of one example of `spec`'s string inputs (the batch axis dropped)."""
+    return {name: tf.io.FixedLenFeature(s.shape[1:], tf.string) for name, s in spec.items()}
+
+
+def _text_warmup(spec):
+    texts = np.array([t.encode() for t in WARMUP_TEXTS], dtype=object)
+    inputs = {"text": texts}
+    if "text_b" in spec:
+        extra = spec["text_b"].shape[1:]
+        inputs["text_b"] = np.stack([texts[::-1]] * extra[0], axis=1) if extra else texts[::-1]
+    return inputs
+
+
+def _owners(form):
+    """Names of the model classes that serve the raw-input `form` (for error messages)."""
+    found, pending = [], list(Serving.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if form in cls.serving_forms and not cls.__name__.startswith("_"):
+            found.append(cls.__name__)
+    return " or ".join(sorted(set(found))) or "no model"
+
+
+# Traced serving functions of each model, by (form, options, preprocessor): `serve` traces each once.
+_TRACED = weakref.WeakKeyDictionary()
+
+
+class Serving:
+    """Mixin of the models' serving contract; see the module docstring. Hooks a model class overrides:
+
+    serving_forms: raw-input forms, the default first ("text", "text_pair", "question_context").
+    serving_calibration: whether int8 calibration can run the model on single texts.
+    named_outputs(inputs): token-id inputs -> the model's named outputs (any float dtype).
+    answer_outputs(inputs, outputs, options): outputs plus answers read off them.
+    whole_text_outputs(preprocessor, texts, options): answers needing the whole text, or None.
+    check_serving(form, preprocessor, options): raises ValueError where an option does not apply.
+    form_endpoint(form, preprocessor, options): the Endpoint of a raw-input form.
+    """
+
+    serving_forms = ("text", "text_pair")
+    serving_calibration = True
+
+    # ----------------------------------------------------------------------------------- hooks
+    def token_id_spec(self):
+        """{name: tf.TensorSpec} of the token-id endpoint: int32 [batch, seq] each."""
+        return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+
+    def token_id_warmup(self, length):
+        """Numpy inputs of a token-id warmup request (a batch of 2 of `length` tokens)."""
+        shape = [2, length]
+        return {"input_word_ids": np.zeros(shape, np.int32), "input_mask": np.ones(shape, np.int32),
+                "input_type_ids": np.zeros(shape, np.int32)}
+
+    def token_id_features(self, seq_length):
+        """tf.io parsing spec of the int64 token-id features of one example."""
+        return {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in INPUT_NAMES}
+
+    def named_outputs(self, inputs):
+        raise NotImplementedError
+
+    def answer_outputs(self, inputs, outputs, options):
+        del inputs, options
+        return outputs
+
+    def whole_text_outputs(self, preprocessor, texts, options):
+        del preprocessor, texts, options
+        return None
+
+    def check_serving(self, form, preprocessor, options):
+        name = type(self).__name__
+        if options.long_text != "truncate":
+            raise ValueError(f"long_text={options.long_text!r} applies to a classifier served on single texts "
+                             f"(signature 'text'); this is a {name} with signature {form!r}")
+        if options.pooling is not None:
+            raise ValueError(f"pooling={options.pooling!r} applies to an encoder; this is a {name}")
+
+    def text_spec(self, form):
+        return text_spec(form)
+
+    def form_endpoint(self, form, preprocessor, options):
+        """The raw-text Endpoint of `form` ("text" or "text_pair"): packed with the model's own
+        `text_inputs`, or answered over the whole text when `whole_text_outputs` says so."""
+        spec = self.text_spec(form)
+
+        def function(texts):
+            texts = checked_inputs(texts, spec)
+            whole = self.whole_text_outputs(preprocessor, texts, options)
+            if whole is not None:
+                return whole
+            # The packer's own output needs no input check.
+            return self.token_id_outputs(self.text_inputs(texts, preprocessor), options)
+
+        return Endpoint(function, spec, _example_features(spec), _text_warmup(spec))
+
+    # ----------------------------------------------------------------------------------- generic
+    def serving_outputs(self, inputs):
+        """The model (inference mode) on token-id tensors, outputs named for serving, every floating one
+        float32 (a model computing in bfloat16 is served with float32 outputs)."""
+        return {name: tf.cast(value, tf.float32) if value.dtype.is_floating else value
+                for name, value in self.named_outputs(inputs).items()}
+
+    def token_id_outputs(self, inputs, options=None):
+        """`serving_outputs` plus the answers read off them: what the token-id endpoint returns."""
+        return self.answer_outputs(inputs, self.serving_outputs(inputs), options or ServingOptions())
+
+    def default_form(self, preprocessor):
+        """The serving_default input form: the first of `serving_forms`, token ids without preprocessor."""
+        return self.serving_forms[0] if preprocessor is not None else TOKEN_IDS
+
+    def serving_endpoints(self, preprocessor=None, form=None, options=None, example_seq_length=None):
+        """{name: Endpoint}, serving_default first: `serve_<form>` (the raw-input form, default
+        `default_form`) unless the form is "token_ids", then `serve_token_ids`. `example_seq_length`: the
+        token-id length of tf.Example features without a preprocessor (None: no features).
+
+        Raises ValueError naming what does not fit: the form, a missing preprocessor, an option.
+        """
+        form = form or self.default_form(preprocessor)
+        options = options or ServingOptions()
+        name = type(self).__name__
+        if form != TOKEN_IDS:
+            if form not in self.serving_forms:
+                takes = " or ".join(f"signature={f!r}" for f in (*self.serving_forms, TOKEN_IDS))
+                raise ValueError(f"signature={form!r} needs a {_owners(form)}, got a {name}: a {name} takes {takes}")
+            if preprocessor is None:
+                raise ValueError(f"signature={form!r} takes raw text and needs a preprocessor (BertPreprocessor); "
+                                 "pass one, or use signature='token_ids'")
+        self.check_serving(form, preprocessor, options)
+        endpoints = {}
+        if form != TOKEN_IDS:
+            endpoints[f"serve_{form}"] = self.form_endpoint(form, preprocessor, options)
+        spec = self.token_id_spec()
+        seq_length = preprocessor.seq_length if preprocessor is not None else example_seq_length
+        endpoints["serve_token_ids"] = Endpoint(
+            lambda inputs: self.token_id_outputs(checked_inputs(inputs, spec), options), spec,
+            self.token_id_features(seq_length) if seq_length else None,
+            self.token_id_warmup(preprocessor.seq_length if preprocessor is not None else 8))
+        return endpoints
+
+    def serve(self, inputs, preprocessor=None, signature=None, **options):
+        """Raw inputs -> finished answers, the function `serving_default` of an export with the same
+        arguments runs (`keras_bert.export.export_saved_model`).
+
+        Args:
+            inputs: dict of arrays (lists of str, numpy, tensors) named as the serving signature's inputs:
+                {"text": [...]} (+ "text_b"), {"question": [...], "context": [...]}, or token ids.
+            preprocessor: default the model's own.
+            signature: the input form (default: the model's default, e.g. "question_context").
+            **options: `ServingOptions` fields (long_text, stride, pooling, normalize, answer_rules).
+
+        Returns a dict of numpy arrays: the served outputs (e.g. `label`, `answer`, `entity_text`).
+        """
+        preprocessor = preprocessor or getattr(self, "preprocessor", None)
+        key = (signature, tuple(sorted(options.items())), id(preprocessor))
+        traced = _TRACED.setdefault(self, {})
+        if key not in traced:
+            endpoint = next(iter(self.serving_endpoints(preprocessor, signature, ServingOptions(**options)).values()))
+            function = tf.function(endpoint.function, input_signature=[endpoint.input_spec], autograph=False)
+            traced[key] = (function, endpoint.input_spec, preprocessor)  # the preprocessor kept alive with its id
+        function, spec, _ = traced[key]
+        missing = sorted(set(spec) - set(inputs))
+        if missing:
+            raise ValueError(f"serve: inputs {sorted(inputs)} lack {missing}; this endpoint takes {list(spec)}")
+        tensors = {name: tf.convert_to_tensor(_array(inputs[name], s.dtype), s.dtype) for name, s in spec.items()}
+        return {name: value.numpy() for name, value in function(tensors).items()}
+
+
+def _array(value, dtype):
+    """A served input as an array of `dtype` (lists of str become object arrays; an empty list stays [0])."""
+    if isinstance(value, (tf.Tensor, np.ndarray)):
+        return value
+    return np.asarray(value, dtype=object if dtype == tf.string else dtype.as_numpy_dtype)
