@@ -207,10 +207,45 @@ def require_data_files(eval_file="eval_file"):
             raise ValueError(f"--do_{step} needs --{flag}")
 
 
-def finetuning_tokenizer():
-    """The BertTokenizer of --vocab_file (default: beside --init_checkpoint) and --do_lower_case."""
+def saved_preprocessor(model_class=None):
+    """The preprocessor a `.keras` --init_checkpoint was trained with (vocab, casing, sequence length), or
+    None (another format, or a model without one). Flags given beside it must agree with it: a contradicting
+    --vocab_file or --do_lower_case is refused naming both values; so is --max_seq_length when the saved
+    model is a `model_class` (the task continues), which then defaults to the model's."""
+    from keras_bert.export.preprocessing import check_agrees
+    from keras_bert.models.pretrained import saved_config, saved_text
+    from keras_bert.text import BertPreprocessor, BertTokenizer
+
+    with flag_errors("init_checkpoint"):
+        own = saved_text(FLAGS.init_checkpoint)[0] if FLAGS.init_checkpoint else None
+    if own is None:
+        return None
+    source = f"--init_checkpoint={FLAGS.init_checkpoint}"
+    if FLAGS["vocab_file"].present:
+        given = BertTokenizer(vocab_file(), lower_case=own.tokenizer.lower_case)
+        with flag_errors("vocab_file", "init_checkpoint"):
+            check_agrees(own, BertPreprocessor(given, own.seq_length))
+    if FLAGS["do_lower_case"].present and FLAGS.do_lower_case != own.tokenizer.lower_case:
+        raise ValueError(f"--do_lower_case={FLAGS.do_lower_case} but {source} was trained with "
+                         f"lower_case={own.tokenizer.lower_case}")
+    if model_class is None or saved_config(FLAGS.init_checkpoint).get("class_name") != model_class.__name__:
+        return own
+    if FLAGS["max_seq_length"].present and FLAGS.max_seq_length != own.seq_length:
+        raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} but {source} was trained with "
+                         f"seq_length={own.seq_length}")
+    FLAGS.max_seq_length = own.seq_length
+    return own
+
+
+def finetuning_tokenizer(model_class=None):
+    """The BertTokenizer of the run: a `.keras` --init_checkpoint's own (`saved_preprocessor`; its sequence
+    length too when it holds a `model_class`), else the one of --vocab_file (default: beside
+    --init_checkpoint) and --do_lower_case."""
     from keras_bert.text import BertTokenizer
 
+    own = saved_preprocessor(model_class)
+    if own is not None:
+        return own.tokenizer
     return BertTokenizer(vocab_file(), lower_case=FLAGS.do_lower_case)
 
 

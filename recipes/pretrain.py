@@ -25,6 +25,7 @@ logs.quiet(__name__)  # before TensorFlow loads
 
 import itertools
 import math
+import tempfile
 
 from absl import app, flags
 
@@ -125,6 +126,7 @@ def main(argv):
     from keras_bert.models.pretrainer import BertPretrainer
     from keras_bert.tasks.finetuning import check_vocab_size
     from keras_bert.text import BertTokenizer
+    from keras_bert.text.vocab import save_vocab
     from keras_bert.training import (
         CheckpointCallback,
         FailOnNaN,
@@ -135,8 +137,9 @@ def main(argv):
     )
 
     strategy = common.setup()
-    vocab_file = common.vocab_file()
-    tokenizer = BertTokenizer(vocab_file, lower_case=FLAGS.do_lower_case)
+    own = common.saved_preprocessor()  # a .keras --init_checkpoint carries its vocab and casing
+    vocab_file = None if own else common.vocab_file()
+    tokenizer = own.tokenizer if own else BertTokenizer(vocab_file, lower_case=FLAGS.do_lower_case)
     with strategy.scope():
         with common.remat_scope():
             if FLAGS.init_checkpoint:
@@ -176,7 +179,11 @@ def main(argv):
     common.write_json(os.path.join(FLAGS.model_dir, "eval_results.json"), results, strategy)
     print("Eval results: " + ", ".join(f"{k} = {v:.4f}" for k, v in sorted(results.items())))
     if chief:
-        final = save_pretrained(model, os.path.join(FLAGS.model_dir, "pretrained"), vocab_file)
+        with tempfile.TemporaryDirectory() as tmp:
+            if vocab_file is None:  # the vocab of the .keras it started from, beside the result as usual
+                vocab_file = os.path.join(tmp, "vocab.txt")
+                save_vocab(tokenizer.vocab, vocab_file)
+            final = save_pretrained(model, os.path.join(FLAGS.model_dir, "pretrained"), vocab_file)
         print(f"Pre-trained model: {final}/model.keras (load with keras_bert.BertEncoder.from_pretrained)")
 
 

@@ -92,8 +92,8 @@ def main(argv):
     from keras_bert.text import BertPreprocessor
 
     strategy = common.setup()
+    tokenizer = common.finetuning_tokenizer(BertClassifier)
     task = load_task()
-    tokenizer = common.finetuning_tokenizer()
     preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
     train_examples = task.train
 

@@ -39,7 +39,7 @@ def main(argv):
 
     common.require_data_files()
     strategy = common.setup()
-    tokenizer = common.finetuning_tokenizer()
+    tokenizer = common.finetuning_tokenizer(BertMultipleChoice)
     preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
     train = read_swag_examples(FLAGS.train_file) if FLAGS.do_train else None
     # Every input is parsed before the first training step: a bad eval or predict file fails in seconds.

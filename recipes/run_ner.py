@@ -48,7 +48,7 @@ def main(argv):
 
     common.require_data_files()
     strategy = common.setup()
-    tokenizer = common.finetuning_tokenizer()
+    tokenizer = common.finetuning_tokenizer(BertTokenClassifier)
     lookup = features.WordPieceLookup(tokenizer)
     with common.flag_errors("train_file", "init_checkpoint"):
         train, tags = ner.tag_list(FLAGS.train_file, read_labels(FLAGS.init_checkpoint))

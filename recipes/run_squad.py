@@ -52,13 +52,13 @@ def main(argv):
 
     common.require_data_files(eval_file="predict_file")
     strategy = common.setup()
-    tokenizer = common.finetuning_tokenizer()
+    tokenizer = common.finetuning_tokenizer(BertSpanLabeler)
     lookup = features.WordPieceLookup(tokenizer)
     settings = squad.SquadSettings(
         max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
         version_2_with_negative=FLAGS.version_2_with_negative, n_best_size=FLAGS.n_best_size,
         max_answer_length=FLAGS.max_answer_length, null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-        do_lower_case=FLAGS.do_lower_case)
+        do_lower_case=tokenizer.lower_case)
 
     # Every input is parsed before the first training step: a bad predict file fails in seconds.
     predict_examples = None

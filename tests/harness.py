@@ -122,3 +122,43 @@ def run_model_test(build, inputs, expected_output_shape, tmp_path, mixed_output_
     restored = check_keras_file_round_trip(model, inputs, tmp_path)
     check_mixed_precision(build, inputs, _call_model, mixed_output_dtype, mixed_atol)
     return restored
+
+
+def run_task_test(model, serve_inputs, tmp_path, fit=None, serve_options=None):
+    """The whole life of a task model as a user has it: `fit` (when given: `fit(model)` runs compile() and
+    fit on a few raw examples) -> `serve` -> `save` -> load -> `serve` and `predict` again (bit-identical)
+    -> export. Returns (served, job): `serve(serve_inputs)`'s outputs and the C-API check job of the export
+    (`servability.check_servable_subprocess([job], atol=0.0)` asserts the server answers exactly `served`).
+    """
+    from keras_bert.export import export_saved_model, servability
+
+    if fit is not None:
+        fit(model)
+    options = serve_options or {}
+    served = model.serve(serve_inputs, **options)
+    assert served, f"{type(model).__name__}.serve returned nothing"
+    path = str(tmp_path / f"{model.name}.keras")
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    assert type(restored) is type(model)
+    assert_same_outputs(restored.serve(serve_inputs, **options), served)
+    ids = model.text_inputs(_texts(serve_inputs), model.preprocessor) if "text" in serve_inputs else None
+    if ids is not None:
+        if model.compiled:
+            restored.compile()  # the same execution (XLA or not) as the model's compile() chose
+        assert_same_outputs(restored.predict(ids, verbose=0), model.predict(ids, verbose=0))
+    version_dir = export_saved_model(restored, str(tmp_path / f"{model.name}-export"), **options)
+    arrays = str(tmp_path / f"{model.name}-check.npz")
+    servability.save_check_arrays(arrays, {k: np.asarray(v, dtype=object) if _is_text(v) else np.asarray(v)
+                                           for k, v in serve_inputs.items()}, served)
+    return served, {"export_dir": version_dir, "runs": [{"signature": "serving_default", "arrays": arrays}]}
+
+
+def _is_text(value):
+    return np.asarray(value).dtype.kind in "USO"
+
+
+def _texts(inputs):
+    import tensorflow as tf
+
+    return {k: tf.constant(np.asarray(v, dtype=object).tolist(), tf.string) for k, v in inputs.items()}

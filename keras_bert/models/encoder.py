@@ -121,7 +121,7 @@ class BertEncoder(Serving, TextTask, keras.Model):
             outputs["sequence_output"], inputs["input_mask"], options.pooling, options.normalize))
 
     def check_serving(self, form, preprocessor, options):
-        super().check_serving(form, preprocessor, dataclasses.replace(options, pooling=None))
+        super().check_serving(form, preprocessor, dataclasses.replace(options, pooling=None, normalize=False))
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable,

@@ -1,8 +1,12 @@
 """The text preprocessing a checkpoint comes with: the `vocab.txt` beside it and the casing its own files
 state, packed to a sequence length — what `from_pretrained` gives a model so it takes raw strings."""
 
+import json
 import logging
 import os
+import zipfile
+
+import keras
 
 from keras_bert.checkpoints import find_lower_case, find_vocab_file, keras_file, load_keras_model, split_model
 from keras_bert.text import BertPreprocessor, BertTokenizer
@@ -63,6 +67,27 @@ def resized(preprocessor, config, seq_length=None, lower_case=None):
     if seq_length is None or int(seq_length) == preprocessor.seq_length:
         return preprocessor
     return BertPreprocessor(tokenizer, sequence_length(config, seq_length))
+
+
+def saved_config(path):
+    """The serialized model ({"class_name", "config", ...}) of the `.keras` save at `path` (the file or a
+    directory holding model.keras), read without building the model; None for the other formats."""
+    model_file = keras_file(os.fspath(path)) if path else None
+    if model_file is None or not zipfile.is_zipfile(model_file):
+        return None
+    with zipfile.ZipFile(model_file) as archive:
+        return json.loads(archive.read("config.json"))
+
+
+def saved_text(path):
+    """(preprocessor, labels) of the `.keras` save at `path`: the `BertPreprocessor` it was trained with
+    (vocab and casing inside) and its label names, each None when it has none; (None, None) for the other
+    checkpoint formats."""
+    config = (saved_config(path) or {}).get("config", {})
+    preprocessor = config.get("preprocessor")
+    if preprocessor is not None:
+        preprocessor = keras.saving.deserialize_keras_object(preprocessor)
+    return preprocessor, config.get("labels")
 
 
 def load_saved_model(path):

@@ -4,6 +4,7 @@ import json
 import os
 
 from keras_bert.checkpoints import keras_file
+from keras_bert.models.pretrained import saved_config
 from keras_bert.textfiles import read_json
 
 LABELS_FILE = "labels.json"
@@ -21,10 +22,14 @@ def write_labels(directory, labels):
 
 
 def read_labels(model_path):
-    """The label list saved beside the `.keras` model at `model_path` (the file or our save directory), or
-    None when `model_path` is not such a model or has no labels.json beside it."""
+    """The label list of the `.keras` model at `model_path` (the file or our save directory): the labels
+    the model carries, else the labels.json beside it; None when `model_path` is not such a model or has
+    neither."""
     model_file = model_path and keras_file(model_path)
-    path = model_file and os.path.join(os.path.dirname(model_file), LABELS_FILE)
-    if not path or not os.path.isfile(path):
+    if not model_file:
         return None
-    return read_json(path)["labels"]
+    labels = (saved_config(model_file) or {}).get("config", {}).get("labels")
+    if labels is not None:
+        return labels
+    path = os.path.join(os.path.dirname(model_file), LABELS_FILE)
+    return read_json(path)["labels"] if os.path.isfile(path) else None
