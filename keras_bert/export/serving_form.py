@@ -83,7 +83,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import execution
+from keras_bert import compat, execution
 
 QUANTIZE_MODES = ("int8", "int8_matmul", "int8_weights")
 DTYPES = ("float32", "bfloat16")
@@ -129,13 +129,13 @@ def serving_form(model, quantize=None, dtype="float32", calibration_inputs=None)
                          f"{quantize!r}, which has no quantized inputs")
     quantize = resolve_quantize(quantize)  # "int8" resolved to "int8_weights" ignores the calibration
     merged = model.merged_lora() if getattr(model, "lora_rank", None) is not None else model
-    if dtype != "float32" or any(layer.compute_dtype != "float32" for layer in merged._flatten_layers()):
+    if dtype != "float32" or any(layer.compute_dtype != "float32" for layer in compat.sublayers(merged)):
         merged = _rebuilt(merged, dtype)
     if quantize is None:
         return merged
     if merged is model:  # quantize a copy, not the caller's model
         merged = _rebuilt(model, None)
-    dense_layers = [layer for layer in merged._flatten_layers(include_self=False)
+    dense_layers = [layer for layer in compat.sublayers(merged, include_self=False)
                     if isinstance(layer, keras.layers.Dense)]
     for layer in dense_layers:
         quantize_kernel(layer)
@@ -161,7 +161,7 @@ def input_ranges(model, dense_layers, inputs, percentile=CALIBRATION_PERCENTILE)
     largest, keep, batch = {}, {}, [0]
 
     def recorder(layer):
-        kernel = tf.cast(layer._kernel, tf.float32) / tf.cast(layer.kernel_scale, tf.float32)
+        kernel = tf.cast(compat.dense_kernel_variable(layer), tf.float32) / tf.cast(layer.kernel_scale, tf.float32)
 
         def call(x, training=None):
             del training
@@ -180,7 +180,7 @@ def input_ranges(model, dense_layers, inputs, percentile=CALIBRATION_PERCENTILE)
         return call
 
     for layer in dense_layers:
-        layer._int8_call = recorder(layer)
+        compat.set_int8_call(layer, recorder(layer))
     try:
         for start in range(0, rows, CALIBRATION_BATCH):
             chunk = {name: value[start:start + CALIBRATION_BATCH] for name, value in inputs.items()}
@@ -188,7 +188,7 @@ def input_ranges(model, dense_layers, inputs, percentile=CALIBRATION_PERCENTILE)
             model(chunk, training=False)
     finally:
         for layer in dense_layers:
-            del layer._int8_call  # Dense's own int8 call again
+            compat.restore_int8_call(layer)
     # The smallest of the values kept is the percentile (an all-0 input: a tiny range, its values stay 0).
     return {key: max(float(values.min()), 1e-30) for key, values in largest.items()}
 
@@ -210,7 +210,7 @@ def _rebuilt(model, dtype_policy):
 def use_int8_matmul(layer, input_range=None):
     """Makes the int8-quantized Dense `layer` compute with `int8_matmul` (its int8 call is replaced); with an
     `input_range` (the calibrated |input| bound), with `static_int8_matmul`, its bias folded in."""
-    kernel = keras.ops.convert_to_numpy(layer._kernel)
+    kernel = keras.ops.convert_to_numpy(compat.dense_kernel_variable(layer))
     # Column sums of the int8 kernel: the float bias that undoes the shift of the input by its minimum.
     column_sums = kernel.astype(np.float32).sum(axis=0)
     if input_range is not None:
@@ -223,7 +223,7 @@ def use_int8_matmul(layer, input_range=None):
 
         def call(inputs, training=None):
             del training
-            x = static_int8_matmul(inputs, layer._kernel, input_range, quantized_bias, output_scale)
+            x = static_int8_matmul(inputs, compat.dense_kernel_variable(layer), input_range, quantized_bias, output_scale)
             x = tf.cast(x, layer.compute_dtype)
             return x if layer.activation is None else layer.activation(x)
     else:
@@ -231,13 +231,13 @@ def use_int8_matmul(layer, input_range=None):
 
         def call(inputs, training=None):
             del training
-            x = int8_matmul(inputs, layer._kernel, layer.kernel_scale, column_sums)
+            x = int8_matmul(inputs, compat.dense_kernel_variable(layer), layer.kernel_scale, column_sums)
             x = tf.cast(x, layer.compute_dtype)
             if layer.bias is not None:
                 x = x + tf.cast(layer.bias, layer.compute_dtype)
             return x if layer.activation is None else layer.activation(x)
 
-    layer._int8_call = call
+    compat.set_int8_call(layer, call)
 
 
 def static_int8_matmul(inputs, kernel, input_range, quantized_bias, output_scale):

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert import compat
 from keras_bert.checkpoints import (
     assign_encoder,
     assign_heads,
@@ -157,7 +158,8 @@ class BertPretrainer(EncoderTaskModel):
         trackers = [self.masked_lm_accuracy, self.masked_lm_loss_tracker, self.next_sentence_accuracy,
                     self.next_sentence_loss_tracker]
         # The total-loss tracker exists once the model is compiled.
-        return ([self._loss_tracker] if self._loss_tracker is not None else []) + trackers
+        tracker = compat.loss_tracker(self)
+        return ([tracker] if tracker is not None else []) + trackers
 
     def _task_config(self):
         return {}

@@ -7,6 +7,8 @@ ops such as RoundRobinTrimmer, so a serving graph containing the packer runs on 
 import keras
 import tensorflow as tf
 
+from keras_bert import compat
+
 
 def truncated_lengths(length_a, length_b, max_tokens):
     """Lengths Google's `_truncate_seq_pair` leaves: it pops the last token of the longer segment
@@ -67,8 +69,7 @@ class BertPacker(keras.layers.Layer):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        compat.accept_raw_inputs(self)
         if int(seq_length) < 3:
             raise ValueError(
                 f"BertPacker: seq_length={seq_length}; expected at least 3 ([CLS] a [SEP] b [SEP] needs 3)."
@@ -160,8 +161,7 @@ class BertPreprocessor(keras.layers.Layer):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        compat.accept_raw_inputs(self)
         if isinstance(tokenizer, dict):
             tokenizer = keras.saving.deserialize_keras_object(tokenizer)
         self.tokenizer = tokenizer

@@ -22,6 +22,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert import compat
 from keras_bert.text import vocab as vocab_lib
 from keras_bert.text.ragged_ops import exclusive_cumsum, ragged_from_rows, row_ids, shift_right, utf8_length
 from keras_bert.text.splitter import BasicWordSplitter
@@ -73,8 +74,7 @@ class BertTokenizer(keras.layers.Layer):
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
         # Strings pass through as they are (Keras would otherwise try to convert/cast call arguments).
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        compat.accept_raw_inputs(self)
         if vocabulary is None:
             if vocab_file is None:
                 raise ValueError(
