@@ -96,8 +96,8 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
     On one device (no strategy, or `OneDeviceStrategy`) the update runs as TF's fused kernels: the decay as
     one multiply (var * (1 - lr * wd)) and the Adam step as `ResourceApplyAdam` (Keras' formula: the same
     bias-corrected step size, epsilon outside the square root), one multi-threaded pass over the variable
-    each instead of the ~10 elementwise ops (each a pass over memory) Keras' update builds: TF-kernel time of
-    the update in a mini bf16 step 52 -> 31 ms. Under a mirroring strategy, Keras' own update.
+    each instead of the ~10 elementwise ops (each a pass over memory) Keras' update builds (measured in
+    docs/execution.md). Under a mirroring strategy, Keras' own update.
     """
 
     def _fused(self, variable=None):
