@@ -51,6 +51,14 @@ class BertPretrainer(EncoderTaskModel):
     `masked_lm_weights` and (optionally) `next_sentence_labels`; the model computes the original's losses
     (weighted mean MLM cross-entropy over real predictions + mean NSP cross-entropy) and reports
     `masked_lm_accuracy`, `masked_lm_loss`, `next_sentence_accuracy`, `next_sentence_loss`.
+
+    Examples:
+
+        pretrainer = BertPretrainer(BertEncoder(BertConfig.from_preset("tiny", vocab_size=30522)))
+        pretrainer.compile(optimizer=keras_bert.training.create_optimizer(1e-4, num_train_steps=10000))
+        # batches: preprocessor + MaskedLMMasker output plus next_sentence_labels (or recipes.pretrain)
+        pretrainer.fit(batches, epochs=1)
+        pretrainer.encoder.save("encoder.keras")
     """
 
     task_kind = "pretrainer"

@@ -14,6 +14,14 @@ class BertSpanLabeler(EncoderTaskModel):
     Input: the encoder input dict. Output: dict `start_logits`, `end_logits`, float32 [batch, seq].
     Padding positions get a large negative logit so they are never predicted. With a `preprocessor`,
     predict also takes raw text: a tuple (questions [batch], contexts [batch]), packed as one pair each.
+
+    Examples:
+
+        span_labeler = BertSpanLabeler.from_pretrained("path/to/hf_bert_dir", seq_length=384)
+        logits = span_labeler.predict((["What sat?"], ["The cat sat on the mat."]))
+        logits["start_logits"], logits["end_logits"]   # float32 [1, 384] each
+        from keras_bert.export import export_saved_model
+        export_saved_model(span_labeler, "/srv/models/squad")   # serves answer texts
     """
 
     task_kind = "span_labeler"

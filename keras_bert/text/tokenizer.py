@@ -67,6 +67,13 @@ class BertTokenizer(keras.layers.Layer):
     returns int32 ids, ragged with one more dimension than the input: [batch, (pieces)] for [batch].
     No [CLS]/[SEP] are added (see BertPacker). Invalid UTF-8 bytes are dropped, like the original's
     `decode("utf-8", "ignore")`; empty or whitespace-only strings give no pieces.
+
+    Examples:
+
+        tokenizer = BertTokenizer("vocab.txt", lower_case=True)
+        ids = tokenizer(tf.constant(["The cat sat.", "Dogs!"]))   # ragged int32 [2, (pieces)]
+        tokenizer.detokenize(ids)                                 # [b"the cat sat .", b"dogs !"]
+        tokenizer.cls_id, tokenizer.mask_id, tokenizer.vocab_size
     """
 
     def __init__(self, vocab_file=None, lower_case=True, vocabulary=None, **kwargs):
