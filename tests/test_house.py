@@ -7,6 +7,13 @@ import pathlib
 PACKAGE_ROOT = pathlib.Path(__file__).resolve().parent.parent / "keras_bert"
 MAX_DOCSTRING_LINES = 30
 MAX_MODULE_LINES = 450
+# Private Keras / TF names keras_bert/compat.py wraps: no other module may touch them.
+COMPAT_ONLY_NAMES = {
+    "_flatten_layers", "_kernel", "_int8_call", "_loss_tracker", "_compute_loss", "_convert_input_args",
+    "_allow_non_tensor_positional_args", "_backend_update_step", "_apply_weight_decay", "_use_weight_decay",
+    "_get_variable_index", "_momentums", "_velocities", "_all_reduce_sum_gradients", "_distribution_strategy",
+    "_distributed_tf_update_step", "_distribute_strategy", "_maybe_symbolic_build", "__internal__",
+}
 
 
 def _modules():
@@ -26,6 +33,15 @@ def test_only_compat_imports_keras_src():
                        if any(n == "keras.src" or n.startswith("keras.src.")
                               for n in _imported_names(ast.parse(path.read_text()))))
     assert importers == ["keras_bert/compat.py"], f"modules importing keras.src: {importers}"
+
+
+def test_private_keras_names_only_in_compat():
+    uses = sorted(f"{name}:{node.lineno} {node.attr if isinstance(node, ast.Attribute) else node.name}"
+                  for name, path in _modules().items() if name != "keras_bert/compat.py"
+                  for node in ast.walk(ast.parse(path.read_text()))
+                  if isinstance(node, ast.Attribute) and node.attr in COMPAT_ONLY_NAMES
+                  or isinstance(node, ast.FunctionDef) and node.name in COMPAT_ONLY_NAMES)
+    assert not uses, f"private Keras/TF internals outside keras_bert/compat.py: {uses}"
 
 
 def test_compat_imports_only_keras_and_tensorflow():
