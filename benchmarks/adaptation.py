@@ -89,9 +89,11 @@ def _keras_int8(model):
     """A copy of `model` whose Dense layers run Keras's own int8 call (input quantizer included)."""
     import keras
 
+    from keras_bert import compat
+
     copy = type(model).from_config(model.get_config())
     copy.set_weights(model.get_weights())
-    for layer in copy._flatten_layers(include_self=False):
+    for layer in compat.sublayers(copy, include_self=False):
         if isinstance(layer, keras.layers.Dense):
             layer.quantize("int8")
     return copy

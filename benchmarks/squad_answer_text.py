@@ -71,6 +71,7 @@ def measure(contexts, tokenizer, questions_per_context, seed):
     """{"questions", "differ", "em_old", "em_new", "f1_old", "f1_new", "examples"} over the gold spans."""
     from keras_bert.data import features, squad
     from keras_bert.metrics.squad import exact_match_score, f1_score
+    from tests.data import squad_reference
 
     lookup = features.WordPieceLookup(tokenizer)
     rng = random.Random(seed)
@@ -90,7 +91,7 @@ def measure(contexts, tokenizer, questions_per_context, seed):
             first, last = window.start_position, window.end_position
             words = doc_tokens[window.token_to_orig_map[first] : window.token_to_orig_map[last] + 1]
             pieces = " ".join(window.tokens[first : last + 1]).replace(" ##", "").replace("##", "")
-            old = squad.get_final_text(" ".join(pieces.split()), " ".join(words), tokenizer.lower_case)
+            old = squad_reference.get_final_text(" ".join(pieces.split()), " ".join(words), tokenizer.lower_case)
             offset = first - 2  # [CLS] (empty question) [SEP]
             new = context[prefix_chars[piece_starts[offset]] : prefix_chars[piece_ends[last - 2]]]
             totals["questions"] += 1

@@ -61,6 +61,13 @@ class BertConfig:
 
     `hidden_act` is "gelu" (exact erf, Hugging Face and Keras default) or "gelu_tanh" (the tanh approximation
     Google's original `modeling.py` uses); "relu", "tanh" and "silu" also work.
+
+    Examples:
+
+        config = BertConfig.from_preset("tiny", vocab_size=30522)   # 2 layers, hidden 128
+        config = BertConfig(vocab_size=30522, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                            intermediate_size=512)
+        encoder = keras_bert.BertEncoder(config)
     """
 
     vocab_size: int

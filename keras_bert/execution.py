@@ -1,36 +1,16 @@
 """How the train step runs for a dtype policy on this machine: XLA-compiled whole, TF's own kernels, or
 TF's kernels for the matmuls with XLA fusing everything between them.
 
-Measured on an AMD EPYC with AVX512_BF16 (TF 2.21, benchmarks/results_bf16.md): XLA's CPU dots do not use
-the bf16 instructions (2048^3 bf16 matmul: XLA 417, TF's oneDNN kernel 803 GFLOP/s; no XLA_FLAGS option
-changed that: xla_cpu_use_onednn, xla_cpu_experimental_onednn_custom_call, xla_cpu_use_xnnpack), so a
-mixed_bfloat16 step must run its matmuls on TF's kernels; but without XLA every elementwise op (LayerNorm,
-softmax, GELU, dropout, residuals, casts, the optimizer update) is a separate kernel reading and writing
-memory. The "fusions" execution gets both: the train/test/predict steps are traced inside
+XLA's CPU dots do not use the bf16 instructions (avx512_bf16, amx_bf16) that TF's oneDNN kernels use, so a
+mixed_bfloat16 step on such a CPU runs as "fusions": the train/test/predict steps are traced inside
 `tf.xla.experimental.jit_scope` marking every op but the dots (MatMul, BatchMatMul, Einsum) and the row
 reductions (Sum, BiasAddGrad) for XLA, so TF's clustering pass compiles the chains between them (forward and
 gradients) into XLA clusters while the dots run on oneDNN; the optimizer's update stays on TF's kernels
-(`fusion_scope` says why). It is per model:
-nothing global (no TF_XLA_FLAGS, no auto-jit) changes.
-Pre-training step, b32 s128 (benchmarks/results_fusions.md, 2 rounds interleaved, best round), s/step:
+(`fusion_scope` says why). It is per model: nothing global (no TF_XLA_FLAGS, no auto-jit) changes.
+float32, and bf16 on a CPU without bf16 hardware or on a GPU/TPU, keep XLA whole.
 
-    execution                    mini L4 H256     base width L4 H768
-    float32, xla                 0.46             2.54
-    mixed_bfloat16, fusions      0.39 (1.23x)     1.58 (1.62x)
-    mixed_bfloat16, kernels      0.40 (1.15x)     1.73 (1.48x)
-    mixed_bfloat16, xla          0.50 (0.93x)     2.62 (0.98x)
-
-With the row reductions also on TF's kernels, GELU in float32 and AdamW's fused update
-(benchmarks/results_steady_bench.md, one run): float32 0.44 / 2.49, fusions 0.31 (1.41x) / 1.43 (1.75x).
-
-float32 through "fusions" measured the same as XLA whole (base 2.36 vs 2.37 s, mini 0.51 vs 0.49 s), so
-float32 keeps XLA.
-
-On a CPU without AVX512_BF16/AMX, bf16 matmuls are emulated (0.70x the float32 peak on an AVX2 EPYC) and
-XLA stays the choice; float32 is faster there than any bf16 step. On a GPU or TPU, XLA (Keras's own default
-there).
-
-The models' `compile()` (`ChoosesExecution`) asks `choose_execution` when `jit_compile` is not given.
+The models' `compile()` (`ChoosesExecution`) asks `choose_execution` when `jit_compile` is not given. The
+measurements behind each choice (matmul peaks, step times per execution): docs/execution.md.
 """
 
 import contextlib

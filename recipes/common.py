@@ -13,6 +13,7 @@ import keras
 import tensorflow as tf
 from absl import flags
 
+from keras_bert import compat
 from keras_bert.config import PRESETS, BertConfig
 from keras_bert.training import distribute, optimization
 
@@ -69,7 +70,7 @@ def setup():
     keras.utils.set_random_seed(FLAGS.seed)
     keras.mixed_precision.set_global_policy(FLAGS.dtype)
     os.makedirs(FLAGS.model_dir, exist_ok=True)
-    distribute.fix_keras_multi_worker()
+    compat.fix_keras_multi_worker()
     with flag_errors("distribution_strategy"):
         return distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
 

@@ -1,9 +1,8 @@
 """Dropout with masks from a counter-based integer hash: the same inverted dropout, far cheaper RNG on CPU.
 
 `keras.layers.Dropout` draws its mask with TensorFlow's stateless Philox generator. Compiled by XLA for
-the CPU that costs ~20% of a BERT-mini pre-training step's CPU time (measured: 0.79 of 4.0 CPU-seconds per
-step at batch 32, seq 128; less of its wall time, as it overlaps the dots), because BERT decides ~17M
-dropouts a step, most of them on attention probabilities.
+the CPU that costs ~20% of a BERT-mini pre-training step's CPU time (docs/models.md), because BERT decides
+~17M dropouts a step, most of them on attention probabilities.
 `HashDropout` derives each element's keep/drop decision from a hash of (its flat index, a per-call seed):
 two rounds of the MurmurHash3 32-bit finalizer, a bijection with full avalanche, i.e. a handful of 32-bit
 integer ops that XLA fuses into the surrounding elementwise code. The per-call seed comes from a

@@ -20,6 +20,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert import compat
+
 
 def _rows(structure):
     return tf.shape(next(t for t in tf.nest.flatten(structure) if t is not None))[0]
@@ -68,8 +70,8 @@ class GradientAccumulation:
         """This micro-batch's part of the whole batch's loss (the parts sum to it): the compiled loss of the
         micro-batch (mean over its `micro_rows` rows, padding weighted 0) times micro_rows / `rows`."""
         del normalizers
-        loss = self._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=weighted_rows(sample_weight, row_weight),
-                                  training=True)
+        loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=weighted_rows(sample_weight, row_weight),
+                                 training=True)
         return loss * ops.cast(ops.shape(row_weight)[0], loss.dtype) / ops.cast(rows, loss.dtype)
 
     def train_step(self, data):
@@ -103,7 +105,7 @@ class GradientAccumulation:
         _, total, sums = tf.while_loop(lambda step, *_: step < steps, body, (tf.constant(0), tf.constant(0.0), zeros),
                                        parallel_iterations=1)
         self.optimizer.apply_gradients(zip(sums, variables, strict=True))
-        self._loss_tracker.update_state(_unscale(total), sample_weight=rows)
+        compat.loss_tracker(self).update_state(_unscale(total), sample_weight=rows)
         return self.get_metrics_result()
 
 

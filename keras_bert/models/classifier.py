@@ -29,6 +29,14 @@ class BertClassifier(EncoderTaskModel):
     Input: the encoder input dict (or raw text, with a preprocessor). Output: float32 logits
     [batch, num_classes] (for regression, the predicted value [batch, 1]). `compile()` with no arguments
     uses sparse categorical cross-entropy on logits + accuracy (regression: mean squared error).
+
+    Examples:
+
+        classifier = BertClassifier.from_pretrained("path/to/hf_bert_dir", labels=["neg", "pos"])
+        classifier.compile()   # AdamW, warmup + linear decay over the next fit, loss + accuracy
+        classifier.fit(["a good day", "a bad day"], ["pos", "neg"], epochs=3)
+        logits = classifier.predict(["what a good day!"])   # [1, 2]
+        classifier.save("classifier.keras")                 # vocab and labels inside
     """
 
     task_kind = "classifier"

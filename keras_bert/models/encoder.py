@@ -46,6 +46,14 @@ class BertEncoder(Serving, TextTask, keras.Model):
         sequence_output: [batch, seq, hidden], the last layer's hidden states;
         pooled_output: [batch, hidden], tanh(dense(sequence_output[:, 0])), the [CLS] summary;
         encoder_outputs: list of num_hidden_layers tensors [batch, seq, hidden], one per layer.
+
+    Examples:
+
+        encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=30522))
+        outputs = encoder(preprocessor(tf.constant(["the cat sat"])))
+        outputs["sequence_output"]   # [1, seq_length, 128]
+        outputs["pooled_output"]     # [1, 128]
+        encoder = BertEncoder.from_pretrained("path/to/hf_bert_dir")   # or a Google TF1 checkpoint
     """
 
     # What `checkpoints.split_model` and the export tell models apart by (each task model sets its own).

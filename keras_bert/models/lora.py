@@ -16,6 +16,8 @@ import logging
 import keras
 import numpy as np
 
+from keras_bert import compat
+
 logger = logging.getLogger("keras_bert")
 
 # The Dense layers of a TransformerBlock that LoRA adapts.
@@ -61,7 +63,7 @@ class LoraAdaptation:
         for block in self.encoder.transformer_layers:
             for name in LORA_PROJECTIONS:
                 layer = getattr(block, name)
-                merged[layer._kernel.path] = keras.ops.convert_to_numpy(layer.kernel)
+                merged[compat.dense_kernel_variable(layer).path] = keras.ops.convert_to_numpy(layer.kernel)
         source = {v.path: v for v in self.weights if "lora_kernel" not in v.path}
         if len(source) != len(plain.weights):
             raise ValueError(f"merging LoRA: {len(source)} weights in {self.name!r} but {len(plain.weights)} in "

@@ -20,6 +20,11 @@ class BertMultipleChoice(EncoderTaskModel):
     `preprocessor`, raw text: a tuple (contexts [batch], endings [batch, num_choices]); each choice is
     packed as the pair (context, ending)). Output: float32 logits [batch, num_choices]. `compile()` with no
     arguments uses sparse categorical cross-entropy on logits + accuracy.
+
+    Examples:
+
+        chooser = BertMultipleChoice.from_pretrained("path/to/hf_bert_dir", num_choices=2)
+        logits = chooser.predict((["The cat"], [["sat on the mat.", "is a dog."]]))   # [1, 2]
     """
 
     task_kind = "multiple_choice"

@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_bert import compat
 from keras_bert.checkpoints import (
     assign_encoder,
     assign_heads,
@@ -51,6 +52,14 @@ class BertPretrainer(EncoderTaskModel):
     `masked_lm_weights` and (optionally) `next_sentence_labels`; the model computes the original's losses
     (weighted mean MLM cross-entropy over real predictions + mean NSP cross-entropy) and reports
     `masked_lm_accuracy`, `masked_lm_loss`, `next_sentence_accuracy`, `next_sentence_loss`.
+
+    Examples:
+
+        pretrainer = BertPretrainer(BertEncoder(BertConfig.from_preset("tiny", vocab_size=30522)))
+        pretrainer.compile(optimizer=keras_bert.training.create_optimizer(1e-4, num_train_steps=10000))
+        # batches: preprocessor + MaskedLMMasker output plus next_sentence_labels (or recipes.pretrain)
+        pretrainer.fit(batches, epochs=1)
+        pretrainer.encoder.save("encoder.keras")
     """
 
     task_kind = "pretrainer"
@@ -184,7 +193,8 @@ class BertPretrainer(EncoderTaskModel):
         trackers = [self.masked_lm_accuracy, self.masked_lm_loss_tracker, self.next_sentence_accuracy,
                     self.next_sentence_loss_tracker]
         # The total-loss tracker exists once the model is compiled.
-        return ([self._loss_tracker] if self._loss_tracker is not None else []) + trackers
+        tracker = compat.loss_tracker(self)
+        return ([tracker] if tracker is not None else []) + trackers
 
     def _task_config(self):
         return {}

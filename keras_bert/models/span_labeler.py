@@ -32,8 +32,13 @@ class BertSpanLabeler(EncoderTaskModel):
     with `answer_rules.version_2_with_negative` also `no_answer_score` and `has_answer` (bool).
 
     Examples:
-        span = BertSpanLabeler.from_pretrained("path/to/hf_bert_dir", seq_length=384)
-        span.serve({"question": ["Who wrote it?"], "context": ["It was written by Ann."]})["answer"]
+
+        span_labeler = BertSpanLabeler.from_pretrained("path/to/hf_bert_dir", seq_length=384)
+        logits = span_labeler.predict((["What sat?"], ["The cat sat on the mat."]))
+        logits["start_logits"], logits["end_logits"]   # float32 [1, 384] each
+        span_labeler.serve({"question": ["What sat?"], "context": ["The cat sat on the mat."]})["answer"]
+        from keras_bert.export import export_saved_model
+        export_saved_model(span_labeler, "/srv/models/squad")   # serves the same answers
     """
 
     task_kind = "span_labeler"

@@ -20,6 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import compat
 from keras_bert.data.options import steady
 
 logger = logging.getLogger("keras_bert")
@@ -335,15 +336,8 @@ def _array_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=False
     (keras_bert/data/options.py). None for anything else, or where this Keras lacks that adapter."""
     if x is None or isinstance(x, (tf.data.Dataset, tf.distribute.DistributedDataset)):
         return None
-    try:
-        from keras.src.trainers.data_adapters import array_data_adapter
-    except ImportError:  # a Keras without it: Keras' own path
-        return None
-    if not array_data_adapter.can_convert_arrays((x, y, sample_weight)):
-        return None
-    adapter = array_data_adapter.ArrayDataAdapter(x, y, sample_weight=sample_weight, batch_size=batch_size,
-                                                  steps=steps, shuffle=shuffle, class_weight=class_weight)
-    return adapter.get_tf_dataset().apply(tf.data.experimental.assert_cardinality(adapter.num_batches))
+    return compat.keras_array_dataset(x, y, sample_weight=sample_weight, batch_size=batch_size, steps=steps,
+                                      shuffle=shuffle, class_weight=class_weight)
 
 
 def _steps_per_epoch(x, batch_size):

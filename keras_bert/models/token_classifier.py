@@ -18,6 +18,13 @@ class BertTokenClassifier(EncoderTaskModel):
     [batch, seq, num_classes]. Train with per-token sample weights that are 1 only on the positions that
     carry a label (e.g. each word's first piece). `labels` optionally names the classes (tag names, e.g.
     "B-PER"); `num_classes` defaults to len(labels).
+
+    Examples:
+
+        tagger = BertTokenClassifier.from_pretrained("path/to/hf_bert_dir", labels=["O", "B-PER", "I-PER"])
+        logits = tagger.predict(["Ada Lovelace wrote it"])   # float32 [1, seq_length, 3]
+        from keras_bert.export import export_saved_model
+        export_saved_model(tagger, "/srv/models/ner")   # serves entities with offsets
     """
 
     task_kind = "token_classifier"

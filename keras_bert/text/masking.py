@@ -92,6 +92,14 @@ class MaskedLMMasker:
     ([batch, seq] or one example [seq]) → the same dict with `input_word_ids` replaced by the masked ids
     and added `masked_lm_positions` int32, `masked_lm_ids` int32, `masked_lm_weights` float32, each
     [batch, max_predictions_per_seq], zero padded, positions ascending.
+
+    Examples:
+
+        masker = MaskedLMMasker(vocab_size=tokenizer.vocab_size, mask_id=tokenizer.mask_id,
+                                special_ids=tokenizer.special_ids, max_predictions_per_seq=20, seed=0)
+        features = masker(preprocessor(tf.constant(["the cat sat on the mat"])))
+        features["masked_lm_positions"], features["masked_lm_ids"], features["masked_lm_weights"]
+        pretraining = text_dataset.batch(32).map(preprocessor).map(masker)
     """
 
     def __init__(

@@ -7,6 +7,8 @@ ops such as RoundRobinTrimmer, so a serving graph containing the packer runs on 
 import keras
 import tensorflow as tf
 
+from keras_bert import compat
+
 
 def truncated_lengths(length_a, length_b, max_tokens):
     """Lengths Google's `_truncate_seq_pair` leaves: it pops the last token of the longer segment
@@ -61,14 +63,20 @@ class BertPacker(keras.layers.Layer):
       `input_type_ids`: 0 for [CLS] a [SEP], 1 for b [SEP], 0 on padding.
     Segments that do not fit are cut at the end like the original `_truncate_seq_pair` (the longer one
     first; `b` on ties); a single segment keeps its first seq_length - 2 pieces.
+
+    Examples:
+
+        packer = BertPacker.from_tokenizer(tokenizer, seq_length=8)
+        inputs = packer((tokenizer(tf.constant(["the cat"])), tokenizer(tf.constant(["sat on the mat"]))))
+        inputs["input_word_ids"]   # [[CLS] the cat [SEP] sat on the [SEP]] as ids, int32 [1, 8]
+        inputs["input_type_ids"]   # [[0, 0, 0, 0, 1, 1, 1, 1]]
     """
 
     def __init__(self, seq_length, start_id, end_id, pad_id=0, **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        compat.accept_raw_inputs(self)
         if int(seq_length) < 3:
             raise ValueError(
                 f"BertPacker: seq_length={seq_length}; expected at least 3 ([CLS] a [SEP] b [SEP] needs 3)."
@@ -154,14 +162,20 @@ class BertPreprocessor(keras.layers.Layer):
     `(text_a, text_b)` as a tuple/list or a dict with keys "text_a" (or "text") and "text_b" → dict of
     int32 [batch, seq_length] `input_word_ids`, `input_mask`, `input_type_ids`. Uses only TF and
     tf-text ops, so it works in `ds.map(preprocessor)` and inside an exported serving graph.
+
+    Examples:
+
+        preprocessor = BertPreprocessor(BertTokenizer("vocab.txt"), seq_length=128)
+        inputs = preprocessor(tf.constant(["The cat sat.", "A dog."]))            # int32 [2, 128] each
+        pairs = preprocessor((tf.constant(["What sat?"]), tf.constant(["A cat."])))   # one sentence pair
+        train = tf.data.Dataset.from_tensor_slices(texts).batch(32).map(preprocessor)
     """
 
     def __init__(self, tokenizer, seq_length, **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        compat.accept_raw_inputs(self)
         if isinstance(tokenizer, dict):
             tokenizer = keras.saving.deserialize_keras_object(tokenizer)
         self.tokenizer = tokenizer

@@ -22,6 +22,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert import compat
 from keras_bert.text import vocab as vocab_lib
 from keras_bert.text.ragged_ops import exclusive_cumsum, ragged_from_rows, row_ids, shift_right, utf8_length
 from keras_bert.text.splitter import BasicWordSplitter
@@ -66,6 +67,13 @@ class BertTokenizer(keras.layers.Layer):
     returns int32 ids, ragged with one more dimension than the input: [batch, (pieces)] for [batch].
     No [CLS]/[SEP] are added (see BertPacker). Invalid UTF-8 bytes are dropped, like the original's
     `decode("utf-8", "ignore")`; empty or whitespace-only strings give no pieces.
+
+    Examples:
+
+        tokenizer = BertTokenizer("vocab.txt", lower_case=True)
+        ids = tokenizer(tf.constant(["The cat sat.", "Dogs!"]))   # ragged int32 [2, (pieces)]
+        tokenizer.detokenize(ids)                                 # [b"the cat sat .", b"dogs !"]
+        tokenizer.cls_id, tokenizer.mask_id, tokenizer.vocab_size
     """
 
     def __init__(self, vocab_file=None, lower_case=True, vocabulary=None, **kwargs):
@@ -73,8 +81,7 @@ class BertTokenizer(keras.layers.Layer):
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
         # Strings pass through as they are (Keras would otherwise try to convert/cast call arguments).
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        compat.accept_raw_inputs(self)
         if vocabulary is None:
             if vocab_file is None:
                 raise ValueError(

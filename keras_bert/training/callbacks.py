@@ -13,13 +13,12 @@ import shutil
 
 import keras
 import tensorflow as tf
-from tensorflow.core.framework import summary_pb2
 
 from keras_bert.training import distribute
 
 # What tensorboard's scalar summary writes, built here so TensorBoard itself need not be installed.
-_SCALAR_METADATA = summary_pb2.SummaryMetadata(
-    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")).SerializeToString()
+_SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
+    plugin_data=tf.compat.v1.SummaryMetadata.PluginData(plugin_name="scalars")).SerializeToString()
 
 
 class TrainingCheckpoint:

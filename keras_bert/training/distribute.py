@@ -3,7 +3,6 @@
 import json
 import os
 
-import keras
 import tensorflow as tf
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
@@ -59,58 +58,3 @@ def _has_chief(strategy):
     spec = strategy.cluster_resolver.cluster_spec().as_dict()
     return "chief" in spec
 
-
-# Keras minors whose private keras.src trainer code `fix_keras_multi_worker` was written and tested against;
-# tests/training/test_distribute.py fails on any other Keras until the fix is re-checked there.
-PATCHED_KERAS_MINORS = ("3.15",)
-
-
-def fix_keras_multi_worker():
-    """Works around two Keras 3.15 bugs under MultiWorkerMirroredStrategy (idempotent):
-    before `fit`/`evaluate` it calls `strategy.reduce` on a whole dict batch (TF reduces one tensor at a
-    time): the model is built from this process's first replica batch instead; and it averages the
-    step's scalar logs over workers with axis=0, which scalars lack: they are averaged with axis=None.
-
-    It replaces private `keras.src` functions, so it is applied only on the Keras minors in
-    `PATCHED_KERAS_MINORS`. Returns True if the fix is in place, False on another Keras (nothing patched).
-    """
-    if ".".join(keras.__version__.split(".")[:2]) not in PATCHED_KERAS_MINORS:
-        return False
-    from keras.src.backend.tensorflow import trainer as tf_trainer
-    from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
-
-    original_reduce = tf_trainer.reduce_per_replica
-
-    def reduce_per_replica(values, strategy, reduction):
-        if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and reduction in ("auto", "mean"):
-            return tf.nest.map_structure(
-                lambda v: strategy.reduce("MEAN", v, axis=None if _rank(strategy, v) == 0 else 0), values)
-        return original_reduce(values, strategy, reduction)
-
-    if not getattr(original_reduce, "_keras_bert_fixed", False):
-        reduce_per_replica._keras_bert_fixed = True
-        reduce_per_replica.__wrapped__ = original_reduce
-        tf_trainer.reduce_per_replica = reduce_per_replica
-
-    original = TensorFlowTrainer._maybe_symbolic_build
-    if getattr(original, "_keras_bert_fixed", False):
-        return True
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        if iterator is not None and self._distribute_strategy is not None:
-            for _, _, data_iterator in iterator:
-                batch = next(data_iterator)
-                break
-            data_batch = tf.nest.map_structure(
-                lambda v: self.distribute_strategy.experimental_local_results(v)[0]
-                if isinstance(v, tf.distribute.DistributedValues) else v, batch)
-        return original(self, iterator=None, data_batch=data_batch)
-
-    _maybe_symbolic_build._keras_bert_fixed = True
-    _maybe_symbolic_build.__wrapped__ = original
-    TensorFlowTrainer._maybe_symbolic_build = _maybe_symbolic_build
-    return True
-
-
-def _rank(strategy, value):
-    return strategy.experimental_local_results(value)[0].shape.rank

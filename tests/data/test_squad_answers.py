@@ -13,6 +13,7 @@ from keras_bert import BertConfig, BertEncoder, BertSpanLabeler
 from keras_bert.data import features, squad
 from keras_bert.data.squad_answers import AnswerRules, answer_questions, question_context_windows
 from keras_bert.text import BertPreprocessor, BertTokenizer
+from tests.data import squad_reference
 
 SEQ_LENGTH = 32
 PASSAGES = [
@@ -81,7 +82,7 @@ def test_same_spans_as_the_original_decoding(model, version_2):
     windows = features.squad_features(examples, lookup, SEQ_LENGTH, rules.doc_stride, rules.max_query_length, False)
     inputs, _ = features.squad_arrays(windows, lookup, SEQ_LENGTH)
     logits = model(inputs, training=False)
-    old = squad.postprocess_predictions(examples, windows, logits["start_logits"].numpy(),
+    old = squad_reference.postprocess_predictions(examples, windows, logits["start_logits"].numpy(),
                                         logits["end_logits"].numpy(), rules.n_best_size, rules.max_answer_length,
                                         True, version_2)
     found = answer_questions(model, model.preprocessor, tf.constant(questions), tf.constant(contexts), rules)

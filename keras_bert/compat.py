@@ -1,0 +1,160 @@
+"""Every private Keras / TensorFlow internal keras_bert relies on, each behind one named function or class.
+
+Nothing else in the package imports `keras.src` or reads a private attribute of a Keras or TF object; each
+entry names the versions it was written for, and tests/test_compat.py checks every internal it touches on
+the installed Keras, so a Keras that moves one fails there, naming it. This module imports only Keras and
+TensorFlow (any floor of keras_bert may import it).
+"""
+
+import keras
+import tensorflow as tf
+
+# Keras minors whose private trainer code `fix_keras_multi_worker` was written and tested against;
+# tests/test_compat.py fails on any other Keras until the fix is re-checked there.
+PATCHED_KERAS_MINORS = ("3.15",)
+
+
+# Keras 3.15.x: keras/src/layers/layer.py Layer.__call__ (_convert_input_args, _allow_non_tensor_positional_args).
+def accept_raw_inputs(layer):
+    """Lets `layer` take strings, lists and ragged tensors as they are: Keras would otherwise convert or cast
+    its call arguments to tensors of its dtype and refuse non-tensor positional arguments."""
+    layer._convert_input_args = False
+    layer._allow_non_tensor_positional_args = True
+
+
+# Keras 3.15.x: keras/src/layers/layer.py Layer._flatten_layers (no public recursive walk).
+def sublayers(layer, include_self=True):
+    """Every layer nested in `layer` (models included), depth-first; `layer` itself first if `include_self`."""
+    return list(layer._flatten_layers(include_self=include_self, recursive=True))
+
+
+# Keras 3.15.x: keras/src/layers/core/dense.py Dense._kernel (`kernel` adds the LoRA update to it).
+def dense_kernel_variable(layer):
+    """The Dense `layer`'s stored kernel variable (int8 once quantized; without its LoRA update)."""
+    return layer._kernel
+
+
+# Keras 3.15.x: keras/src/layers/layer.py Layer.quantized_call dispatches int8 layers to `self._int8_call`.
+def set_int8_call(layer, call):
+    """Makes the int8-quantized `layer` compute `call(inputs, training=None)` instead of Dense's int8 call."""
+    layer._int8_call = call
+
+
+def restore_int8_call(layer):
+    """Undoes `set_int8_call`: `layer` computes with its class's int8 call again."""
+    del layer._int8_call
+
+
+# Keras 3.15.x: keras/src/trainers/trainer.py Trainer._loss_tracker (the "loss" of fit's logs).
+def loss_tracker(model):
+    """The compiled `model`'s Mean metric behind the "loss" log, or None before `compile`."""
+    return model._loss_tracker
+
+
+# Keras 3.15.x: keras/src/trainers/data_adapters/array_data_adapter.py (no public array-to-dataset builder).
+def keras_array_dataset(x, y=None, sample_weight=None, batch_size=None, steps=None, shuffle=False,
+                        class_weight=None):
+    """The tf.data.Dataset Keras' own fit builds from arrays `x`, `y`, `sample_weight` (numpy, tensors,
+    dicts of them), its number of batches asserted; None where they are not arrays Keras' array adapter
+    takes, or where this Keras lacks that adapter."""
+    try:
+        from keras.src.trainers.data_adapters import array_data_adapter
+    except ImportError:  # a Keras without it: the caller takes Keras' own path
+        return None
+    if not array_data_adapter.can_convert_arrays((x, y, sample_weight)):
+        return None
+    adapter = array_data_adapter.ArrayDataAdapter(x, y, sample_weight=sample_weight, batch_size=batch_size,
+                                                  steps=steps, shuffle=shuffle, class_weight=class_weight)
+    return adapter.get_tf_dataset().apply(tf.data.experimental.assert_cardinality(adapter.num_batches))
+
+
+# Keras 3.15.x: keras/src/backend/tensorflow/optimizer.py TFOptimizer._backend_update_step and
+# _apply_weight_decay, keras/src/optimizers/base_optimizer.py; TF 2.21 tf.__internal__ maybe_merge_call.
+class OptimizerHooks:
+    """Mixin before a Keras optimizer in the bases (TF backend), turning two private steps into hooks:
+    `transform_summed_gradients(grads_and_vars)` runs on the gradients after the cross-replica sum and
+    before the update (default: as they are); `apply_weight_decay(variables)` is the decoupled decay of
+    one step (default: Keras')."""
+
+    def transform_summed_gradients(self, grads_and_vars):
+        return grads_and_vars
+
+    def apply_weight_decay(self, variables):
+        return super()._apply_weight_decay(variables)
+
+    def _apply_weight_decay(self, variables):
+        return self.apply_weight_decay(variables)
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        trainable_variables = [v.value if isinstance(v, keras.Variable) else v for v in trainable_variables]
+        grads_and_vars = self._all_reduce_sum_gradients(list(zip(grads, trainable_variables, strict=True)))
+        grads_and_vars = self.transform_summed_gradients(grads_and_vars)
+        tf.__internal__.distribute.interim.maybe_merge_call(
+            self._distributed_tf_update_step, self._distribution_strategy, grads_and_vars, learning_rate)
+
+
+# Keras 3.15.x: keras/src/optimizers/base_optimizer.py _use_weight_decay.
+def uses_weight_decay(optimizer, variable):
+    """Whether `optimizer` decays `variable` (not excluded by `exclude_from_weight_decay`)."""
+    return optimizer._use_weight_decay(variable)
+
+
+# Keras 3.15.x: keras/src/optimizers/adam.py Adam._momentums / _velocities, indexed by _get_variable_index.
+def adam_slots(optimizer, variable):
+    """(first moment, second moment): the Keras variables Adam(W) keeps for `variable`."""
+    index = optimizer._get_variable_index(variable)
+    return optimizer._momentums[index], optimizer._velocities[index]
+
+
+# Keras 3.15.x: keras/src/backend/tensorflow/trainer.py reduce_per_replica and
+# TensorFlowTrainer._maybe_symbolic_build (replaced, only on PATCHED_KERAS_MINORS).
+def fix_keras_multi_worker():
+    """Works around two Keras 3.15 bugs under MultiWorkerMirroredStrategy (idempotent):
+    before `fit`/`evaluate` it calls `strategy.reduce` on a whole dict batch (TF reduces one tensor at a
+    time): the model is built from this process's first replica batch instead; and it averages the
+    step's scalar logs over workers with axis=0, which scalars lack: they are averaged with axis=None.
+
+    It replaces private `keras.src` functions, so it is applied only on the Keras minors in
+    `PATCHED_KERAS_MINORS`. Returns True if the fix is in place, False on another Keras (nothing patched).
+    """
+    if ".".join(keras.__version__.split(".")[:2]) not in PATCHED_KERAS_MINORS:
+        return False
+    from keras.src.backend.tensorflow import trainer as tf_trainer
+
+    original_reduce = tf_trainer.reduce_per_replica
+
+    def reduce_per_replica(values, strategy, reduction):
+        if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and reduction in ("auto", "mean"):
+            return tf.nest.map_structure(
+                lambda v: strategy.reduce("MEAN", v, axis=None if _rank(strategy, v) == 0 else 0), values)
+        return original_reduce(values, strategy, reduction)
+
+    if not getattr(original_reduce, "_keras_bert_fixed", False):
+        reduce_per_replica._keras_bert_fixed = True
+        reduce_per_replica.__wrapped__ = original_reduce
+        tf_trainer.reduce_per_replica = reduce_per_replica
+
+    trainer_class = tf_trainer.TensorFlowTrainer
+    original = trainer_class._maybe_symbolic_build
+    if getattr(original, "_keras_bert_fixed", False):
+        return True
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        if iterator is not None and self._distribute_strategy is not None:
+            for _, _, data_iterator in iterator:
+                batch = next(data_iterator)
+                break
+            data_batch = tf.nest.map_structure(
+                lambda v: self.distribute_strategy.experimental_local_results(v)[0]
+                if isinstance(v, tf.distribute.DistributedValues) else v, batch)
+        return original(self, iterator=None, data_batch=data_batch)
+
+    _maybe_symbolic_build._keras_bert_fixed = True
+    _maybe_symbolic_build.__wrapped__ = original
+    trainer_class._maybe_symbolic_build = _maybe_symbolic_build
+    return True
+
+
+def _rank(strategy, value):
+    return strategy.experimental_local_results(value)[0].shape.rank
+

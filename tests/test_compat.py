@@ -1,0 +1,170 @@
+"""Every private Keras / TF internal keras_bert/compat.py relies on exists and behaves as compat.py assumes on
+the installed Keras: a Keras that moves or changes one fails here, the message naming it. The multi-worker
+run itself is tests/recipes/test_pretrain.py::test_multi_worker_equals_single_process (slow)."""
+
+import inspect
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras.src.backend.tensorflow import trainer as tf_trainer
+
+from keras_bert import compat
+
+
+def _params(fn):
+    return list(inspect.signature(fn).parameters)
+
+
+def test_installed_keras_is_one_compat_was_written_for():
+    minor = ".".join(keras.__version__.split(".")[:2])
+    assert minor in compat.PATCHED_KERAS_MINORS, (
+        f"Keras {keras.__version__}: re-read every internal named in keras_bert/compat.py (keras/src/...), "
+        "then add this minor to PATCHED_KERAS_MINORS")
+
+
+class _TypeOfInput(keras.layers.Layer):
+    def call(self, inputs):
+        return type(inputs).__name__
+
+
+def test_accept_raw_inputs_passes_lists_and_string_arrays_through():
+    strings = np.array(["a b", "c"], dtype=object)
+    plain = _TypeOfInput()
+    with pytest.raises(ValueError, match="positional"):
+        plain(["a b", "c"])
+    raw = _TypeOfInput()
+    compat.accept_raw_inputs(raw)
+    assert raw(["a b", "c"]) == "list", "Layer._allow_non_tensor_positional_args no longer honoured"
+    assert raw(strings) == "ndarray", "Layer._convert_input_args no longer honoured"
+
+
+def test_sublayers_walks_nested_models_self_first():
+    inner = keras.Sequential([keras.layers.Dense(2, name="inner_dense")], name="inner")
+    inputs = keras.Input((3,))
+    outer = keras.Model(inputs, keras.layers.Dense(1, name="head")(inner(inputs)), name="outer")
+    names = [layer.name for layer in compat.sublayers(outer)]
+    assert names[0] == "outer" and {"inner", "inner_dense", "head"} <= set(names), (
+        f"Layer._flatten_layers: {names}")
+    assert "outer" not in [layer.name for layer in compat.sublayers(outer, include_self=False)]
+
+
+def test_dense_kernel_variable_is_the_stored_kernel_without_lora():
+    layer = keras.layers.Dense(3)
+    layer.build((None, 2))
+    stored = compat.dense_kernel_variable(layer)
+    assert isinstance(stored, keras.Variable) and stored.path.endswith("kernel"), f"Dense._kernel: {stored!r}"
+    layer.enable_lora(1)
+    layer.lora_kernel_b.assign(np.ones((1, 3), "float32"))
+    layer.lora_kernel_a.assign(np.ones((2, 1), "float32"))
+    assert np.allclose(keras.ops.convert_to_numpy(layer.kernel),
+                       keras.ops.convert_to_numpy(stored) + layer.lora_alpha / layer.lora_rank)
+
+
+def test_int8_call_is_replaced_and_restored():
+    layer = keras.layers.Dense(2, use_bias=False)
+    layer.build((None, 2))
+    layer.kernel.assign(np.eye(2, dtype="float32"))
+    layer.quantize("int8")
+    x = np.array([[1.0, -2.0]], "float32")
+    own = keras.ops.convert_to_numpy(layer(x))
+    assert np.allclose(own, x, atol=0.05)
+    compat.set_int8_call(layer, lambda inputs, training=None: inputs * 10.0)
+    assert np.allclose(keras.ops.convert_to_numpy(layer(x)), x * 10.0), "Layer.quantized_call -> _int8_call"
+    compat.restore_int8_call(layer)
+    assert np.array_equal(keras.ops.convert_to_numpy(layer(x)), own)
+    assert compat.dense_kernel_variable(layer).dtype == "int8"
+
+
+def test_loss_tracker_is_the_loss_fit_logs():
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")])
+    assert compat.loss_tracker(model) is None
+    model.compile(optimizer="sgd", loss="mse")
+    tracker = compat.loss_tracker(model)
+    assert isinstance(tracker, keras.metrics.Mean) and model.metrics[0] is tracker, "Trainer._loss_tracker"
+    model.evaluate(np.ones((4, 1)), np.full((4, 1), 3.0), verbose=0)
+    assert float(tracker.result()) == pytest.approx(9.0)
+
+
+def test_keras_array_dataset_batches_as_keras_does():
+    x = {"a": np.arange(10, dtype="int32")}
+    dataset = compat.keras_array_dataset(x, np.arange(10, dtype="float32") * 2, batch_size=4)
+    assert dataset is not None, "keras.src.trainers.data_adapters.array_data_adapter is gone"
+    batches = list(dataset.as_numpy_iterator())
+    assert int(dataset.cardinality()) == 3 and [len(b[0]["a"]) for b in batches] == [4, 4, 2]
+    assert np.array_equal(batches[2][1], [16.0, 18.0])
+    assert compat.keras_array_dataset(tf.data.Dataset.range(3)) is None
+
+
+class _ZeroSummed(compat.OptimizerHooks, keras.optimizers.SGD):
+    def transform_summed_gradients(self, grads_and_vars):
+        self.seen = [tuple(g.shape) for g, _ in grads_and_vars]
+        return [(tf.zeros_like(g), v) for g, v in grads_and_vars]
+
+
+def test_optimizer_hooks_see_the_summed_gradients_before_the_update():
+    for name in ("_backend_update_step", "_all_reduce_sum_gradients", "_distributed_tf_update_step",
+                 "_apply_weight_decay"):
+        assert hasattr(keras.optimizers.SGD, name), f"Keras' TF optimizer has no {name}"
+    assert _params(keras.optimizers.SGD._backend_update_step) == ["self", "grads", "trainable_variables",
+                                                                   "learning_rate"]
+    assert callable(tf.__internal__.distribute.interim.maybe_merge_call)
+    variable = keras.Variable(np.ones(3, "float32"))
+    optimizer = _ZeroSummed(learning_rate=1.0, weight_decay=0.5)
+    optimizer.apply_gradients([(tf.ones(3), variable)])
+    assert optimizer.seen == [(3,)]
+    # Zeroed gradient: only the decay (var *= 1 - lr * wd) moved the variable, through Keras' own decay.
+    assert np.allclose(keras.ops.convert_to_numpy(variable), 0.5)
+
+
+def test_weight_decay_exclusion_and_adam_slots():
+    decayed, excluded = keras.Variable(np.ones(2, "float32"), name="w"), keras.Variable(np.ones(2, "float32"),
+                                                                                         name="bias")
+    optimizer = keras.optimizers.AdamW(learning_rate=0.1, weight_decay=0.01, beta_1=0.9)
+    optimizer.exclude_from_weight_decay(var_names=["bias"])
+    optimizer.apply_gradients([(tf.constant([2.0, 4.0]), decayed), (tf.zeros(2), excluded)])
+    assert compat.uses_weight_decay(optimizer, decayed) and not compat.uses_weight_decay(optimizer, excluded)
+    momentum, velocity = compat.adam_slots(optimizer, decayed)
+    assert np.allclose(keras.ops.convert_to_numpy(momentum), [0.2, 0.4]), "Adam._momentums"
+    assert np.allclose(keras.ops.convert_to_numpy(velocity), [0.004, 0.016]), "Adam._velocities"
+
+
+def _unpatched():
+    return (inspect.unwrap(tf_trainer.reduce_per_replica),
+            inspect.unwrap(tf_trainer.TensorFlowTrainer._maybe_symbolic_build))
+
+
+def test_patched_trainer_internals_exist_and_still_have_the_bugs():
+    reduce_per_replica, symbolic_build = _unpatched()
+    assert _params(reduce_per_replica) == ["values", "strategy", "reduction"]
+    assert _params(symbolic_build) == ["self", "iterator", "data_batch"]
+    # Scalar logs are averaged over workers along axis 0, which they lack.
+    assert 'strategy.reduce("MEAN", v, axis=0)' in inspect.getsource(reduce_per_replica)
+    # The first batch, a structure of per-replica values, is passed to strategy.reduce whole.
+    source = inspect.getsource(symbolic_build)
+    assert "self.distribute_strategy.reduce(" in source and "maybe_distributed_data_batch," in source
+
+
+@pytest.fixture
+def restore_keras(monkeypatch):
+    # Re-set to themselves so that monkeypatch puts the originals back after the test.
+    monkeypatch.setattr(tf_trainer, "reduce_per_replica", tf_trainer.reduce_per_replica)
+    monkeypatch.setattr(tf_trainer.TensorFlowTrainer, "_maybe_symbolic_build",
+                        tf_trainer.TensorFlowTrainer._maybe_symbolic_build)
+    return monkeypatch
+
+
+def test_multi_worker_fix_applied_once_on_its_keras_and_not_on_another(restore_keras):
+    originals = _unpatched()
+    restore_keras.setattr(keras, "__version__", "3.99.0")
+    assert compat.fix_keras_multi_worker() is False
+    assert (tf_trainer.reduce_per_replica, tf_trainer.TensorFlowTrainer._maybe_symbolic_build) == originals
+
+    restore_keras.setattr(keras, "__version__", f"{compat.PATCHED_KERAS_MINORS[-1]}.0")
+    assert compat.fix_keras_multi_worker() is True
+    patched = (tf_trainer.reduce_per_replica, tf_trainer.TensorFlowTrainer._maybe_symbolic_build)
+    assert all(fn._keras_bert_fixed for fn in patched) and patched != originals
+    assert _unpatched() == originals
+    assert compat.fix_keras_multi_worker() is True  # idempotent: nothing wrapped twice
+    assert (tf_trainer.reduce_per_replica, tf_trainer.TensorFlowTrainer._maybe_symbolic_build) == patched
