@@ -98,7 +98,8 @@ def flag_errors(*names):
     try:
         yield
     except (ValueError, FileNotFoundError) as e:
-        e.add_note("given as " + ", ".join(FLAGS[name].serialize() or f"--{name}=None" for name in names))
+        if names:
+            e.add_note("given as " + ", ".join(FLAGS[name].serialize() or f"--{name}=None" for name in names))
         raise
 
 

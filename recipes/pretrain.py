@@ -23,7 +23,6 @@ from recipes import logs
 
 logs.quiet(__name__)  # before TensorFlow loads
 
-import itertools
 import math
 import tempfile
 
@@ -54,70 +53,31 @@ flags.DEFINE_integer("eval_steps", 20, "Evaluation batches (0: one full pass ove
 flags.DEFINE_integer("log_steps", 50, "TensorBoard scalars every this many steps.")
 
 
-def _text_files(files, flag):
-    """documents_fn over text files; a pass that skipped files without text says so."""
-    def documents_fn():
-        stats = {}
-        yield from pretraining.read_documents(files, stats)
-        if stats.get("empty_files"):
-            common.logger.warning("--%s: skipped %d file(s) with no text", flag, stats["empty_files"])
-    return documents_fn
-
-
-def _tfds_documents(split):
-    """documents_fn over --tfds_name; its errors say which flags."""
-    def documents_fn():
-        with common.flag_errors("tfds_name", "tfds_data_dir", "tfds_text_key"):
-            yield from pretraining.tfds_documents(FLAGS.tfds_name, FLAGS.tfds_data_dir, FLAGS.tfds_text_key, split)
-    return documents_fn
-
-
-def _every_nth(documents_fn, n, held_out):
-    """Documents whose index % n == 0 (held_out) or all the others."""
-    return lambda: (d for i, d in enumerate(documents_fn()) if (i % n == 0) == held_out)
-
-
 def input_fn(tokenizer, is_training, batch_size, seed):
-    """Returns dataset_fn(input_context) for `strategy.distribute_datasets_from_function`."""
+    """Returns dataset_fn(input_context) for `strategy.distribute_datasets_from_function`: the library's
+    `pretraining_dataset_fn` over the source the flags name; its errors say which flags."""
     flag = "input_files" if is_training or not FLAGS.eval_input_files else "eval_input_files"
     patterns = FLAGS[flag].value
-    files = common.flag_files(flag) if patterns else None
-    if files and pretraining.holds_tfrecords(files):
-        def dataset_fn(context):
-            # tfrecord_dataset checks the files' headers; distribute_datasets_from_function calls this at once,
-            # so a file that is not TFRecords fails there, naming the flag, not at the first step.
-            with common.flag_errors(flag):
-                return pretraining.tfrecord_dataset(
-                    files, context.get_per_replica_batch_size(batch_size), FLAGS.max_seq_length,
-                    FLAGS.max_predictions_per_seq, is_training=is_training, seed=seed, input_context=context,
-                    pad_to_multiple_of=FLAGS.pad_to_multiple_of)
-        return dataset_fn
-    if files:
-        documents_fn, source = _text_files(files, flag), f"--{flag}={patterns}"
-    elif FLAGS.tfds_name:
-        split = FLAGS.tfds_split if is_training else (FLAGS.tfds_eval_split or FLAGS.tfds_split)
-        documents_fn = _tfds_documents(split)
-        source = f"--tfds_name={FLAGS.tfds_name} split {split}"
-    else:
-        from keras_bert.data.default_corpus import default_corpus_path
-
-        corpus = [default_corpus_path()]
-        documents_fn = _every_nth(lambda: pretraining.read_documents(corpus), 50, held_out=not is_training)
-        source = f"the default corpus {corpus[0]}"
-    # Fail now, not at the first step, when next-sentence pairs are impossible.
-    pretraining.check_documents(list(itertools.islice(documents_fn(), 2)), source)
-
+    split = FLAGS.tfds_split if is_training else (FLAGS.tfds_eval_split or FLAGS.tfds_split)
+    source = pretraining.PretrainingSource(
+        files=common.flag_files(flag) if patterns else None, tfds_name=FLAGS.tfds_name,
+        tfds_data_dir=FLAGS.tfds_data_dir, tfds_text_key=FLAGS.tfds_text_key, tfds_split=split,
+        name=f"--{flag}={patterns}" if patterns else None)
     config = pretraining.PretrainingDataConfig(
         max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
         whole_word_mask=FLAGS.do_whole_word_mask, seed=seed)
+    flags_used = (flag,) if patterns else ("tfds_name", "tfds_data_dir", "tfds_text_key") if FLAGS.tfds_name else ()
+    with common.flag_errors(*flags_used):
+        dataset_fn = pretraining.pretraining_dataset_fn(source, tokenizer, config, batch_size, is_training,
+                                                        FLAGS.pad_to_multiple_of)
 
-    def dataset_fn(context):
-        return pretraining.text_dataset(
-            documents_fn, tokenizer, config, context.get_per_replica_batch_size(batch_size),
-            is_training=is_training, input_context=context, source=source,
-            pad_to_multiple_of=FLAGS.pad_to_multiple_of)
-    return dataset_fn
+    def checked_dataset_fn(context):
+        # Called by distribute_datasets_from_function at once: a file that is not TFRecords fails there,
+        # naming the flag, not at the first step.
+        with common.flag_errors(*flags_used):
+            return dataset_fn(context)
+    return checked_dataset_fn
 
 
 def main(argv):

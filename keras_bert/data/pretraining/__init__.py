@@ -12,7 +12,8 @@ Both yield dicts with the model's names: `input_word_ids`, `input_mask`, `input_
 
 Modules, in the order the data flows: documents (reading files/TFDS), corpus (tokenizing), pairing (NSP
 pairs, packing), masking (static masks; the rule is `keras_bert.text.masking`'s), examples (a corpus's
-examples, chunk by chunk), statistics, writer (TFRecord shards), reader (TFRecords -> tf.data), stream.
+examples, chunk by chunk), statistics, writer (TFRecord shards), reader (TFRecords -> tf.data), stream;
+inputs chooses among them for a run (`PretrainingSource`, `pretraining_dataset_fn`).
 """
 
 from keras_bert.data.pretraining.config import FEATURE_TO_INPUT, PretrainingDataConfig
@@ -29,6 +30,7 @@ from keras_bert.data.pretraining.documents import (
     tfds_documents,
 )
 from keras_bert.data.pretraining.examples import create_pretraining_examples
+from keras_bert.data.pretraining.inputs import PretrainingSource, pretraining_dataset_fn
 from keras_bert.data.pretraining.masking import mask_tokens
 from keras_bert.data.pretraining.pairing import create_instance_spans, pack_spans
 from keras_bert.data.pretraining.reader import check_tfrecord_files, holds_tfrecords, tfrecord_dataset
@@ -43,6 +45,7 @@ from keras_bert.data.pretraining.writer import (
 __all__ = [
     "FEATURE_TO_INPUT",
     "PretrainingDataConfig",
+    "PretrainingSource",
     "TokenizedCorpus",
     "check_documents",
     "check_tfrecord_files",
@@ -54,6 +57,7 @@ __all__ = [
     "holds_tfrecords",
     "mask_tokens",
     "pack_spans",
+    "pretraining_dataset_fn",
     "read_documents",
     "shuffled",
     "split_sentences",
