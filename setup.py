@@ -30,6 +30,6 @@ setup(
             "ruff",
             "tensorflow-serving-api==2.21.*",
         ],
-        "bench": ["keras-hub==0.32.*"],
+        "bench": ["keras-hub==0.32.*", "onnxruntime==1.32.*", "onnx==1.23.*"],
     },
 )

@@ -17,11 +17,11 @@ import statistics
 import subprocess
 import sys
 
-from benchmarks import common
+from benchmarks import common, serving_peers
 from benchmarks.pretrain_throughput import train_flops_per_token
 
-SECTIONS = ("peak", "pretrain", "bf16", "loss_curve", "steady", "serving", "finetune", "padding", "tokenize",
-            "create_pretraining_data")
+SECTIONS = ("peak", "pretrain", "bf16", "loss_curve", "steady", "serving", "serving_onnx", "finetune", "padding",
+            "tokenize", "create_pretraining_data")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Peer benchmarks owned by the text and pre-training code (file, how it is run); their printed output is kept.
 FOREIGN = {"tokenize": ("benchmarks/tokenization.py", ["-m", "benchmarks.tokenization"]),
@@ -226,6 +226,14 @@ def bench_serving(table, errors, quick):
                       f"{peer[f'token_ids_b{batch}_ms']:.1f} ms", run=peer)
 
 
+def bench_serving_onnx(table, errors, quick):
+    """MiniLM-L6 sentence embeddings from raw text vs ONNX Runtime and transformers (serving_peers.py)."""
+    run = _run("serving_peers", ["--impl=all", f"--repeats={3 if quick else 20}", f"--rounds={1 if quick else 2}"],
+               errors, timeout=3600)
+    for config, impl, result, vs, impl_run in serving_peers.table_rows(run or {}, errors):
+        table.add("sentence embedding, raw text", config, impl, result, vs, run=impl_run or run)
+
+
 def bench_finetune(table, errors, quick):
     sizes = ("mini",) if quick else ("mini", "base4")
     for size in sizes:
@@ -415,6 +423,8 @@ def main():
         bench_steady(table, errors, args.quick)
     if "serving" in sections:
         bench_serving(table, errors, args.quick)
+    if "serving_onnx" in sections:
+        bench_serving_onnx(table, errors, args.quick)
     if "finetune" in sections:
         bench_finetune(table, errors, args.quick)
     if "padding" in sections:

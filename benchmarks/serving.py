@@ -15,6 +15,7 @@ on raw text (tokenize with offsets, windows, encoder, chunk decoding), vs `logit
 same SavedModel on the packed ids; the texts are cut to one window (126 pieces), so both run the encoder
 once per text and the difference is what tokenizing and decoding in the graph cost.
 Latency is the median of `--repeats` calls after two warm-up calls.
+The real MiniLM checkpoint end to end (sentence embeddings) against ONNX Runtime: benchmarks/serving_peers.py.
 """
 
 import argparse

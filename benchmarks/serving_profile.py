@@ -1,0 +1,80 @@
+"""Where a batch-1 `serving_default` call of the MiniLM sentence-embedding export spends its time, op by op.
+
+    python -m benchmarks.serving_peers --impl=profile [--repeats=20]
+
+The export of `benchmarks.serving_peers` (ours, float32) is loaded the way TF Serving loads it, into a
+TF1 Session (`tf.compat.v1.saved_model.load`: grappler and oneDNN rewrite the graph as for the model
+server), and serving_default runs on single texts (successive timed texts) with full tracing
+(`RunOptions(trace_level=FULL_TRACE)`); each node's time in the step stats (its op's start to end) is
+summed over the traced calls, by op type and by node (a node of every layer counted as one). With two intra-op threads and inter-op parallelism
+the ops' times may add up to more than the wall time: the shares say where the work is, not the critical
+path. The untraced median wall time of the same calls is reported beside them.
+"""
+
+import collections
+import re
+import statistics
+import tempfile
+import time
+
+from benchmarks import common
+from benchmarks.serving_peers import max_seq_length, minilm_dir, sentence_texts
+
+TOP = 10
+_OP_TYPE = re.compile(r"=\s*([A-Za-z0-9_]+)\(")  # timeline_label: "node = OpType(inputs)"
+# Node names summed over the layers: the function-call prefixes dropped, the layer index starred.
+_CALL = re.compile(r"(Stateful)?PartitionedCall(_\d+)?$")
+_LAYER_INDEX = re.compile(r"transformer_layer_\d+(_\d+)?")
+
+
+def _node_kind(node_name):
+    parts = [part for part in node_name.split("/") if not _CALL.match(part)]
+    return _LAYER_INDEX.sub("transformer_layer_*", "/".join(parts))
+
+
+def _summary(times, total_us, calls):
+    return [{"name": name, "ms_per_call": round(us / calls / 1e3, 3), "share": round(us / total_us, 3)}
+            for name, us in times.most_common(TOP)]
+
+
+def profile_batch_one(repeats):
+    """{wall_ms, traced_op_ms, top_op_types, top_nodes} of `repeats` traced batch-1 calls."""
+    tf = common.configure_tensorflow()
+    from keras_bert.checkpoints.sentence_transformers import sentence_pooling
+    from keras_bert.export import export_saved_model
+    from keras_bert.models.encoder import BertEncoder
+
+    timed, _ = sentence_texts()
+    directory = minilm_dir()
+    pooling, normalize = sentence_pooling(directory)
+    encoder = BertEncoder.from_pretrained(directory, seq_length=max_seq_length(directory))
+    by_type, by_node, walls = collections.Counter(), collections.Counter(), []
+    with tempfile.TemporaryDirectory() as workdir:
+        version_dir = export_saved_model(encoder, workdir, pooling=pooling, normalize=normalize, warmup=False)
+        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=common.NUM_THREADS,
+                                          inter_op_parallelism_threads=common.NUM_THREADS)
+        with tf.Graph().as_default(), tf.compat.v1.Session(config=config) as session:
+            meta = tf.compat.v1.saved_model.load(session, ["serve"], version_dir)
+            signature = meta.signature_def["serving_default"]
+            feed_name = signature.inputs["text"].name
+            fetch = signature.outputs["sentence_embedding"].name
+            options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+            for call in range(repeats + 2):
+                feed = {feed_name: [timed[call % len(timed)]]}
+                start = time.perf_counter()
+                session.run(fetch, feed)
+                walls.append(time.perf_counter() - start)
+                if call < 2:  # warm-up: oneDNN primitives are built on the first calls
+                    continue
+                metadata = tf.compat.v1.RunMetadata()
+                session.run(fetch, feed, options=options, run_metadata=metadata)
+                for device in metadata.step_stats.dev_stats:
+                    for node in device.node_stats:
+                        micros = node.op_end_rel_micros - node.op_start_rel_micros
+                        match = _OP_TYPE.search(node.timeline_label)
+                        by_type[match.group(1) if match else node.node_name] += micros
+                        by_node[_node_kind(node.node_name)] += micros
+    total = sum(by_type.values()) or 1
+    return {"wall_ms": round(1e3 * statistics.median(walls[2:]), 2), "traced_calls": repeats,
+            "traced_op_ms": round(total / repeats / 1e3, 2), "top_op_types": _summary(by_type, total, repeats),
+            "top_nodes": _summary(by_node, total, repeats)}
