@@ -25,15 +25,15 @@ _BLOCK = 128  # two-level table: block index from cp >> 7, then entry within the
 _CAPITAL_SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C2
 
 
-@functools.lru_cache(maxsize=2)
-def _character_tables(lower_case):
+@functools.lru_cache(maxsize=4)
+def _character_tables(lower_case, strip_accents=None):
     """Packs `unicode_rules.code_point_table` into int32 lookup tables (once per process and setting).
 
     Returns:
         (block_index int32 [0x110000 / 128], blocks int32 [n * 128], multi int32 [m, 3]): the packed
         entry of code point c is blocks[block_index[c >> 7] * 128 + (c & 127)].
     """
-    rules = unicode_rules.code_point_table(lower_case)
+    rules = unicode_rules.code_point_table(lower_case, strip_accents)
     length = rules.mapped_length.astype(np.int64)
     value = np.where(length == 1, rules.mapped[:, 0], 0).astype(np.int64)
     multi_rows = np.flatnonzero(length > 1)
@@ -63,9 +63,11 @@ class BasicWordSplitter:
     tf.string tensor.
     """
 
-    def __init__(self, lower_case=True):
+    def __init__(self, lower_case=True, strip_accents=None):
         self.lower_case = bool(lower_case)
-        block_index, blocks, multi = _character_tables(self.lower_case)
+        # None: the original's rule (accents stripped exactly when lower-casing), one cached table each.
+        strip_accents = None if strip_accents is None or bool(strip_accents) == self.lower_case else bool(strip_accents)
+        block_index, blocks, multi = _character_tables(self.lower_case, strip_accents)
         self._block_index = tf.constant(block_index)
         self._blocks = tf.constant(blocks)
         self._multi = tf.constant(multi.reshape(-1))

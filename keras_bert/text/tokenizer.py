@@ -62,6 +62,8 @@ class BertTokenizer(keras.layers.Layer):
         lower_case: True for uncased models (lower-case + strip accents), False for cased ones.
         vocabulary: optional list of str used instead of reading `vocab_file` (get_config stores it, so a
             saved model does not depend on the vocab file still being there).
+        strip_accents: None (default) strips accents exactly when `lower_case`, as the original; True or
+            False sets it apart from casing, as a KerasHub preset's tokenizer.json may (lower-case only).
 
     Call: `tokenizer(strings)` with a tf.string tensor [batch] (or a scalar, or any-rank dense/ragged)
     returns int32 ids, ragged with one more dimension than the input: [batch, (pieces)] for [batch].
@@ -76,7 +78,7 @@ class BertTokenizer(keras.layers.Layer):
         tokenizer.cls_id, tokenizer.mask_id, tokenizer.vocab_size
     """
 
-    def __init__(self, vocab_file=None, lower_case=True, vocabulary=None, **kwargs):
+    def __init__(self, vocab_file=None, lower_case=True, vocabulary=None, strip_accents=None, **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
@@ -92,9 +94,10 @@ class BertTokenizer(keras.layers.Layer):
             vocabulary = vocab_lib.check_vocab(vocabulary, source=vocab_file or "vocabulary")
         self.vocab_file = os.fspath(vocab_file) if vocab_file is not None else None
         self.lower_case = bool(lower_case)
+        self.strip_accents = None if strip_accents is None else bool(strip_accents)
         self._vocab = list(vocabulary)
         self._token_to_id = {token: index for index, token in enumerate(self._vocab)}
-        self._splitter = BasicWordSplitter(self.lower_case)
+        self._splitter = BasicWordSplitter(self.lower_case, self.strip_accents)
         # Words over 100 characters are replaced by the [UNK] token text, which WordPiece maps to [UNK].
         # Any word of <= 100 characters fits in 400 bytes, so tf-text's byte limit never triggers.
         self._wordpiece = tf_text.FastWordpieceTokenizer(
@@ -324,6 +327,8 @@ class BertTokenizer(keras.layers.Layer):
         config.update(
             {"vocab_file": self.vocab_file, "lower_case": self.lower_case, "vocabulary": self.vocab}
         )
+        if self.strip_accents is not None:  # only when set: configs of the original rule stay as they were
+            config["strip_accents"] = self.strip_accents
         return config
 
     def save_assets(self, dir_path):
