@@ -91,9 +91,11 @@ class BertPacker(keras.layers.Layer):
         """A packer using `tokenizer`'s [CLS], [SEP] and [PAD] ids."""
         return cls(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, **kwargs)
 
-    def call(self, inputs):
+    def call(self, inputs, seq_length=None):
         if isinstance(inputs, dict):
             raise ValueError("BertPacker: expected one ids tensor or a list/tuple of one or two, got a dict.")
+        # A scalar tensor `seq_length` packs to that length instead (TF Hub's bert_pack_inputs takes one).
+        seq_length = self.seq_length if seq_length is None else seq_length
         segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         if len(segments) not in (1, 2):
             raise ValueError(f"BertPacker: expected 1 or 2 segments, got {len(segments)}.")
@@ -104,13 +106,13 @@ class BertPacker(keras.layers.Layer):
         ones = tf.ones([batch, 1], tf.int32)
         cls, sep = ones * self.start_id, ones * self.end_id
         if len(segments) == 1:
-            kept = tf.minimum(segments[0].row_lengths(), self.seq_length - 2)
+            kept = tf.minimum(segments[0].row_lengths(), tf.cast(seq_length, tf.int64) - 2)
             a = _keep_first(segments[0], kept)
             pieces = [cls, a, sep]
             types = [tf.zeros_like(cls), tf.zeros_like(a), tf.zeros_like(sep)]
         else:
             a, b = segments
-            new_a, new_b = truncated_lengths(a.row_lengths(), b.row_lengths(), self.seq_length - 3)
+            new_a, new_b = truncated_lengths(a.row_lengths(), b.row_lengths(), seq_length - 3)
             a, b = _keep_first(a, new_a), _keep_first(b, new_b)
             pieces = [cls, a, sep, b, sep]
             types = [
@@ -122,7 +124,8 @@ class BertPacker(keras.layers.Layer):
             ]
         word_ids = tf.concat(pieces, axis=1)
         type_ids = tf.concat(types, axis=1)
-        shape = [None, self.seq_length]
+        shape = [None, seq_length] if isinstance(seq_length, int) else tf.stack(
+            [word_ids.nrows(), tf.cast(seq_length, tf.int64)])
         outputs = {
             "input_word_ids": word_ids.to_tensor(self.pad_id, shape=shape),
             "input_mask": tf.ones_like(word_ids).to_tensor(0, shape=shape),
