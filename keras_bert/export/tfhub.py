@@ -24,7 +24,7 @@ from keras_bert.export.saved_model import check_compatible, encoder_of, publish_
 from keras_bert.models.encoder import INPUT_NAMES
 from keras_bert.text import vocab as vocab_lib
 
-_STRINGS = tf.TensorSpec([None], tf.string, name="strings")
+_STRINGS = tf.TensorSpec([None], tf.string, name="text")
 _IDS_SPEC = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
 
 

@@ -7,7 +7,11 @@ from keras_bert.execution import ChoosesExecution
 from keras_bert.models.accumulation import GradientAccumulation
 from keras_bert.models.encoder import load_pretrained
 from keras_bert.models.lora import LoraAdaptation
-from keras_bert.models.pretrained import load_pretrained_head, pretrained_head_args, with_pretrained_preprocessor
+from keras_bert.models.pretrained import (
+    load_pretrained_head,
+    pretrained_head_args,
+    with_pretrained_preprocessor,
+)
 from keras_bert.models.serving import Serving
 from keras_bert.models.text_task import TextTask
 
