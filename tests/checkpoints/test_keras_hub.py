@@ -35,8 +35,13 @@ def minilm():
     return BertEncoder.from_pretrained(MINILM)
 
 
-def _transformers(batch, hidden_act):
-    model = transformers.BertModel.from_pretrained(MINILM, hidden_act=hidden_act).eval()
+@pytest.fixture(scope="module")
+def tanh_gelu_reference():
+    """transformers' BertModel on MiniLM's weights with the tanh GELU ("gelu_new") KerasHub computes."""
+    return transformers.BertModel.from_pretrained(MINILM, hidden_act="gelu_new").eval()
+
+
+def _transformers(model, batch):
     with torch.no_grad():
         out = model(input_ids=torch.tensor(batch["input_word_ids"], dtype=torch.long),
                     attention_mask=torch.tensor(batch["input_mask"], dtype=torch.long),
@@ -68,13 +73,14 @@ def _their_ids(tokenizer, texts):
     return [list(map(int, row)) for row in (ids.to_list() if hasattr(ids, "to_list") else ids)]
 
 
-def test_keras_hub_preset_loads_with_its_tokenizer_and_transformers_outputs(keras_hub_preset):
+def test_keras_hub_preset_loads_with_its_tokenizer_and_transformers_outputs(keras_hub_preset,
+                                                                            tanh_gelu_reference):
     encoder = BertEncoder.from_pretrained(keras_hub_preset)
     # KerasHub computes tanh-GELU: the preset is that model, so transformers' "gelu_new" is the reference.
     assert encoder.config.hidden_act == "gelu_tanh" and encoder.config.num_hidden_layers == 6
     batch = {name: value.numpy() for name, value in encoder.preprocessor(PAIRS).items()}
     mask = batch["input_mask"]
-    vs_transformers = _max_diff(_outputs(encoder, batch), _transformers(batch, "gelu_new"), mask)
+    vs_transformers = _max_diff(_outputs(encoder, batch), _transformers(tanh_gelu_reference, batch), mask)
     backbone = keras_hub.models.BertBackbone.from_preset(keras_hub_preset)
     vs_keras_hub = _max_diff(_outputs(encoder, batch), _keras_hub_outputs(backbone, batch), mask)
     print(f"KerasHub preset -> keras_bert: max |diff| vs transformers {vs_transformers:.1e}, "
@@ -98,7 +104,7 @@ def test_sharded_keras_hub_weights_read_the_same(keras_hub_preset, tmp_path):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
-def test_save_keras_hub_loads_in_keras_hub(minilm, tmp_path, caplog):
+def test_save_keras_hub_loads_in_keras_hub(minilm, tanh_gelu_reference, tmp_path, caplog):
     directory = str(tmp_path / "ours")
     with caplog.at_level("WARNING", logger="keras_bert"):
         save_keras_hub(minilm, directory)
@@ -111,7 +117,7 @@ def test_save_keras_hub_loads_in_keras_hub(minilm, tmp_path, caplog):
     got = _keras_hub_outputs(backbone, batch)
     reread = BertEncoder.from_pretrained(directory)
     vs_ours = _max_diff(got, _outputs(reread, batch), mask)
-    vs_transformers = _max_diff(got, _transformers(batch, "gelu_new"), mask)
+    vs_transformers = _max_diff(got, _transformers(tanh_gelu_reference, batch), mask)
     gelu_gap = _max_diff(got, _outputs(minilm, batch), mask)
     print(f"keras_bert -> KerasHub: max |diff| vs our reload {vs_ours:.1e}, vs transformers {vs_transformers:.1e}; "
           f"erf-GELU original vs KerasHub's tanh-GELU {gelu_gap:.1e}")
