@@ -12,7 +12,8 @@ KerasHub's backbone computes GELU with the tanh approximation and LayerNorm with
 the checkpoint was trained with, so a preset reads as hidden_act="gelu_tanh"; writing an erf-GELU model
 warns that KerasHub will compute it approximately. Its q/k/v kernels are [hidden, heads, head_size]
 (EinsumDense): reshaped to and from Google's [hidden, hidden] here. A BertTextClassifier's logits layer
-(task.weights.h5) maps onto BertClassifier's `classifier` Dense (`keras_hub_head`).
+(task.weights.h5) maps onto BertClassifier's `classifier` Dense (`keras_hub_head`). A preset's tokenizer
+loads as `BertTokenizer(rules="keras_hub")` (`keras_bert.text.keras_hub_rules`): KerasHub's ids.
 """
 
 from __future__ import annotations
@@ -214,7 +215,7 @@ def keras_hub_head(path):
 
 
 def keras_hub_text(path):
-    """{"vocab_file", "lower_case", "strip_accents", "seq_length" (or None)} of the KerasHub preset at
+    """{"vocab_file", "lower_case", "strip_accents", "rules", "seq_length" (or None)} of the KerasHub preset at
     `path` (its tokenizer.json and task preprocessor.json), or None when `path` is no preset with a
     tokenizer. Raises CheckpointError naming the file and key for settings our BertTokenizer cannot
     reproduce (no splitting, another suffix or oov token, special tokens in strings)."""
@@ -228,11 +229,12 @@ def keras_hub_text(path):
             raise CheckpointError(f"{os.path.join(path, TOKENIZER_FILE)}: {key}={values[key]!r}; keras_bert's "
                                   f"tokenizer supports only {key}={expected!r}")
     lower_case, strip_accents = bool(values.get("lowercase", False)), bool(values.get("strip_accents", False))
-    if lower_case != strip_accents:
-        logger.warning("%s: lowercase=%s, strip_accents=%s, applied as KerasHub does; Google's BERT strips accents "
-                       "exactly when lower-casing (uncased: 'Café' -> 'cafe'; here -> %r)",
-                       os.path.join(path, TOKENIZER_FILE), lower_case, strip_accents,
-                       "café" if lower_case else "Cafe")
+    logger.warning("%s: lowercase=%s, strip_accents=%s applied by KerasHub's rules, not Google's: %s; controls "
+                   "split words, Unicode spaces (NBSP, U+3000) do not", os.path.join(path, TOKENIZER_FILE),
+                   lower_case, strip_accents,
+                   ("accents kept ('Café' -> 'café', Google's uncased: 'cafe')" if lower_case and not strip_accents
+                    else "accents stripped" if strip_accents else "cased") +
+                   (", NFKC case folding ('ß' -> 'ss')" if lower_case else ""))
     seq_length = None
     if os.path.isfile(os.path.join(path, PREPROCESSOR_FILE)):
         preprocessor = _read_json(path, PREPROCESSOR_FILE)["config"]
@@ -244,7 +246,7 @@ def keras_hub_text(path):
     if not os.path.isfile(vocab_file):
         raise CheckpointError(f"{path}: KerasHub preset with {TOKENIZER_FILE} but no {VOCAB_ASSET}")
     return {"vocab_file": vocab_file, "lower_case": lower_case, "strip_accents": strip_accents,
-            "seq_length": seq_length}
+            "rules": "keras_hub", "seq_length": seq_length}
 
 
 def _serialized(registered, module, config, dtype="float32"):
@@ -275,6 +277,9 @@ def _backbone_config(config):
 
 def _tokenizer_config(tokenizer):
     strip_accents = tokenizer.lower_case if tokenizer.strip_accents is None else tokenizer.strip_accents
+    if getattr(tokenizer, "rules", "google") != "keras_hub":
+        logger.info("save_keras_hub: KerasHub tokenizes by its own character rules (keras_bert.text.keras_hub_rules):"
+                    " ids equal this tokenizer's but on rare characters (NFKC case folds, NBSP/U+3000, controls)")
     return _serialized(TOKENIZER, "bert_tokenizer", {
         "config_file": TOKENIZER_FILE, "vocabulary": None, "sequence_length": None,
         "lowercase": tokenizer.lower_case, "strip_accents": strip_accents, **_FIXED_TOKENIZER}, dtype="int32")

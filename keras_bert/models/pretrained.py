@@ -52,18 +52,18 @@ def sequence_length(config, seq_length=None):
 def pretrained_preprocessor(path, config, seq_length=None, casing=True):
     """A `BertPreprocessor` of the `vocab.txt` beside the checkpoint at `path` (lower-cased when `casing`,
     the checkpoint's casing that `checkpoint_lower_case` gives; length as `sequence_length`), or None when
-    there is no vocab.txt. A KerasHub preset's tokenizer.json and preprocessor.json (strip_accents,
-    sequence_length) are honoured. Raises ValueError naming the file when its size is not the model's
+    there is no vocab.txt. A KerasHub preset's tokenizer.json and preprocessor.json (its character rules,
+    strip_accents, sequence_length) are honoured. Raises ValueError naming the file when its size is not the model's
     `config.vocab_size`."""
     vocab_file = find_vocab_file(path)
     if vocab_file is None:
         logger.info("%s: no vocab.txt beside the checkpoint; the model takes token ids only", path)
         return None
-    keras_hub = keras_hub_text(path)  # a KerasHub preset: its accent rule and packed length too
+    keras_hub = keras_hub_text(path)  # a KerasHub preset: its character rules and packed length too
     if keras_hub is not None and seq_length is None:
         seq_length = keras_hub["seq_length"]
-    strip_accents = None if keras_hub is None else keras_hub["strip_accents"]
-    tokenizer = BertTokenizer(vocab_file, lower_case=casing, strip_accents=strip_accents)
+    rules = {} if keras_hub is None else {"strip_accents": keras_hub["strip_accents"], "rules": keras_hub["rules"]}
+    tokenizer = BertTokenizer(vocab_file, lower_case=casing, **rules)
     if tokenizer.vocab_size != config.vocab_size:
         raise ValueError(f"{vocab_file} has {tokenizer.vocab_size} tokens but the checkpoint's vocab_size is "
                          f"{config.vocab_size}")

