@@ -95,9 +95,11 @@ class BertPacker(keras.layers.Layer):
         """A packer using `tokenizer`'s [CLS], [SEP] and [PAD] ids."""
         return cls(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, **kwargs)
 
-    def call(self, inputs):
+    def call(self, inputs, seq_length=None):
         if isinstance(inputs, dict):
             raise ValueError("BertPacker: expected one ids tensor or a list/tuple of one or two, got a dict.")
+        # A scalar tensor `seq_length` packs to that length instead (TF Hub's bert_pack_inputs takes one).
+        seq_length = self.seq_length if seq_length is None else seq_length
         segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         if len(segments) not in (1, 2):
             raise ValueError(f"BertPacker: expected 1 or 2 segments, got {len(segments)}.")
@@ -108,13 +110,13 @@ class BertPacker(keras.layers.Layer):
         ones = tf.ones([batch, 1], tf.int32)
         cls, sep = ones * self.start_id, ones * self.end_id
         if len(segments) == 1:
-            kept = tf.minimum(segments[0].row_lengths(), self.seq_length - 2)
+            kept = tf.minimum(segments[0].row_lengths(), tf.cast(seq_length, tf.int64) - 2)
             a = _keep_first(segments[0], kept)
             pieces = [cls, a, sep]
             types = [tf.zeros_like(cls), tf.zeros_like(a), tf.zeros_like(sep)]
         else:
             a, b = segments
-            new_a, new_b = truncated_lengths(a.row_lengths(), b.row_lengths(), self.seq_length - 3)
+            new_a, new_b = truncated_lengths(a.row_lengths(), b.row_lengths(), seq_length - 3)
             a, b = _keep_first(a, new_a), _keep_first(b, new_b)
             pieces = [cls, a, sep, b, sep]
             types = [
@@ -127,23 +129,25 @@ class BertPacker(keras.layers.Layer):
         word_ids = tf.concat(pieces, axis=1)
         type_ids = tf.concat(types, axis=1)
         outputs = {
-            "input_word_ids": self._dense(word_ids, self.pad_id),
-            "input_mask": self._dense(tf.ones_like(word_ids), 0),
-            "input_type_ids": self._dense(type_ids, 0),
+            "input_word_ids": self._dense(word_ids, self.pad_id, seq_length),
+            "input_mask": self._dense(tf.ones_like(word_ids), 0, seq_length),
+            "input_type_ids": self._dense(type_ids, 0, seq_length),
         }
         if unbatched:
             outputs = {name: value[0] for name, value in outputs.items()}
         return outputs
 
-    def _dense(self, rows, pad):
-        """Ragged [batch, (length)] -> dense [batch, seq_length], or with pad_to_multiple_of, [batch, the
-        longest row rounded up to it (<= seq_length)]."""
+    def _dense(self, rows, pad, seq_length):
+        """Ragged [batch, (length)] -> dense [batch, seq_length] (an int or a scalar tensor), or with
+        pad_to_multiple_of, [batch, the longest row rounded up to it (<= seq_length)]."""
         if self.pad_to_multiple_of is None:
-            return rows.to_tensor(pad, shape=[None, self.seq_length])
+            shape = [None, seq_length] if isinstance(seq_length, int) else tf.stack(
+                [rows.nrows(), tf.cast(seq_length, tf.int64)])
+            return rows.to_tensor(pad, shape=shape)
         dense = rows.to_tensor(pad)  # as long as the longest row
         longest = tf.shape(dense)[1]
         multiple = self.pad_to_multiple_of
-        length = tf.minimum(self.seq_length, tf.maximum(1, -(-longest // multiple)) * multiple)
+        length = tf.minimum(tf.cast(seq_length, tf.int32), tf.maximum(1, -(-longest // multiple)) * multiple)
         return tf.pad(dense, [[0, 0], [0, length - longest]], constant_values=pad)
 
     def compute_output_spec(self, inputs):
