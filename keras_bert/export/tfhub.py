@@ -20,7 +20,9 @@ import tempfile
 
 import tensorflow as tf
 
-from keras_bert.export.saved_model import check_compatible, encoder_of, publish_version
+from keras_bert import compat
+from keras_bert.checkpoints import split_model
+from keras_bert.export.saved_model import check_compatible, publish_version
 from keras_bert.models.encoder import INPUT_NAMES
 from keras_bert.text import vocab as vocab_lib
 
@@ -107,7 +109,7 @@ class _MaskedLM(tf.Module):
 
 def _encoder_root(model, preprocessor, vocab_asset):
     """The encoder SavedModel's root object (an AutoTrackable, as Keras' ExportArchive uses)."""
-    encoder = encoder_of(model)
+    encoder, pretrainer = split_model(model)
 
     def outputs(inputs, training=False):
         out = encoder({name: inputs[name] for name in INPUT_NAMES}, training=training)
@@ -120,8 +122,8 @@ def _encoder_root(model, preprocessor, vocab_asset):
         layers = named.pop("encoder_outputs")
         return {**named, **{f"encoder_outputs_{i}": x for i, x in enumerate(layers)}}
 
-    root = tf.__internal__.tracking.AutoTrackable()
-    tracked = model if getattr(model, "task_kind", None) == "pretrainer" else encoder
+    root = compat.saved_model_root()
+    tracked = pretrainer or encoder
     root.variables = list(tracked.variables)
     root.trainable_variables = list(tracked.trainable_variables)
     root.non_trainable_variables = list(tracked.non_trainable_variables)
@@ -132,8 +134,8 @@ def _encoder_root(model, preprocessor, vocab_asset):
     functions = [root.__call__.get_concrete_function(_IDS_SPEC, training) for training in (False, True)]
     root.serving_default = tf.function(flat, input_signature=[_IDS_SPEC])
     functions.append(root.serving_default.get_concrete_function())
-    if getattr(model, "task_kind", None) == "pretrainer":
-        root.mlm = _MaskedLM(model, outputs)
+    if pretrainer is not None:
+        root.mlm = _MaskedLM(pretrainer, outputs)
         functions.append(root.mlm.__call__.get_concrete_function())
     # The tf.Variables the functions capture, tracked by the root: TF Serving's session-based loader finds
     # variables only through the object graph (what ExportArchive's `_all_variables` does too).
