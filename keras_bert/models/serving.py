@@ -148,8 +148,8 @@ def _text_warmup(spec):
     texts = np.array([t.encode() for t in WARMUP_TEXTS], dtype=object)
     inputs = {"text": texts}
     if "text_b" in spec:
-        extra = spec["text_b"].shape[1:]
-        inputs["text_b"] = np.stack([texts[::-1]] * extra[0], axis=1) if extra else texts[::-1]
+        choices = spec["text_b"].shape[1:].as_list()  # [] for a pair, [num_choices] for multiple choice
+        inputs["text_b"] = np.stack([texts[::-1]] * choices[0], axis=1) if choices else texts[::-1]
     return inputs
 
 
