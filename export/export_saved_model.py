@@ -63,6 +63,10 @@ flags.DEFINE_integer("stride", None, "Pieces between windows (--long_text=window
 flags.DEFINE_enum("pooling", None, ["cls", "mean"], "Encoder: also serve `sentence_embedding`, the [CLS] vector or "
                                                     "the mean over real tokens; default: a sentence-transformers "
                                                     "directory's own (modules.json), else none.")
+flags.DEFINE_bool("fixed_length", False, "Pack served text to the full --max_seq_length (a fixed shape, e.g. for a "
+                  "batching config that wants one); default: each request to its longest input, rounded up to 8.")
+flags.DEFINE_bool("sequence_output", False, "Encoder: serving_default also returns sequence_output [batch, seq, "
+                  "hidden] (default: only pooled_output / sentence_embedding; serve_token_ids always has it).")
 flags.DEFINE_bool("normalize", False, "L2-normalize `sentence_embedding` (default: a sentence-transformers "
                                       "directory's own).")
 # Span labeler (question_context): how run_squad cut windows and chose answers, with its defaults.
@@ -154,7 +158,8 @@ def main(argv):
                                        FLAGS.warmup, example_seq_length=FLAGS.max_seq_length or DEFAULT_SEQ_LENGTH,
                                        long_text=FLAGS.long_text, stride=FLAGS.stride, pooling=pooling,
                                        normalize=normalize, answer_rules=rules, quantize=FLAGS.quantize,
-                                       dtype=FLAGS.dtype, calibration_texts=calibration_texts)]
+                                       dtype=FLAGS.dtype, calibration_texts=calibration_texts,
+                                       fixed_length=FLAGS.fixed_length, sequence_output=FLAGS.sequence_output)]
     for path in exported:
         print(path)
     if FLAGS.check:

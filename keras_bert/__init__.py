@@ -7,7 +7,13 @@ Models take and return dicts with the TF Hub BERT names: `input_word_ids`, `inpu
 # Imported for their registrations too: .keras files of fine-tuned models name our optimizer, schedule
 # and text layers, which must be registered before keras.models.load_model reads them.
 from keras_bert import text, training
-from keras_bert.checkpoints import find_vocab_file, save_google_checkpoint, save_huggingface, save_pretrained
+from keras_bert.checkpoints import (
+    find_vocab_file,
+    save_google_checkpoint,
+    save_huggingface,
+    save_keras_hub,
+    save_pretrained,
+)
 from keras_bert.config import PRESETS, BertConfig
 from keras_bert.models.classifier import BertClassifier
 from keras_bert.models.encoder import BertEncoder, load_encoder
@@ -32,6 +38,7 @@ __all__ = [
     "load_pretrainer",
     "save_google_checkpoint",
     "save_huggingface",
+    "save_keras_hub",
     "save_pretrained",
     "text",
     "training",

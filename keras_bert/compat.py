@@ -22,6 +22,14 @@ def accept_raw_inputs(layer):
     layer._allow_non_tensor_positional_args = True
 
 
+# TF 2.21: tf.__internal__.tracking.AutoTrackable, the root Keras' ExportArchive writes too (tf.Module would do,
+# but reserves `variables` as a read-only property, which TF Hub's encoder API sets).
+def saved_model_root():
+    """An empty trackable object: its attributes (tf.functions, variables, assets) are what
+    `tf.saved_model.save(root, ...)` writes."""
+    return tf.__internal__.tracking.AutoTrackable()
+
+
 # Keras 3.15.x: keras/src/layers/layer.py Layer._flatten_layers (no public recursive walk).
 def sublayers(layer, include_self=True):
     """Every layer nested in `layer` (models included), depth-first; `layer` itself first if `include_self`."""

@@ -265,6 +265,10 @@ def build_task_model(tokenizer, model_class, make_model):
         finetuning.check_vocab_size(config, tokenizer.vocab_size, tokenizer.vocab_file)
     with flag_errors("max_seq_length"):
         finetuning.check_seq_length(config, FLAGS.max_seq_length)
+    if model.preprocessor is None:  # the run's text preprocessing, so `serve` and `predict` take raw text
+        from keras_bert.text import BertPreprocessor
+
+        model.preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
     if FLAGS.lora_rank and FLAGS.do_train:
         model.enable_lora(FLAGS.lora_rank)
     return model

@@ -125,8 +125,8 @@ def main(argv):
             task.write_predictions(split, examples, predictions, FLAGS.output_dir)
     if results:
         common.write_eval_results(results, strategy)
-    for split, examples in task.predicts:
-        predictions = task.predictions(predict(examples))
+    for split, examples in task.predicts:  # what an export of the model would answer
+        predictions = task.served_predictions(model, examples, FLAGS.eval_batch_size)
         print(f"Predictions: {task.write_predictions(split, examples, predictions, FLAGS.output_dir)}")
 
 

@@ -168,3 +168,11 @@ def test_multi_worker_fix_applied_once_on_its_keras_and_not_on_another(restore_k
     assert _unpatched() == originals
     assert compat.fix_keras_multi_worker() is True  # idempotent: nothing wrapped twice
     assert (tf_trainer.reduce_per_replica, tf_trainer.TensorFlowTrainer._maybe_symbolic_build) == patched
+
+
+def test_saved_model_root_takes_variables_and_functions(tmp_path):
+    root = compat.saved_model_root()
+    root.variables = [tf.Variable(2.0)]
+    root.double = tf.function(lambda x: x * root.variables[0], input_signature=[tf.TensorSpec([], tf.float32)])
+    tf.saved_model.save(root, str(tmp_path / "root"))
+    assert float(tf.saved_model.load(str(tmp_path / "root")).double(tf.constant(3.0))) == 6.0

@@ -60,3 +60,35 @@ def test_module_docstrings_are_short():
 def test_modules_are_short():
     long = {name: n for name, path in _modules().items() if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split along their ideas): {long}"
+
+
+TASK_NAMES = {"encoder", "pretrainer", "classifier", "span_labeler", "token_classifier", "multiple_choice"}
+TASK_CLASSES = {"BertEncoder", "BertPretrainer", "BertClassifier", "BertSpanLabeler", "BertTokenClassifier",
+                "BertMultipleChoice"}
+
+
+def _names_a_task(node):
+    if isinstance(node, ast.Constant):
+        return node.value in TASK_NAMES
+    if isinstance(node, ast.Attribute):
+        return node.attr in TASK_CLASSES or node.attr == "task_kind"
+    return isinstance(node, ast.Name) and node.id in TASK_CLASSES
+
+
+def test_export_compares_against_no_task():
+    """keras_bert/export/ asks the model what it serves: no comparison or isinstance against a task's name or
+    class (adding a task touches the task's own class, not the export)."""
+    found = []
+    for name, path in _modules().items():
+        if not name.startswith("keras_bert/export/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            operands = []
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("isinstance", "issubclass"):
+                operands = node.args[1:]
+            operands = [o for operand in operands for o in ast.walk(operand)]
+            if any(_names_a_task(o) for o in operands):
+                found.append(f"{name}:{node.lineno}")
+    assert not found, f"task comparisons in keras_bert/export/: {found}"

@@ -6,6 +6,7 @@ the weights in with `assign_encoder` / `assign_heads`. The format of `path` is d
   - Google TF1: a prefix such as `.../bert_model.ckpt`, or a directory holding it, with `bert_config.json`;
   - Hugging Face: a directory with `config.json` + `model.safetensors` (or `pytorch_model.bin`), or
     sharded: `model.safetensors.index.json` (or `pytorch_model.bin.index.json`) + the shards it lists;
+  - KerasHub: a preset directory (`config.json` of a `keras_hub>BertBackbone` + `model.weights.h5`);
   - keras_bert: a directory written by `save_pretrained` or a `.keras` file (a task model's encoder too).
 """
 
@@ -17,6 +18,13 @@ import os
 from keras_bert.checkpoints.files import find_lower_case, find_vocab_file
 from keras_bert.checkpoints.google import checkpoint_prefix, read_google_checkpoint, save_google_checkpoint
 from keras_bert.checkpoints.huggingface import is_huggingface_directory, read_huggingface, save_huggingface
+from keras_bert.checkpoints.keras_hub import (
+    is_keras_hub_directory,
+    keras_hub_head,
+    keras_hub_text,
+    read_keras_hub,
+    save_keras_hub,
+)
 from keras_bert.checkpoints.mapping import (
     CheckpointError,
     CheckpointWeights,
@@ -38,6 +46,8 @@ __all__ = [
     "find_lower_case",
     "find_vocab_file",
     "keras_file",
+    "keras_hub_head",
+    "keras_hub_text",
     "load_keras",
     "load_keras_model",
     "read_checkpoint",
@@ -45,19 +55,22 @@ __all__ = [
     "report_unused",
     "save_google_checkpoint",
     "save_huggingface",
+    "save_keras_hub",
     "save_pretrained",
     "split_model",
 ]
 
 
 def detect_format(path: str) -> str:
-    """"keras", "huggingface" or "google" for a checkpoint at `path`; raises FileNotFoundError or
+    """"keras", "keras_hub", "huggingface" or "google" for a checkpoint at `path`; raises FileNotFoundError or
     CheckpointError naming the path when it is none of them."""
     path = os.fspath(path)
     if not os.path.exists(path) and not os.path.exists(path + ".index"):
         raise FileNotFoundError(f"Checkpoint not found: {path}")
     if keras_file(path):
         return "keras"
+    if os.path.isdir(path) and is_keras_hub_directory(path):
+        return "keras_hub"
     if os.path.isdir(path) and is_huggingface_directory(path):
         return "huggingface"
     if checkpoint_prefix(path):
@@ -67,7 +80,8 @@ def detect_format(path: str) -> str:
         f"{path}: unknown checkpoint format (found {found}); expected a Google TF1 checkpoint "
         f"(bert_model.ckpt.index + bert_config.json), a Hugging Face directory (config.json + "
         f"model.safetensors, pytorch_model.bin, or a sharded model.safetensors.index.json or "
-        f"pytorch_model.bin.index.json) or a keras_bert save (model.keras)")
+        f"pytorch_model.bin.index.json), a KerasHub preset (config.json of a keras_hub>BertBackbone + "
+        f"model.weights.h5) or a keras_bert save (model.keras)")
 
 
 def read_checkpoint(path) -> tuple[BertConfig, CheckpointWeights]:
@@ -80,6 +94,8 @@ def read_checkpoint(path) -> tuple[BertConfig, CheckpointWeights]:
         return read_keras(path)
     if fmt == "huggingface":
         return read_huggingface(path)
+    if fmt == "keras_hub":
+        return read_keras_hub(path)
     return read_google_checkpoint(checkpoint_prefix(path))
 
 

@@ -11,7 +11,7 @@ import re
 import sys
 import sysconfig
 
-from keras_bert.data.pretraining import split_sentences
+from keras_bert.data.pretraining.documents import split_sentences
 
 DEFAULT_MAX_BYTES = 8_000_000
 # A triple-quoted string of Python source; group 1 is its text.

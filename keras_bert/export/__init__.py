@@ -5,5 +5,6 @@ can load it in a fresh process; it is not imported here for the same reason.
 """
 
 from keras_bert.export.saved_model import ExportError, build_archive, export_saved_model, serving_outputs
+from keras_bert.export.tfhub import export_tfhub
 
-__all__ = ["ExportError", "build_archive", "export_saved_model", "serving_outputs"]
+__all__ = ["ExportError", "build_archive", "export_saved_model", "export_tfhub", "serving_outputs"]

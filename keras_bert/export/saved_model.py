@@ -199,7 +199,8 @@ def publish_version(export_dir, version, write):
 
 def export_saved_model(model, export_dir, preprocessor=None, version=None, signature=None, warmup=True,
                        example_seq_length=None, long_text="truncate", stride=None, pooling=None, normalize=False,
-                       answer_rules=None, quantize=None, dtype="float32", calibration_texts=None):
+                       answer_rules=None, quantize=None, dtype="float32", calibration_texts=None, fixed_length=False,
+                       sequence_output=False):
     """Exports `model` for TF Serving as `<export_dir>/<version>`, written atomically.
 
     Args:
@@ -234,6 +235,9 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
             served: the model runs on them at export and each Dense input gets one constant int8 range
             (no per-row ranges computed per request; see `keras_bert.export.serving_form`). Models that take
             one text (encoder, classifier, span labeler, token classifier).
+        fixed_length: pack raw text to the full sequence length (a fixed shape) instead of each batch's
+            longest input rounded up to 8 (`keras_bert.models.serving.LENGTH_MULTIPLE`).
+        sequence_output: an encoder's serving_default also returns `sequence_output` [b, seq, hidden].
 
     Returns the version directory (str).
     """
@@ -251,7 +255,7 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
     except ValueError as e:
         raise ExportError(str(e)) from None
     try:
-        options = ServingOptions(long_text, stride, pooling, normalize, answer_rules)
+        options = ServingOptions(long_text, stride, pooling, normalize, answer_rules, fixed_length, sequence_output)
     except ValueError as e:
         raise ExportError(str(e)) from None
     archive, signature, endpoints = build_archive(model, preprocessor, signature, example_seq_length, options)

@@ -1,76 +1,176 @@
-"""The TF Hub BERT layout: a preprocessing SavedModel and an encoder SavedModel, used as a pair.
+"""The TF Hub BERT API: a preprocess SavedModel and an encoder SavedModel that code written for TF Hub's
+BERT models (TF's "Solve GLUE tasks using BERT" tutorial) runs unchanged through `tf.saved_model.load`.
 
     preprocess = tf.saved_model.load(preprocess_dir)
     encoder = tf.saved_model.load(encoder_dir)
-    inputs = preprocess(tf.constant(["hello world"]))          # dict of int32 [b, seq_length]
-    # or, for pairs: preprocess.bert_pack_inputs([preprocess.tokenize(a), preprocess.tokenize(b)])
-    outputs = encoder(inputs)                                   # pooled_output, sequence_output, ...
+    inputs = preprocess(tf.constant(["hello world"]))                    # int32 [b, 128] x 3
+    tokens = [preprocess.tokenize(s) for s in (sentences_a, sentences_b)]  # int32 ragged [b, words, pieces]
+    inputs = preprocess.bert_pack_inputs(tokens, seq_length=tf.constant(64))  # round-robin truncation
+    outputs = encoder(inputs)   # pooled_output, sequence_output, default, encoder_outputs (list per layer)
 
-Differences from the Hub models: `tokenize` returns ragged int32 [batch, (pieces)] (Hub's has a words
-dimension too), and `bert_pack_inputs` packs to the preprocessor's fixed seq_length (no seq_length argument).
-Both SavedModels also carry a `serving_default` signature, so TF Serving loads either.
+preprocess also has `tokenize_with_offsets` (ids, byte starts, byte limits; same shape) and
+`tokenize.get_special_tokens_dict()`; encoder has `vocab_file` (asset), `do_lower_case`, `variables`,
+and, exported from a BertPretrainer, `encoder.mlm(inputs + masked_lm_positions)` -> `mlm_logits`. The
+tokenizer and packer in the graph are the model's own keras_bert.text layers. Each SavedModel also has a
+flat `serving_default` signature (encoder_outputs_<i> per layer), so TF Serving loads either.
 """
 
-import keras
+import os
+import tempfile
+
 import tensorflow as tf
 
-from keras_bert.export.saved_model import check_compatible, encoder_of, publish_version
+from keras_bert import compat
+from keras_bert.checkpoints import split_model
+from keras_bert.export.saved_model import check_compatible, publish_version
 from keras_bert.models.encoder import INPUT_NAMES
+from keras_bert.text import vocab as vocab_lib
 
-_RAGGED_IDS = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)
+_STRINGS = tf.TensorSpec([None], tf.string, name="text")
+_IDS_SPEC = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+
+
+def _by_word(values, word_ids):
+    """Ragged [b, (pieces)] values and their word ids -> ragged [b, (words), (pieces)] (TF Hub's nesting)."""
+    words = tf.maximum(tf.cast(tf.reduce_max(word_ids, axis=1), tf.int64) + 1, 0)  # an empty row's max is -inf
+    first_word = tf.cumsum(words, exclusive=True)
+    global_word = tf.cast(word_ids.flat_values, tf.int64) + tf.gather(first_word, word_ids.value_rowids())
+    pieces = tf.RaggedTensor.from_value_rowids(values.flat_values, global_word, nrows=tf.reduce_sum(words))
+    return tf.RaggedTensor.from_row_lengths(pieces, words)
+
+
+def _tokenize(tokenizer, strings):
+    ids, word_ids = tokenizer.tokenize_with_word_ids(strings)
+    return _by_word(ids, word_ids)
+
+
+def _tokenize_with_offsets(tokenizer, strings):
+    ids, word_ids = tokenizer.tokenize_with_word_ids(strings)
+    _, starts, limits = tokenizer.tokenize_with_offsets(strings)
+    return tuple(_by_word(values, word_ids) for values in (ids, starts, limits))
+
+
+class _Tokenize(tf.Module):
+    """`preprocess.tokenize`: strings [b] -> int32 ragged [b, words, pieces]; `get_special_tokens_dict()`."""
+
+    def __init__(self, tokenizer):
+        super().__init__()
+        # The tokenizer is captured by the functions, not tracked: its tables are graph constants, and saving
+        # the Keras layers themselves would trace every method (tens of seconds).
+        self.__call__ = tf.function(lambda strings: _tokenize(tokenizer, strings), input_signature=[_STRINGS])
+        self.get_special_tokens_dict = tf.function(lambda: {
+            "vocab_size": tf.constant(tokenizer.vocab_size, tf.int32),
+            "start_of_sequence_id": tf.constant(tokenizer.cls_id, tf.int32),
+            "end_of_segment_id": tf.constant(tokenizer.sep_id, tf.int32),
+            "padding_id": tf.constant(tokenizer.pad_id, tf.int32),
+            "mask_id": tf.constant(tokenizer.mask_id, tf.int32)}, input_signature=[])
+
+
+def _pack(packer, segments, seq_length=None):
+    """1 or 2 segments of ids, ragged [b, (words), (pieces)] -> the encoder inputs, int32 [b, seq_length]
+    (default: the preprocessor's); pairs are truncated round-robin (the longer one first)."""
+    return packer([segment.merge_dims(1, -1) for segment in segments], seq_length=seq_length)
 
 
 class _Preprocessing(tf.Module):
-    """The preprocessing SavedModel's root object: tokenize, bert_pack_inputs and __call__."""
+    """The preprocess SavedModel's root: __call__, tokenize, tokenize_with_offsets, bert_pack_inputs."""
 
     def __init__(self, preprocessor):
         super().__init__()
-        # Attribute tracking saves the preprocessor's layers and any resources they own.
-        self.preprocessor = preprocessor
-        self.tokenize = tf.function(lambda text: preprocessor.tokenizer(text),
-                                    input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-        self.bert_pack_inputs = tf.function(lambda segments: preprocessor.packer(list(segments)))
+        tokenizer, packer = preprocessor.tokenizer, preprocessor.packer  # captured, not tracked (see _Tokenize)
+        self.tokenize = _Tokenize(tokenizer)
+        self.tokenize_with_offsets = tf.function(lambda strings: _tokenize_with_offsets(tokenizer, strings),
+                                                 input_signature=[_STRINGS])
+        self.bert_pack_inputs = tf.function(lambda segments, seq_length=None: _pack(packer, segments, seq_length))
+        # Segments as `tokenize` returns them, as TF Hub's (each trace costs seconds: only these four).
+        segment = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)
         for count in (1, 2):
-            self.bert_pack_inputs.get_concrete_function([_RAGGED_IDS] * count)
-        self.__call__ = tf.function(lambda text: preprocessor(text),
-                                    input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+            self.bert_pack_inputs.get_concrete_function([segment] * count)
+            self.bert_pack_inputs.get_concrete_function([segment] * count, tf.TensorSpec([], tf.int32))
+        self.__call__ = tf.function(lambda strings: preprocessor(strings), input_signature=[_STRINGS])
 
 
-def export_tfhub(encoder, preprocessor, export_dir, version=None):
-    """Writes `<export_dir>/preprocess/<version>` and `<export_dir>/encoder/<version>` (each atomically).
+
+class _MaskedLM(tf.Module):
+    """`encoder.mlm`: the encoder inputs + masked_lm_positions int32 [b, k] -> mlm_logits [b, k, vocab]
+    (float32) and the encoder's outputs, as TF Hub's BERT encoders with an MLM head."""
+
+    def __init__(self, pretrainer, encoder_outputs):
+        super().__init__()
+        spec = {**_IDS_SPEC, "masked_lm_positions": tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")}
+
+        def call(inputs):
+            sequence = encoder_outputs(inputs)
+            logits = pretrainer.masked_lm(sequence["sequence_output"], inputs["masked_lm_positions"])
+            return {**sequence, "mlm_logits": tf.cast(logits, tf.float32)}
+
+        self.__call__ = tf.function(call, input_signature=[spec])
+
+
+def _encoder_root(model, preprocessor, vocab_asset):
+    """The encoder SavedModel's root object (an AutoTrackable, as Keras' ExportArchive uses)."""
+    encoder, pretrainer = split_model(model)
+
+    def outputs(inputs, training=False):
+        out = encoder({name: inputs[name] for name in INPUT_NAMES}, training=training)
+        cast = {name: tf.cast(out[name], tf.float32) for name in ("pooled_output", "sequence_output")}
+        return {**cast, "default": cast["pooled_output"],
+                "encoder_outputs": [tf.cast(x, tf.float32) for x in out["encoder_outputs"]]}
+
+    def flat(inputs):
+        named = outputs(inputs)
+        layers = named.pop("encoder_outputs")
+        return {**named, **{f"encoder_outputs_{i}": x for i, x in enumerate(layers)}}
+
+    root = compat.saved_model_root()
+    tracked = pretrainer or encoder
+    root.variables = list(tracked.variables)
+    root.trainable_variables = list(tracked.trainable_variables)
+    root.non_trainable_variables = list(tracked.non_trainable_variables)
+    root.vocab_file = vocab_asset
+    root.do_lower_case = tf.Variable(preprocessor.tokenizer.lower_case, trainable=False, name="do_lower_case")
+    root.__call__ = tf.function(outputs)
+    # Traced for training=False and True, as TF Hub's, so a caller may pass either.
+    functions = [root.__call__.get_concrete_function(_IDS_SPEC, training) for training in (False, True)]
+    root.serving_default = tf.function(flat, input_signature=[_IDS_SPEC])
+    functions.append(root.serving_default.get_concrete_function())
+    if pretrainer is not None:
+        root.mlm = _MaskedLM(pretrainer, outputs)
+        functions.append(root.mlm.__call__.get_concrete_function())
+    # The tf.Variables the functions capture, tracked by the root: TF Serving's session-based loader finds
+    # variables only through the object graph (what ExportArchive's `_all_variables` does too).
+    captured = {id(v): v for fn in functions for v in fn.variables}
+    root._all_variables = list(captured.values())
+    return root
+
+
+def export_tfhub(encoder_or_task, preprocessor, export_dir, version=None):
+    """Writes `<export_dir>/preprocess/<version>` and `<export_dir>/encoder/<version>` (each atomically),
+    the TF Hub BERT pair (see the module docstring for the calls they answer).
 
     Args:
-        encoder: a `BertEncoder` (or a task model, whose encoder is exported).
-        preprocessor: the `keras_bert.text.BertPreprocessor` of the encoder's vocab.
+        encoder_or_task: a `BertEncoder`, a task model (its encoder is exported) or a `BertPretrainer`
+            (also its masked-LM head, as `encoder.mlm`).
+        preprocessor: the `keras_bert.text.BertPreprocessor` of the encoder's vocab; its seq_length is the
+            length `preprocess(strings)` packs to (TF Hub's: 128).
         export_dir: parent directory of the two model base paths.
         version: int version of both (default: next free of each).
 
-    The encoder takes the dict `input_word_ids`, `input_mask`, `input_type_ids` (int32 [b, s]) and returns
-    `pooled_output` [b, h], `sequence_output` [b, s, h], `default` (= pooled_output, as Hub) and
-    `encoder_outputs_<i>` [b, s, h] per layer; it is the `__call__` and `serving_default` of the SavedModel
-    and the root has `variables` / `trainable_variables`. Returns (preprocess_dir, encoder_dir).
+    Returns (preprocess_dir, encoder_dir), what `tf.saved_model.load` takes.
     """
-    encoder = encoder_of(encoder)
-    check_compatible(encoder, preprocessor)
+    check_compatible(encoder_or_task, preprocessor)
     if not preprocessor.built:
         preprocessor(tf.constant([""]))  # built on first call, as export needs
     module = _Preprocessing(preprocessor)
     preprocess_dir = publish_version(f"{export_dir}/preprocess", version, lambda tmp: tf.saved_model.save(
         module, tmp, signatures={"serving_default": module.__call__.get_concrete_function()}))
 
-    def call(inputs):
-        out = encoder(inputs, training=False)
-        named = {"pooled_output": out["pooled_output"], "sequence_output": out["sequence_output"],
-                 "default": out["pooled_output"]}
-        named.update({f"encoder_outputs_{i}": x for i, x in enumerate(out["encoder_outputs"])})
-        return named
+    def write_encoder(tmp):
+        with tempfile.TemporaryDirectory() as vocab_dir:  # the asset is copied into the SavedModel
+            vocab_file = os.path.join(vocab_dir, vocab_lib.VOCAB_ASSET)
+            vocab_lib.save_vocab(preprocessor.tokenizer.vocab, vocab_file)
+            root = _encoder_root(encoder_or_task, preprocessor, tf.saved_model.Asset(vocab_file))
+            tf.saved_model.save(root, tmp, signatures={"serving_default": root.serving_default})
 
-    # ExportArchive, not tf.saved_model.save on a Module: the latter's Keras 3 variables are not found by
-    # the session-based loader TF Serving uses (see keras_bert.export.servability).
-    archive = keras.export.ExportArchive()
-    archive.track(encoder)
-    spec = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
-    archive.add_endpoint("serving_default", call, input_signature=[spec])
-    archive.add_endpoint("__call__", call, input_signature=[spec])
-    encoder_dir = publish_version(f"{export_dir}/encoder", version, lambda tmp: archive.write_out(tmp, verbose=False))
+    encoder_dir = publish_version(f"{export_dir}/encoder", version, write_encoder)
     return preprocess_dir, encoder_dir

@@ -129,7 +129,22 @@ class BertEncoder(Serving, TextTask, keras.Model):
             outputs["sequence_output"], inputs["input_mask"], options.pooling, options.normalize))
 
     def check_serving(self, form, preprocessor, options):
-        super().check_serving(form, preprocessor, dataclasses.replace(options, pooling=None, normalize=False))
+        super().check_serving(form, preprocessor, dataclasses.replace(options, pooling=None, normalize=False,
+                                                                      sequence_output=False))
+
+    def form_endpoint(self, form, preprocessor, options):
+        """The raw-text endpoint answers with pooled_output (and sentence_embedding); sequence_output
+        [b, seq, hidden] only with that option (the token-id endpoint always has it)."""
+        endpoint = super().form_endpoint(form, preprocessor, options)
+        if options.sequence_output:
+            return endpoint
+
+        def function(texts):
+            outputs = dict(endpoint.function(texts))
+            outputs.pop("sequence_output")
+            return outputs
+
+        return dataclasses.replace(endpoint, function=function)
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable,

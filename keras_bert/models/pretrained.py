@@ -8,7 +8,15 @@ import zipfile
 
 import keras
 
-from keras_bert.checkpoints import find_lower_case, find_vocab_file, keras_file, load_keras_model, split_model
+from keras_bert.checkpoints import (
+    find_lower_case,
+    find_vocab_file,
+    keras_file,
+    keras_hub_head,
+    keras_hub_text,
+    load_keras_model,
+    split_model,
+)
 from keras_bert.text import BertPreprocessor, BertTokenizer
 
 logger = logging.getLogger("keras_bert")
@@ -44,13 +52,18 @@ def sequence_length(config, seq_length=None):
 def pretrained_preprocessor(path, config, seq_length=None, casing=True):
     """A `BertPreprocessor` of the `vocab.txt` beside the checkpoint at `path` (lower-cased when `casing`,
     the checkpoint's casing that `checkpoint_lower_case` gives; length as `sequence_length`), or None when
-    there is no vocab.txt. Raises ValueError naming the file when its size is not the model's
+    there is no vocab.txt. A KerasHub preset's tokenizer.json and preprocessor.json (its character rules,
+    strip_accents, sequence_length) are honoured. Raises ValueError naming the file when its size is not the model's
     `config.vocab_size`."""
     vocab_file = find_vocab_file(path)
     if vocab_file is None:
         logger.info("%s: no vocab.txt beside the checkpoint; the model takes token ids only", path)
         return None
-    tokenizer = BertTokenizer(vocab_file, lower_case=casing)
+    keras_hub = keras_hub_text(path)  # a KerasHub preset: its character rules and packed length too
+    if keras_hub is not None and seq_length is None:
+        seq_length = keras_hub["seq_length"]
+    rules = {} if keras_hub is None else {"strip_accents": keras_hub["strip_accents"], "rules": keras_hub["rules"]}
+    tokenizer = BertTokenizer(vocab_file, lower_case=casing, **rules)
     if tokenizer.vocab_size != config.vocab_size:
         raise ValueError(f"{vocab_file} has {tokenizer.vocab_size} tokens but the checkpoint's vocab_size is "
                          f"{config.vocab_size}")
@@ -108,3 +121,27 @@ def with_pretrained_preprocessor(model, path, seq_length=None, lower_case=None, 
         casing = checkpoint_lower_case(path, lower_case) if casing is None else casing
         model.preprocessor = pretrained_preprocessor(path, config, seq_length, casing)
     return model
+
+
+def pretrained_head_args(cls, path, kwargs):
+    """`kwargs` completed with the head arguments of a KerasHub BertTextClassifier preset at `path`
+    (num_classes, dropout) when `cls` is the BertClassifier it maps onto; else `kwargs`."""
+    head = keras_hub_head(path) if cls.task_kind == "classifier" else None
+    if head is None:
+        return kwargs
+    return {"num_classes": head["num_classes"], "dropout": head["dropout"], **kwargs}
+
+
+def load_pretrained_head(model, path):
+    """Copies a KerasHub BertTextClassifier preset's logits layer into a BertClassifier `model` whose
+    num_classes matches (a different num_classes keeps its fresh head, with a warning)."""
+    head = keras_hub_head(path) if model.task_kind == "classifier" else None
+    if head is None:
+        return
+    if head["num_classes"] != model.num_classes:
+        logger.warning("%s holds a %d-class classifier; num_classes=%d asked for, so the head starts fresh",
+                       path, head["num_classes"], model.num_classes)
+        return
+    layer = model.get_layer("classifier")
+    layer.kernel.assign(head["kernel"])
+    layer.bias.assign(head["bias"])

@@ -26,6 +26,8 @@ TOKEN_IDS = "token_ids"
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 LONG_TEXT = ("truncate", "windows")
 POOLING = ("cls", "mean")
+# Served raw text is packed to the batch's longest input rounded up to this (fewer distinct shapes).
+LENGTH_MULTIPLE = 8
 # Texts sent by warmup requests; the empty string also exercises the no-token path at load time.
 WARMUP_TEXTS = ("TF Serving warms the model up with this request.", "")
 
@@ -40,6 +42,10 @@ class ServingOptions:
         pooling: encoder `sentence_embedding`: None (not served), "cls" or "mean".
         normalize: L2-normalize the sentence embedding.
         answer_rules: a span labeler's `AnswerRules` (windows and answer choice); default: run_squad's.
+        fixed_length: raw text packed to the full sequence length (a fixed shape: TPU, a batching config
+            that wants one); default: each batch to its longest input, rounded up to LENGTH_MULTIPLE.
+        sequence_output: an encoder's raw-text endpoint also returns `sequence_output` [b, seq, hidden]
+            (default: only its answers: pooled_output, sentence_embedding).
 
     Raises ValueError naming the option that is not allowed.
     """
@@ -49,6 +55,8 @@ class ServingOptions:
     pooling: str | None = None
     normalize: bool = False
     answer_rules: AnswerRules | None = None
+    fixed_length: bool = False
+    sequence_output: bool = False
 
     def __post_init__(self):
         if self.long_text not in LONG_TEXT:
@@ -140,8 +148,8 @@ def _text_warmup(spec):
     texts = np.array([t.encode() for t in WARMUP_TEXTS], dtype=object)
     inputs = {"text": texts}
     if "text_b" in spec:
-        extra = spec["text_b"].shape[1:]
-        inputs["text_b"] = np.stack([texts[::-1]] * extra[0], axis=1) if extra else texts[::-1]
+        choices = spec["text_b"].shape[1:].as_list()  # [] for a pair, [num_choices] for multiple choice
+        inputs["text_b"] = np.stack([texts[::-1]] * choices[0], axis=1) if choices else texts[::-1]
     return inputs
 
 
@@ -208,6 +216,8 @@ class Serving:
                              f"(signature 'text'); this is a {name} with signature {form!r}")
         if options.pooling is not None:
             raise ValueError(f"pooling={options.pooling!r} applies to an encoder; this is a {name}")
+        if options.sequence_output:
+            raise ValueError(f"sequence_output=True applies to an encoder; this is a {name}")
 
     def text_spec(self, form):
         return text_spec(form)
@@ -260,6 +270,8 @@ class Serving:
                 raise ValueError(f"signature={form!r} takes raw text and needs a preprocessor (BertPreprocessor); "
                                  "pass one, or use signature='token_ids'")
         self.check_serving(form, preprocessor, options)
+        if preprocessor is not None and not options.fixed_length:
+            preprocessor = preprocessor.padding_to_longest(LENGTH_MULTIPLE)
         endpoints = {}
         if form != TOKEN_IDS:
             endpoints[f"serve_{form}"] = self.form_endpoint(form, preprocessor, options)

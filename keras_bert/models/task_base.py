@@ -7,7 +7,11 @@ from keras_bert.execution import ChoosesExecution
 from keras_bert.models.accumulation import GradientAccumulation
 from keras_bert.models.encoder import load_pretrained
 from keras_bert.models.lora import LoraAdaptation
-from keras_bert.models.pretrained import with_pretrained_preprocessor
+from keras_bert.models.pretrained import (
+    load_pretrained_head,
+    pretrained_head_args,
+    with_pretrained_preprocessor,
+)
 from keras_bert.models.serving import Serving
 from keras_bert.models.text_task import TextTask
 
@@ -70,7 +74,8 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
                                      f"{name}={kwargs[name]} was asked for")
             model = saved
         else:
-            model = cls(encoder, **kwargs)
+            model = cls(encoder, **pretrained_head_args(cls, path, kwargs))
+            load_pretrained_head(model, path)  # a KerasHub task preset's head, where it maps onto ours
             model.preprocessor = getattr(saved, "preprocessor", None)
             if model.preprocessor is None:
                 model.preprocessor = encoder.preprocessor

@@ -57,6 +57,20 @@ class ClassificationTask:
         """Model outputs float [n, num_classes] -> class ids int [n] (regression: the values [n])."""
         return outputs[:, 0] if self.is_regression else np.argmax(outputs, axis=-1)
 
+    def served_predictions(self, model, examples, batch_size=32):
+        """The predictions of `examples` (all single texts or all pairs) from `model.serve`, the function its
+        export serves: class ids int [n] (regression: the values [n])."""
+        pair = examples[0].text_b is not None
+        found = []
+        for start in range(0, len(examples), batch_size):
+            batch = examples[start:start + batch_size]
+            inputs = {"text": [example.text_a for example in batch]}
+            if pair:
+                inputs["text_b"] = [example.text_b for example in batch]
+            served = model.serve(inputs, signature="text_pair" if pair else "text")
+            found.append(served["logits"][:, 0] if self.is_regression else served["label_id"])
+        return np.concatenate(found)
+
     def metrics(self, predictions, labels):
         """The task's official metrics (GLUE), else accuracy or Pearson/Spearman (regression)."""
         if self.glue_name:

@@ -72,7 +72,7 @@ class BertPacker(keras.layers.Layer):
         inputs["input_type_ids"]   # [[0, 0, 0, 0, 1, 1, 1, 1]]
     """
 
-    def __init__(self, seq_length, start_id, end_id, pad_id=0, **kwargs):
+    def __init__(self, seq_length, start_id, end_id, pad_id=0, pad_to_multiple_of=None, **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
@@ -85,15 +85,21 @@ class BertPacker(keras.layers.Layer):
         self.start_id = int(start_id)
         self.end_id = int(end_id)
         self.pad_id = int(pad_id)
+        # None: pad every row to seq_length; m: to the batch's longest row rounded up to m (<= seq_length).
+        self.pad_to_multiple_of = None if pad_to_multiple_of is None else int(pad_to_multiple_of)
+        if self.pad_to_multiple_of is not None and self.pad_to_multiple_of < 1:
+            raise ValueError(f"BertPacker: pad_to_multiple_of={pad_to_multiple_of}; expected a positive integer or None.")
 
     @classmethod
     def from_tokenizer(cls, tokenizer, seq_length, **kwargs):
         """A packer using `tokenizer`'s [CLS], [SEP] and [PAD] ids."""
         return cls(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, **kwargs)
 
-    def call(self, inputs):
+    def call(self, inputs, seq_length=None):
         if isinstance(inputs, dict):
             raise ValueError("BertPacker: expected one ids tensor or a list/tuple of one or two, got a dict.")
+        # A scalar tensor `seq_length` packs to that length instead (TF Hub's bert_pack_inputs takes one).
+        seq_length = self.seq_length if seq_length is None else seq_length
         segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         if len(segments) not in (1, 2):
             raise ValueError(f"BertPacker: expected 1 or 2 segments, got {len(segments)}.")
@@ -104,13 +110,13 @@ class BertPacker(keras.layers.Layer):
         ones = tf.ones([batch, 1], tf.int32)
         cls, sep = ones * self.start_id, ones * self.end_id
         if len(segments) == 1:
-            kept = tf.minimum(segments[0].row_lengths(), self.seq_length - 2)
+            kept = tf.minimum(segments[0].row_lengths(), tf.cast(seq_length, tf.int64) - 2)
             a = _keep_first(segments[0], kept)
             pieces = [cls, a, sep]
             types = [tf.zeros_like(cls), tf.zeros_like(a), tf.zeros_like(sep)]
         else:
             a, b = segments
-            new_a, new_b = truncated_lengths(a.row_lengths(), b.row_lengths(), self.seq_length - 3)
+            new_a, new_b = truncated_lengths(a.row_lengths(), b.row_lengths(), seq_length - 3)
             a, b = _keep_first(a, new_a), _keep_first(b, new_b)
             pieces = [cls, a, sep, b, sep]
             types = [
@@ -122,19 +128,32 @@ class BertPacker(keras.layers.Layer):
             ]
         word_ids = tf.concat(pieces, axis=1)
         type_ids = tf.concat(types, axis=1)
-        shape = [None, self.seq_length]
         outputs = {
-            "input_word_ids": word_ids.to_tensor(self.pad_id, shape=shape),
-            "input_mask": tf.ones_like(word_ids).to_tensor(0, shape=shape),
-            "input_type_ids": type_ids.to_tensor(0, shape=shape),
+            "input_word_ids": self._dense(word_ids, self.pad_id, seq_length),
+            "input_mask": self._dense(tf.ones_like(word_ids), 0, seq_length),
+            "input_type_ids": self._dense(type_ids, 0, seq_length),
         }
         if unbatched:
             outputs = {name: value[0] for name, value in outputs.items()}
         return outputs
 
+    def _dense(self, rows, pad, seq_length):
+        """Ragged [batch, (length)] -> dense [batch, seq_length] (an int or a scalar tensor), or with
+        pad_to_multiple_of, [batch, the longest row rounded up to it (<= seq_length)]."""
+        if self.pad_to_multiple_of is None:
+            shape = [None, seq_length] if isinstance(seq_length, int) else tf.stack(
+                [rows.nrows(), tf.cast(seq_length, tf.int64)])
+            return rows.to_tensor(pad, shape=shape)
+        dense = rows.to_tensor(pad)  # as long as the longest row
+        longest = tf.shape(dense)[1]
+        multiple = self.pad_to_multiple_of
+        length = tf.minimum(tf.cast(seq_length, tf.int32), tf.maximum(1, -(-longest // multiple)) * multiple)
+        return tf.pad(dense, [[0, 0], [0, length - longest]], constant_values=pad)
+
     def compute_output_spec(self, inputs):
         first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
-        spec = keras.KerasTensor([first.shape[0], self.seq_length], dtype="int32")
+        length = self.seq_length if self.pad_to_multiple_of is None else None
+        spec = keras.KerasTensor([first.shape[0], length], dtype="int32")
         return {"input_word_ids": spec, "input_mask": spec, "input_type_ids": spec}
 
     def get_config(self):
@@ -145,6 +164,7 @@ class BertPacker(keras.layers.Layer):
                 "start_id": self.start_id,
                 "end_id": self.end_id,
                 "pad_id": self.pad_id,
+                "pad_to_multiple_of": self.pad_to_multiple_of,
             }
         )
         return config
@@ -156,7 +176,9 @@ class BertPreprocessor(keras.layers.Layer):
 
     Args:
         tokenizer: a `keras_bert.text.BertTokenizer`.
-        seq_length: int, the packed length.
+        seq_length: int, the packed length (the most a row may have).
+        pad_to_multiple_of: None (pad every row to seq_length), or pad to the batch's longest row rounded
+            up to this multiple: what the served graph does, so a request pays only for its tokens.
 
     Call: `preprocessor(text)` with tf.string [batch] (or a scalar: one example), or a pair
     `(text_a, text_b)` as a tuple/list or a dict with keys "text_a" (or "text") and "text_b" → dict of
@@ -171,7 +193,7 @@ class BertPreprocessor(keras.layers.Layer):
         train = tf.data.Dataset.from_tensor_slices(texts).batch(32).map(preprocessor)
     """
 
-    def __init__(self, tokenizer, seq_length, **kwargs):
+    def __init__(self, tokenizer, seq_length, pad_to_multiple_of=None, **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
@@ -180,7 +202,13 @@ class BertPreprocessor(keras.layers.Layer):
             tokenizer = keras.saving.deserialize_keras_object(tokenizer)
         self.tokenizer = tokenizer
         self.seq_length = int(seq_length)
-        self.packer = BertPacker.from_tokenizer(tokenizer, self.seq_length)
+        self.pad_to_multiple_of = pad_to_multiple_of
+        self.packer = BertPacker.from_tokenizer(tokenizer, self.seq_length, pad_to_multiple_of=pad_to_multiple_of)
+
+    def padding_to_longest(self, multiple):
+        """A preprocessor of the same tokenizer (shared, not copied) and seq_length that pads each batch to
+        its longest row rounded up to `multiple`."""
+        return BertPreprocessor(self.tokenizer, self.seq_length, pad_to_multiple_of=multiple, name=f"{self.name}_longest")
 
     @staticmethod
     def _segments(inputs):
@@ -214,13 +242,15 @@ class BertPreprocessor(keras.layers.Layer):
 
     def compute_output_spec(self, inputs):
         first = self._segments(inputs)[0]
-        spec = keras.KerasTensor([first.shape[0], self.seq_length], dtype="int32")
+        length = self.seq_length if self.pad_to_multiple_of is None else None
+        spec = keras.KerasTensor([first.shape[0], length], dtype="int32")
         return {"input_word_ids": spec, "input_mask": spec, "input_type_ids": spec}
 
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"tokenizer": keras.saving.serialize_keras_object(self.tokenizer), "seq_length": self.seq_length}
+            {"tokenizer": keras.saving.serialize_keras_object(self.tokenizer), "seq_length": self.seq_length,
+             "pad_to_multiple_of": self.pad_to_multiple_of}
         )
         return config
 
@@ -237,4 +267,5 @@ def pack_choices(preprocessor, first, endings):
         first = tf.broadcast_to(first[:, None], tf.shape(endings))
     num_choices = endings.shape[1] if endings.shape[1] is not None else tf.shape(endings)[1]
     packed = preprocessor((tf.reshape(first, [-1]), tf.reshape(endings, [-1])))
-    return {name: tf.reshape(value, [-1, num_choices, preprocessor.seq_length]) for name, value in packed.items()}
+    return {name: tf.reshape(value, [-1, num_choices, value.shape[-1] or tf.shape(value)[-1]])
+            for name, value in packed.items()}

@@ -14,31 +14,36 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.text import unicode_rules
+from keras_bert.text import keras_hub_rules, unicode_rules
 from keras_bert.text.ragged_ops import exclusive_cumsum, ragged_from_rows, row_ids, shift_right, utf8_length
 
 # Layout of one packed int32 entry of the character table.
 _VALUE_BITS = 21  # mapped code point, or row of the multi-character table when length > 1
-_LEN_SHIFT, _CLASS_SHIFT = 21, 23
-_PUNCT_BIT, _IGNORABLE_BIT, _CASED_BIT = 1 << 25, 1 << 26, 1 << 27
+_LEN_SHIFT, _LEN_MASK, _CLASS_SHIFT = 21, 31, 26  # up to 31 output characters (KerasHub's NFKC: 18)
+_PUNCT_BIT, _IGNORABLE_BIT, _CASED_BIT = 1 << 28, 1 << 29, 1 << 30
+RULES = ("google", "keras_hub")
 _BLOCK = 128  # two-level table: block index from cp >> 7, then entry within the block
 _CAPITAL_SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C2
 
 
-@functools.lru_cache(maxsize=2)
-def _character_tables(lower_case):
-    """Packs `unicode_rules.code_point_table` into int32 lookup tables (once per process and setting).
+@functools.lru_cache(maxsize=4)
+def _character_tables(lower_case, strip_accents=None, rules="google"):
+    """Packs `unicode_rules.code_point_table` (or `keras_hub_rules`') into int32 lookup tables (once per
+    process and setting).
 
     Returns:
-        (block_index int32 [0x110000 / 128], blocks int32 [n * 128], multi int32 [m, 3]): the packed
+        (block_index int32 [0x110000 / 128], blocks int32 [n * 128], multi int32 [m, width]): the packed
         entry of code point c is blocks[block_index[c >> 7] * 128 + (c & 127)].
     """
-    rules = unicode_rules.code_point_table(lower_case)
+    if rules == "keras_hub":
+        rules = keras_hub_rules.code_point_table(lower_case, strip_accents)
+    else:
+        rules = unicode_rules.code_point_table(lower_case, strip_accents)
     length = rules.mapped_length.astype(np.int64)
     value = np.where(length == 1, rules.mapped[:, 0], 0).astype(np.int64)
     multi_rows = np.flatnonzero(length > 1)
     value[multi_rows] = np.arange(1, len(multi_rows) + 1)  # row 0 of `multi` is unused
-    multi = np.concatenate([np.zeros((1, unicode_rules.MAX_MAPPED), np.int32), rules.mapped[multi_rows]])
+    multi = np.concatenate([np.zeros((1, rules.mapped.shape[1]), np.int32), rules.mapped[multi_rows]])
     table = (
         value
         | (length << _LEN_SHIFT)
@@ -63,11 +68,20 @@ class BasicWordSplitter:
     tf.string tensor.
     """
 
-    def __init__(self, lower_case=True):
-        self.lower_case = bool(lower_case)
-        block_index, blocks, multi = _character_tables(self.lower_case)
+    def __init__(self, lower_case=True, strip_accents=None, rules="google"):
+        """`strip_accents` None: as `lower_case` (the original's rule); `rules` "keras_hub": a KerasHub
+        preset's rules instead of Google's (`keras_hub_rules`)."""
+        if rules not in RULES:
+            raise ValueError(f"rules={rules!r}; expected one of {RULES}")
+        self.lower_case, self.rules = bool(lower_case), rules
+        if rules == "keras_hub":
+            strip_accents = bool(strip_accents)
+        elif strip_accents is not None and bool(strip_accents) == self.lower_case:
+            strip_accents = None  # the original's rule: one cached table for both spellings of it
+        block_index, blocks, multi = _character_tables(self.lower_case, strip_accents, rules)
         self._block_index = tf.constant(block_index)
         self._blocks = tf.constant(blocks)
+        self._width = multi.shape[1]
         self._multi = tf.constant(multi.reshape(-1))
 
     def _lookup(self, code_points):
@@ -129,23 +143,25 @@ class BasicWordSplitter:
         token_start = new_row | shift_right(is_boundary, True) | tf.equal(cls, unicode_rules.CJK)
         token_ids = tf.math.cumsum(tf.cast(token_start, tf.int64))
         value = tf.bitwise.bitwise_and(entries, (1 << _VALUE_BITS) - 1)
-        if self.lower_case:
+        if self.lower_case and self.rules == "google":  # str.lower's rule; case folding has none
             # No tf.cond around this: in tf.data, cond branches cost each new iterator tens of ms to set up.
             value = tf.where(self._final_sigma(code_points, entries, char_rows), _FINAL_SIGMA, value)
-        lengths = tf.bitwise.right_shift(entries, _LEN_SHIFT) & 3
-        # Expand each character into its 0..3 output characters (0: space, dropped, lone accent).
+        lengths = tf.bitwise.right_shift(entries, _LEN_SHIFT) & _LEN_MASK
+        # Expand each character into its 0..31 output characters (0: space, dropped, lone accent).
         source = tf.repeat(tf.range(tf.size(lengths)), lengths)
         source_value = tf.gather(value, source)
         is_multi = tf.gather(lengths, source) > 1
         within = tf.range(tf.size(source)) - tf.gather(exclusive_cumsum(lengths), source)
-        multi_index = tf.where(is_multi, source_value * unicode_rules.MAX_MAPPED + within, 0)
+        multi_index = tf.where(is_multi, source_value * self._width + within, 0)
         out_cp = tf.where(is_multi, tf.gather(self._multi, multi_index), source_value)
         out_token = tf.gather(token_ids, source)
         punct = tf.gather(tf.bitwise.bitwise_and(entries, _PUNCT_BIT) != 0, source)
+        # A punctuation character is one word with all its output characters (KerasHub folds "…" to "...").
+        first_out = tf.equal(within, 0)
         word_start = (
             tf.not_equal(out_token, shift_right(out_token, tf.constant(-1, tf.int64)))
-            | punct
-            | shift_right(punct, False)
+            | (punct & first_out)
+            | (shift_right(punct, False) & first_out)
         )
         word_ids = tf.math.cumsum(tf.cast(word_start, tf.int64)) - 1
         word_first_char = tf.where(word_start)[:, 0]

@@ -24,6 +24,7 @@ import tensorflow_text as tf_text
 
 from keras_bert import compat
 from keras_bert.text import vocab as vocab_lib
+from keras_bert.text.keras_hub_rules import MAX_BYTES_PER_WORD
 from keras_bert.text.ragged_ops import exclusive_cumsum, ragged_from_rows, row_ids, shift_right, utf8_length
 from keras_bert.text.splitter import BasicWordSplitter
 from keras_bert.text.unicode_rules import ASCII_PUNCTUATION_RANGES, KEPT_WHITESPACE, MAX_CHARS_PER_WORD
@@ -62,6 +63,11 @@ class BertTokenizer(keras.layers.Layer):
         lower_case: True for uncased models (lower-case + strip accents), False for cased ones.
         vocabulary: optional list of str used instead of reading `vocab_file` (get_config stores it, so a
             saved model does not depend on the vocab file still being there).
+        strip_accents: None (default) strips accents exactly when `lower_case`, as the original; True or
+            False sets it apart from casing (Hugging Face's BertTokenizer and KerasHub presets have it too).
+        rules: "google" (default): Google's BasicTokenizer, as above; "keras_hub": a KerasHub preset's
+            WordPieceTokenizer (`keras_bert.text.keras_hub_rules`: NFKC case folding for `lower_case`,
+            only ASCII whitespace and control characters split, [UNK] over 100 bytes), so its ids are KerasHub's.
 
     Call: `tokenizer(strings)` with a tf.string tensor [batch] (or a scalar, or any-rank dense/ragged)
     returns int32 ids, ragged with one more dimension than the input: [batch, (pieces)] for [batch].
@@ -76,7 +82,8 @@ class BertTokenizer(keras.layers.Layer):
         tokenizer.cls_id, tokenizer.mask_id, tokenizer.vocab_size
     """
 
-    def __init__(self, vocab_file=None, lower_case=True, vocabulary=None, **kwargs):
+    def __init__(self, vocab_file=None, lower_case=True, vocabulary=None, strip_accents=None, rules="google",
+                 **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
@@ -92,9 +99,11 @@ class BertTokenizer(keras.layers.Layer):
             vocabulary = vocab_lib.check_vocab(vocabulary, source=vocab_file or "vocabulary")
         self.vocab_file = os.fspath(vocab_file) if vocab_file is not None else None
         self.lower_case = bool(lower_case)
+        self.strip_accents = None if strip_accents is None else bool(strip_accents)
+        self.rules = rules
         self._vocab = list(vocabulary)
         self._token_to_id = {token: index for index, token in enumerate(self._vocab)}
-        self._splitter = BasicWordSplitter(self.lower_case)
+        self._splitter = BasicWordSplitter(self.lower_case, self.strip_accents, rules)
         # Words over 100 characters are replaced by the [UNK] token text, which WordPiece maps to [UNK].
         # Any word of <= 100 characters fits in 400 bytes, so tf-text's byte limit never triggers.
         self._wordpiece = tf_text.FastWordpieceTokenizer(
@@ -219,8 +228,12 @@ class BertTokenizer(keras.layers.Layer):
         n_words = tf.size(first, out_type=tf.int64)
         word_chars = ragged_from_rows(chars["code_points"], chars["word_ids"], n_words)
         n_chars = word_chars.row_lengths()
-        too_long = n_chars > MAX_CHARS_PER_WORD
-        words = tf.where(too_long, vocab_lib.UNK, tf.strings.unicode_encode(word_chars, "UTF-8"))
+        words = tf.strings.unicode_encode(word_chars, "UTF-8")
+        if self.rules == "keras_hub":
+            too_long = tf.strings.length(words) > MAX_BYTES_PER_WORD
+        else:
+            too_long = n_chars > MAX_CHARS_PER_WORD
+        words = tf.where(too_long, vocab_lib.UNK, words)
         values = {}
         if with_offsets:
             ids, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(words)
@@ -324,6 +337,10 @@ class BertTokenizer(keras.layers.Layer):
         config.update(
             {"vocab_file": self.vocab_file, "lower_case": self.lower_case, "vocabulary": self.vocab}
         )
+        if self.strip_accents is not None:  # only when set: configs of the original rules stay as they were
+            config["strip_accents"] = self.strip_accents
+        if self.rules != "google":
+            config["rules"] = self.rules
         return config
 
     def save_assets(self, dir_path):

@@ -58,10 +58,13 @@ def is_punctuation(char):
     return unicodedata.category(char).startswith("P")
 
 
-def lower_and_strip_accents(text):
-    """The uncased mapping of a str: `str.lower`, NFD, drop Mn (pass whole tokens: final sigma)."""
-    decomposed = unicodedata.normalize("NFD", text.lower())
-    return "".join(c for c in decomposed if unicodedata.category(c) != "Mn")
+def lower_and_strip_accents(text, lower=True, strip_accents=True):
+    """The uncased mapping of a str: `str.lower`, NFD, drop Mn (pass whole tokens: final sigma). KerasHub
+    presets may ask for either step alone (`lower`, `strip_accents`)."""
+    text = text.lower() if lower else text
+    if not strip_accents:
+        return text
+    return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
 
 
 def basic_tokenize(text, lower_case):
@@ -123,8 +126,10 @@ CodePointTable.__doc__ = """The rules for every code point c in [0, 0x110000), a
 """
 
 
-def code_point_table(lower_case):
-    """Evaluates the rules for every code point (about 1 s); returns a `CodePointTable`."""
+def code_point_table(lower_case, strip_accents=None):
+    """Evaluates the rules for every code point (about 1 s); returns a `CodePointTable`. `strip_accents`
+    (default: `lower_case`, the original's rule) decouples step 3's NFD + drop Mn from lower-casing."""
+    strip_accents = lower_case if strip_accents is None else strip_accents
     kind = np.full(NUM_CODE_POINTS, KEEP, np.int8)
     mapped = np.zeros((NUM_CODE_POINTS, MAX_MAPPED), np.int32)
     mapped[:, 0] = np.arange(NUM_CODE_POINTS)  # default: kept as itself, one character
@@ -143,9 +148,8 @@ def code_point_table(lower_case):
             continue
         if is_cjk(char):
             cjk.append(cp)
-        out = char
+        out = lower_and_strip_accents(char, lower_case, strip_accents)
         if lower_case:
-            out = lower_and_strip_accents(char)
             # Read Cased / Case_Ignorable off str.lower itself, so they come from the same database.
             if (char + "\u03a3").lower()[-1] == "\u03c2":
                 cased.append(cp)

@@ -61,7 +61,7 @@ def test_tfhub_export_from_checkpoint_and_check_servable_cli(tmp_path):
     outputs = hub_encoder(packed)
     expected = encoder(want_pair)
     np.testing.assert_allclose(outputs["pooled_output"], expected["pooled_output"], atol=1e-5)
-    np.testing.assert_allclose(outputs["encoder_outputs_1"], expected["encoder_outputs"][1], atol=1e-5)
+    np.testing.assert_allclose(outputs["encoder_outputs"][1], expected["encoder_outputs"][1], atol=1e-5)
     assert len(hub_encoder.trainable_variables) == len(encoder.trainable_variables)
 
 

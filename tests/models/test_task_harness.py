@@ -82,3 +82,10 @@ def test_every_task_model_serves_the_same_in_python_and_in_the_cpp_loader(checkp
     for (model, *_), report in zip(cases, reports, strict=True):
         assert "error" not in report, f"{type(model).__name__}: {report.get('error')}"
         assert report["runs"][0]["max_abs_diff"], type(model).__name__
+
+
+def test_sentence_pairs_serve_as_predict_scores_them(checkpoint):
+    clf = BertClassifier.from_pretrained(checkpoint, num_classes=3, seq_length=SEQ_LENGTH)
+    served = clf.serve({"text": TEXTS[:2], "text_b": TEXTS[2:]}, signature="text_pair")
+    np.testing.assert_allclose(served["logits"], clf.predict((TEXTS[:2], TEXTS[2:]), verbose=0), atol=1e-5)
+    assert served["label_id"].tolist() == np.argmax(served["logits"], -1).tolist()

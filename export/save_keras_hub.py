@@ -1,0 +1,45 @@
+"""Writes a keras_bert model as a KerasHub preset directory, for `keras_hub.models.*.from_preset`.
+
+    python -m export.save_keras_hub --model_path=runs/classifier/model.keras --output_dir=presets/my_bert
+
+--model_path is a `.keras` file (any keras_bert model; a BertClassifier also becomes a BertTextClassifier
+task preset) or a checkpoint directory in any format `BertEncoder.from_pretrained` reads (its encoder, with
+the vocab.txt beside it as the tokenizer). The files are moved into --output_dir by atomic renames; the
+directory is printed.
+"""
+
+import os
+import sys
+
+if not __package__:  # `python export/x.py`: import from the repository root, as `python -m export.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recipes import logs
+
+logs.quiet(__name__)  # before TensorFlow loads
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_path", None, "A .keras model file, or a checkpoint directory (writes its encoder).")
+flags.DEFINE_string("output_dir", None, "The KerasHub preset directory to write.")
+flags.mark_flags_as_required(["model_path", "output_dir"])
+
+
+def main(argv):
+    del argv
+    import keras
+
+    import keras_bert
+
+    path = FLAGS.model_path
+    if path.endswith(".keras"):
+        if not os.path.isfile(path):
+            raise app.UsageError(f"--model_path={path}: no such .keras file")
+        model = keras.saving.load_model(path, compile=False)
+    else:
+        model = keras_bert.BertEncoder.from_pretrained(path)
+    print(keras_bert.save_keras_hub(model, FLAGS.output_dir))
+
+
+if __name__ == "__main__":
+    app.run(main)

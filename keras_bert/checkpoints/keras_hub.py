@@ -1,0 +1,354 @@
+"""KerasHub BERT presets: the directory `keras_hub.models.BertBackbone.save_to_preset` writes, read and
+written here without importing keras_hub.
+
+    config.json          {"registered_name": "keras_hub>BertBackbone", "config": {vocabulary_size, ...}}
+    model.weights.h5     Keras weights file (or model.weights.json + model_0000i.weights.h5 shards)
+    tokenizer.json       keras_hub>BertTokenizer: lowercase, strip_accents, split, suffix_indicator, ...
+    assets/tokenizer/vocabulary.txt
+    metadata.json        versions, parameter count, date
+    task.json, task.weights.h5, preprocessor.json   a task preset (BertTextClassifier: its logits layer)
+
+KerasHub's backbone computes GELU with the tanh approximation and LayerNorm with epsilon 1e-12 whatever
+the checkpoint was trained with, so a preset reads as hidden_act="gelu_tanh"; writing an erf-GELU model
+warns that KerasHub will compute it approximately. Its q/k/v kernels are [hidden, heads, head_size]
+(EinsumDense): reshaped to and from Google's [hidden, hidden] here. A BertTextClassifier's logits layer
+(task.weights.h5) maps onto BertClassifier's `classifier` Dense (`keras_hub_head`). A preset's tokenizer
+loads as `BertTokenizer(rules="keras_hub")` (`keras_bert.text.keras_hub_rules`): KerasHub's ids.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+
+import h5py
+import keras
+import numpy as np
+
+from keras_bert.checkpoints.files import KERAS_HUB_TOKENIZER as TOKENIZER_FILE
+from keras_bert.checkpoints.files import KERAS_HUB_TOKENIZER_CLASS as TOKENIZER
+from keras_bert.checkpoints.files import KERAS_HUB_VOCAB as VOCAB_ASSET
+from keras_bert.checkpoints.files import atomic_files
+from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
+from keras_bert.config import BertConfig
+from keras_bert.textfiles import read_json
+
+logger = logging.getLogger("keras_bert")
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.weights.h5"
+SHARDED_INDEX_FILE = "model.weights.json"
+METADATA_FILE = "metadata.json"
+TASK_FILE, TASK_WEIGHTS_FILE, PREPROCESSOR_FILE = "task.json", "task.weights.h5", "preprocessor.json"
+BACKBONE = "keras_hub>BertBackbone"
+CLASSIFIER, CLASSIFIER_PREPROCESSOR = "keras_hub>BertTextClassifier", "keras_hub>BertTextClassifierPreprocessor"
+_LAYER_NORM_EPS = 1e-12  # fixed in KerasHub's BertBackbone
+# The tokenizer.json values our BertTokenizer reproduces; any other value is refused.
+_FIXED_TOKENIZER = {"split": True, "suffix_indicator": "##", "oov_token": "[UNK]", "special_tokens": None,
+                    "special_tokens_in_strings": False}
+
+
+def _block(i):
+    return "layers/transformer_encoder" + (f"_{i}" if i else "")
+
+
+def variable_table(num_layers):
+    """[(weights-file dataset path, Google name, layout)] of a BertBackbone; layout says how the KerasHub
+    array is shaped: None (as Google's), "heads_in" [h, heads, d], "heads" [heads, d], "heads_out"
+    [heads, d, h]."""
+    table = [("layers/reversible_embedding/vars/0", "bert/embeddings/word_embeddings", None),
+             ("layers/position_embedding/vars/0", "bert/embeddings/position_embeddings", None),
+             ("layers/embedding/vars/0", "bert/embeddings/token_type_embeddings", None),
+             ("layers/layer_normalization/vars/0", "bert/embeddings/LayerNorm/gamma", None),
+             ("layers/layer_normalization/vars/1", "bert/embeddings/LayerNorm/beta", None)]
+    for i in range(num_layers):
+        ours, google = _block(i), f"bert/encoder/layer_{i}"
+        for part in ("query", "key", "value"):
+            table += [(f"{ours}/_self_attention_layer/{part}_dense/vars/0", f"{google}/attention/self/{part}/kernel",
+                       "heads_in"),
+                      (f"{ours}/_self_attention_layer/{part}_dense/vars/1", f"{google}/attention/self/{part}/bias",
+                       "heads")]
+        table += [(f"{ours}/_self_attention_layer/output_dense/vars/0", f"{google}/attention/output/dense/kernel",
+                   "heads_out"),
+                  (f"{ours}/_self_attention_layer/output_dense/vars/1", f"{google}/attention/output/dense/bias", None)]
+        for keras_hub_name, google_name in (("_self_attention_layer_norm", "attention/output/LayerNorm"),
+                                            ("_feedforward_layer_norm", "output/LayerNorm")):
+            table += [(f"{ours}/{keras_hub_name}/vars/0", f"{google}/{google_name}/gamma", None),
+                      (f"{ours}/{keras_hub_name}/vars/1", f"{google}/{google_name}/beta", None)]
+        for keras_hub_name, google_name in (("_feedforward_intermediate_dense", "intermediate/dense"),
+                                            ("_feedforward_output_dense", "output/dense")):
+            table += [(f"{ours}/{keras_hub_name}/vars/0", f"{google}/{google_name}/kernel", None),
+                      (f"{ours}/{keras_hub_name}/vars/1", f"{google}/{google_name}/bias", None)]
+    return table + [("layers/dense/vars/0", "bert/pooler/dense/kernel", None),
+                    ("layers/dense/vars/1", "bert/pooler/dense/bias", None)]
+
+
+def _to_google(array, layout):
+    if layout == "heads_in":
+        return array.reshape(array.shape[0], -1)
+    if layout == "heads":
+        return array.reshape(-1)
+    return array.reshape(-1, array.shape[-1]) if layout == "heads_out" else array
+
+
+def _to_keras_hub(array, layout, num_heads):
+    if layout == "heads_in":
+        return array.reshape(array.shape[0], num_heads, -1)
+    if layout == "heads":
+        return array.reshape(num_heads, -1)
+    return array.reshape(num_heads, -1, array.shape[-1]) if layout == "heads_out" else array
+
+
+def _read_json(directory, name, registered=None):
+    path = os.path.join(directory, name)
+    try:
+        values = read_json(path)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path}: cannot read the KerasHub preset file: {e}") from None
+    if registered and (not isinstance(values, dict) or values.get("registered_name") != registered):
+        found = values.get("registered_name") if isinstance(values, dict) else type(values).__name__
+        raise CheckpointError(f"{path}: registered_name is {found!r}; expected {registered!r}")
+    return values
+
+
+def is_keras_hub_directory(directory) -> bool:
+    """True for a directory whose config.json is a KerasHub BertBackbone's."""
+    path = os.path.join(directory, CONFIG_FILE)
+    if not os.path.isfile(path):
+        return False
+    try:
+        return read_json(path).get("registered_name") == BACKBONE
+    except (ValueError, AttributeError):
+        return False
+
+
+def _weight_files(directory):
+    if os.path.isfile(os.path.join(directory, WEIGHTS_FILE)):
+        return [os.path.join(directory, WEIGHTS_FILE)]
+    index = os.path.join(directory, SHARDED_INDEX_FILE)
+    if not os.path.isfile(index):
+        raise CheckpointError(f"{directory}: KerasHub preset without {WEIGHTS_FILE} or {SHARDED_INDEX_FILE}")
+    weight_map = _read_json(directory, SHARDED_INDEX_FILE).get("weight_map", {})
+    names = sorted({name for value in weight_map.values() for name in ([value] if isinstance(value, str) else value)})
+    missing = [name for name in names if not os.path.isfile(os.path.join(directory, name))]
+    if not names or missing:
+        raise CheckpointError(f"{index}: shards {missing or '(none listed in weight_map)'} missing from {directory}")
+    return [os.path.join(directory, name) for name in names]
+
+
+def _read_arrays(paths):
+    """{dataset path: float32 array} of every variable in the Keras weights files `paths`."""
+    arrays = {}
+    for path in paths:
+        try:
+            with h5py.File(path, "r") as f:
+                f.visititems(lambda name, item: arrays.__setitem__(name, np.asarray(item, np.float32))
+                             if isinstance(item, h5py.Dataset) else None)
+        except OSError as e:
+            raise CheckpointError(f"{path}: cannot read the Keras weights file ({e}); is it truncated?") from None
+    return arrays
+
+
+def read_keras_hub(directory) -> tuple[BertConfig, CheckpointWeights]:
+    """(config, weights under Google's names) of a KerasHub BERT preset directory's backbone."""
+    values = _read_json(directory, CONFIG_FILE, BACKBONE)["config"]
+    try:
+        config = BertConfig(
+            vocab_size=values["vocabulary_size"], num_hidden_layers=values["num_layers"],
+            num_attention_heads=values["num_heads"], hidden_size=values["hidden_dim"],
+            intermediate_size=values["intermediate_dim"], hidden_act="gelu_tanh",
+            hidden_dropout_prob=values.get("dropout", 0.1), attention_probs_dropout_prob=values.get("dropout", 0.1),
+            max_position_embeddings=values.get("max_sequence_length", 512),
+            type_vocab_size=values.get("num_segments", 2), layer_norm_eps=_LAYER_NORM_EPS)
+    except (KeyError, ValueError, TypeError) as e:
+        raise CheckpointError(f"{os.path.join(directory, CONFIG_FILE)}: not a BertBackbone config: {e}") from None
+    files = _weight_files(directory)
+    stored = _read_arrays(files)
+    table = variable_table(config.num_hidden_layers)
+    arrays, file_names = {}, {}
+    for path, name, layout in table:
+        file_names[name] = path
+        if path in stored:
+            arrays[name] = _to_google(stored.pop(path), layout)
+    where = files[0] if len(files) == 1 else os.path.join(directory, SHARDED_INDEX_FILE)
+    return config, CheckpointWeights(path=where, arrays=arrays, rename=lambda name: file_names.get(name, name),
+                                     ignored=sorted(stored))
+
+
+def _classifier_head(directory):
+    """{"num_classes", "dropout", "activation", "kernel" [h, n], "bias" [n]} of a BertTextClassifier task
+    preset, or None (no task.json, or another task)."""
+    if not os.path.isfile(os.path.join(directory, TASK_FILE)):
+        return None
+    task = _read_json(directory, TASK_FILE)
+    if task.get("registered_name") != CLASSIFIER:
+        logger.info("%s: task %s has no keras_bert counterpart; its head is not loaded",
+                    os.path.join(directory, TASK_FILE), task.get("registered_name"))
+        return None
+    values = task["config"]
+    stored = _read_arrays([os.path.join(directory, TASK_WEIGHTS_FILE)])
+    if "layers/dense/vars/0" not in stored:
+        raise CheckpointError(f"{os.path.join(directory, TASK_WEIGHTS_FILE)}: no logits layer (layers/dense)")
+    return {"num_classes": int(values["num_classes"]), "dropout": float(values.get("dropout", 0.1)),
+            "activation": values.get("activation") or "linear",
+            "kernel": stored["layers/dense/vars/0"], "bias": stored["layers/dense/vars/1"]}
+
+
+def keras_hub_head(path):
+    """{"num_classes", "dropout", "kernel" [hidden, n], "bias" [n]}: the BertClassifier arguments and
+    logits weights of the KerasHub BertTextClassifier preset at `path`, or None when it is no such preset."""
+    path = os.fspath(path)
+    if not (os.path.isdir(path) and is_keras_hub_directory(path)):
+        return None
+    head = _classifier_head(path)
+    if head is None:
+        return None
+    if head["activation"] not in ("linear", "softmax"):
+        raise CheckpointError(f"{os.path.join(path, TASK_FILE)}: activation={head['activation']!r}; expected "
+                              f"'linear' or 'softmax'")
+    if head["activation"] == "softmax":
+        logger.warning("%s: the KerasHub classifier outputs softmax probabilities; BertClassifier outputs the "
+                       "logits before it", os.path.join(path, TASK_FILE))
+    return {name: head[name] for name in ("num_classes", "dropout", "kernel", "bias")}
+
+
+def keras_hub_text(path):
+    """{"vocab_file", "lower_case", "strip_accents", "rules", "seq_length" (or None)} of the KerasHub preset at
+    `path` (its tokenizer.json and task preprocessor.json), or None when `path` is no preset with a
+    tokenizer. Raises CheckpointError naming the file and key for settings our BertTokenizer cannot
+    reproduce (no splitting, another suffix or oov token, special tokens in strings)."""
+    path = os.fspath(path)
+    if not (os.path.isdir(path) and is_keras_hub_directory(path)
+            and os.path.isfile(os.path.join(path, TOKENIZER_FILE))):
+        return None
+    values = _read_json(path, TOKENIZER_FILE, TOKENIZER)["config"]
+    for key, expected in _FIXED_TOKENIZER.items():
+        if values.get(key, expected) not in (expected, [] if expected is None else expected):
+            raise CheckpointError(f"{os.path.join(path, TOKENIZER_FILE)}: {key}={values[key]!r}; keras_bert's "
+                                  f"tokenizer supports only {key}={expected!r}")
+    lower_case, strip_accents = bool(values.get("lowercase", False)), bool(values.get("strip_accents", False))
+    logger.warning("%s: lowercase=%s, strip_accents=%s applied by KerasHub's rules, not Google's: %s; controls "
+                   "split words, Unicode spaces (NBSP, U+3000) do not", os.path.join(path, TOKENIZER_FILE),
+                   lower_case, strip_accents,
+                   ("accents kept ('Café' -> 'café', Google's uncased: 'cafe')" if lower_case and not strip_accents
+                    else "accents stripped" if strip_accents else "cased") +
+                   (", NFKC case folding ('ß' -> 'ss')" if lower_case else ""))
+    seq_length = None
+    if os.path.isfile(os.path.join(path, PREPROCESSOR_FILE)):
+        preprocessor = _read_json(path, PREPROCESSOR_FILE)["config"]
+        seq_length = preprocessor.get("sequence_length")
+        if preprocessor.get("truncate", "round_robin") != "round_robin":
+            logger.warning("%s: truncate=%r; keras_bert truncates pairs round-robin (longest first)",
+                           os.path.join(path, PREPROCESSOR_FILE), preprocessor["truncate"])
+    vocab_file = os.path.join(path, VOCAB_ASSET)
+    if not os.path.isfile(vocab_file):
+        raise CheckpointError(f"{path}: KerasHub preset with {TOKENIZER_FILE} but no {VOCAB_ASSET}")
+    return {"vocab_file": vocab_file, "lower_case": lower_case, "strip_accents": strip_accents,
+            "rules": "keras_hub", "seq_length": seq_length}
+
+
+def _serialized(registered, module, config, dtype="float32"):
+    """A Keras-serialized KerasHub object as `save_to_preset` writes it (class of `registered`)."""
+    class_name = registered.split(">")[1]
+    return {"module": f"keras_hub.src.models.bert.{module}", "class_name": class_name,
+            "config": {"name": module, "trainable": True,
+                       "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": dtype},
+                                 "registered_name": None}, **config},
+            "registered_name": registered}
+
+
+def _backbone_config(config):
+    if config.hidden_act not in ("gelu", "gelu_tanh"):
+        raise ValueError(f"hidden_act={config.hidden_act!r}: KerasHub's BertBackbone computes GELU only")
+    if config.hidden_act == "gelu":
+        logger.warning("hidden_act='gelu' (erf): KerasHub's BertBackbone computes the tanh approximation, so its "
+                       "outputs differ from this model's by the GELU approximation (~1e-3 on all-MiniLM-L6-v2)")
+    if config.layer_norm_eps != _LAYER_NORM_EPS:
+        logger.warning("layer_norm_eps=%g: KerasHub's BertBackbone uses %g", config.layer_norm_eps,
+                       _LAYER_NORM_EPS)
+    return _serialized(BACKBONE, "bert_backbone", {
+        "vocabulary_size": config.vocab_size, "num_layers": config.num_hidden_layers,
+        "num_heads": config.num_attention_heads, "hidden_dim": config.hidden_size,
+        "intermediate_dim": config.intermediate_size, "dropout": config.hidden_dropout_prob,
+        "max_sequence_length": config.max_position_embeddings, "num_segments": config.type_vocab_size})
+
+
+def _tokenizer_config(tokenizer):
+    strip_accents = tokenizer.lower_case if tokenizer.strip_accents is None else tokenizer.strip_accents
+    if getattr(tokenizer, "rules", "google") != "keras_hub":
+        logger.info("save_keras_hub: KerasHub tokenizes by its own character rules (keras_bert.text.keras_hub_rules):"
+                    " ids equal this tokenizer's but on rare characters (NFKC case folds, NBSP/U+3000, controls)")
+    return _serialized(TOKENIZER, "bert_tokenizer", {
+        "config_file": TOKENIZER_FILE, "vocabulary": None, "sequence_length": None,
+        "lowercase": tokenizer.lower_case, "strip_accents": strip_accents, **_FIXED_TOKENIZER}, dtype="int32")
+
+
+def _write_json(directory, name, values):
+    with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+        json.dump(values, f, indent=4)
+        f.write("\n")
+
+
+def _write_h5(path, arrays):
+    with h5py.File(path, "w") as f:
+        for name, array in arrays.items():
+            f.create_dataset(name, data=np.ascontiguousarray(array, np.float32))
+
+
+def save_keras_hub(model, directory) -> str:
+    """Writes `model` (a BertEncoder or a task model) as a KerasHub preset directory: its encoder as a
+    BertBackbone, its preprocessor's vocab and casing as a BertTokenizer (none without a preprocessor),
+    and a BertClassifier's head as a BertTextClassifier task (with its preprocessor's sequence_length).
+    `keras_hub.models.BertBackbone.from_preset(directory)` (and BertTokenizer / BertTextClassifier) load it;
+    files are moved in by atomic renames, config.json last. Returns `directory`."""
+    directory = os.fspath(directory)
+    encoder, _ = split_model(model)
+    config = encoder.config
+    backbone = _backbone_config(config)
+    google = collect_weights(encoder)
+    arrays = {path: _to_keras_hub(google[name], layout, config.num_attention_heads)
+              for path, name, layout in variable_table(config.num_hidden_layers)}
+    preprocessor = getattr(model, "preprocessor", None) or getattr(encoder, "preprocessor", None)
+    kind = getattr(model, "task_kind", None)
+    if kind not in ("encoder", "classifier"):
+        logger.warning("save_keras_hub: the %s head of %s has no KerasHub BERT counterpart; writing the backbone",
+                       kind, type(model).__name__)
+    with atomic_files(directory, last=CONFIG_FILE) as tmp:
+        _write_h5(os.path.join(tmp, WEIGHTS_FILE), arrays)
+        _write_json(tmp, METADATA_FILE, {
+            "keras_version": keras.version(), "saved_by": "keras_bert.checkpoints.save_keras_hub",
+            "parameter_count": int(sum(np.prod(array.shape) for array in arrays.values())),
+            "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
+            "tasks": ["MaskedLM", "TextClassifier", "TextEmbedder"]})
+        tokenizer = None
+        if preprocessor is not None:
+            tokenizer = _tokenizer_config(preprocessor.tokenizer)
+            _write_json(tmp, TOKENIZER_FILE, tokenizer)
+            os.makedirs(os.path.join(tmp, os.path.dirname(VOCAB_ASSET)))
+            with open(os.path.join(tmp, VOCAB_ASSET), "w", encoding="utf-8") as f:
+                f.write("".join(token + "\n" for token in preprocessor.tokenizer.vocab))
+        else:
+            logger.info("save_keras_hub: %s has no preprocessor; the preset has no tokenizer", type(model).__name__)
+        if kind == "classifier":
+            _write_classifier(tmp, model, backbone, tokenizer, preprocessor)
+        _write_json(tmp, CONFIG_FILE, backbone)
+    return directory
+
+
+def _write_classifier(tmp, model, backbone, tokenizer, preprocessor):
+    head = model.get_layer("classifier")
+    kernel, bias = (keras.ops.convert_to_numpy(keras.ops.cast(v, "float32")) for v in (head.kernel, head.bias))
+    _write_h5(os.path.join(tmp, TASK_WEIGHTS_FILE), {"layers/dense/vars/0": kernel, "layers/dense/vars/1": bias})
+    packing = None
+    if tokenizer is not None:
+        packing = _serialized(CLASSIFIER_PREPROCESSOR, "bert_text_classifier_preprocessor", {
+            "tokenizer": tokenizer, "config_file": PREPROCESSOR_FILE,
+            "sequence_length": preprocessor.seq_length, "truncate": "round_robin"})
+        _write_json(tmp, PREPROCESSOR_FILE, packing)
+    if getattr(model, "labels", None):
+        logger.info("save_keras_hub: KerasHub's classifier has no label names; class i is %s", model.labels)
+    _write_json(tmp, TASK_FILE, _serialized(CLASSIFIER, "bert_text_classifier", {
+        "backbone": backbone, "preprocessor": packing, "num_classes": model.num_classes,
+        "activation": "linear", "dropout": model.dropout}))
