@@ -10,6 +10,7 @@ prose of standard-library docstrings), batch 1, 8 and 32. Implementations:
   ours       BertEncoder.from_pretrained -> keras_bert.export.export_saved_model with the checkpoint's pooling
              (mean, normalized), loaded with tf.saved_model.load; serving_default(text=...), embedding to numpy
   ours_int8  the same exported with quantize="int8_matmul", calibrated on other texts of the same kind
+  ours_fixed the float32 export with fixed_length=True: every request packed to the full 256 positions
   ort_fp32   transformers BertModel -> torch.onnx.export(dynamo=False) -> onnxruntime's BERT optimizer;
              BertTokenizerFast (padded to the batch's longest), InferenceSession, mean pool + normalize (numpy)
   ort_int8   onnxruntime.quantization.quantize_dynamic (QInt8 weights) of the unoptimized model, same pipeline
@@ -18,9 +19,9 @@ Every implementation runs on `common.NUM_THREADS` threads (TF intra/inter-op poo
 A call embeds one batch; successive calls take successive batches of the timed texts (the same batches for
 every implementation); latency is the median of `--repeats` calls after two warm-up calls per batch size,
 each call timed from the Python strings to the embedding as a numpy array; the table has each
-implementation's best of `--rounds` rounds (all implementations in turn each round). Each process also embeds all
-timed texts; the parent reports the lowest cosine similarity between implementations (agreement of the
-float32 paths; the accuracy cost of the int8 ones).
+implementation's best of `--rounds` rounds (all implementations in turn each round). Each process also
+embeds all timed texts; the parent reports the cosine similarity of each to ours and of the peers to ORT
+fp32 (agreement of the float32 paths; the accuracy cost of the int8 ones).
 """
 
 import argparse
@@ -35,9 +36,10 @@ import time
 
 from benchmarks import common
 
-IMPLS = ("ours", "ours_int8", "ort_fp32", "ort_int8", "torch")
+IMPLS = ("ours", "ours_int8", "ort_fp32", "ort_int8", "torch", "ours_fixed")
 COLUMNS = {"ours": "ours: SavedModel serving_default", "ort_fp32": "ONNX Runtime fp32 + fast tokenizer",
-           "ort_int8": "ORT int8 (dynamic)", "torch": "transformers torch", "ours_int8": "ours int8_matmul"}
+           "ort_int8": "ORT int8 (dynamic)", "torch": "transformers torch", "ours_int8": "ours int8_matmul",
+           "ours_fixed": "ours fixed_length"}
 BATCH_SIZES = (1, 8, 32)
 # Texts: one per docstring of these packages, its prose sentences up to MAX_WORDS words; shorter than
 # MIN_WORDS is left out (a docstring's one-line summary), which puts the median near 20 words.
@@ -100,7 +102,7 @@ def normalized_mean(tokens, mask):
     return mean / np.maximum(np.linalg.norm(mean, axis=-1, keepdims=True), 1e-12)
 
 
-def ours_embedder(workdir, quantize, calibration):
+def ours_embedder(workdir, quantize, calibration, fixed_length=False):
     tf = common.configure_tensorflow()
     from keras_bert.checkpoints.sentence_transformers import sentence_pooling
     from keras_bert.export import export_saved_model
@@ -110,7 +112,8 @@ def ours_embedder(workdir, quantize, calibration):
     pooling, normalize = sentence_pooling(directory)
     encoder = BertEncoder.from_pretrained(directory, seq_length=max_seq_length(directory))
     version_dir = export_saved_model(encoder, workdir, pooling=pooling, normalize=normalize, warmup=False,
-                                     quantize=quantize, calibration_texts=calibration if quantize else None)
+                                     quantize=quantize, calibration_texts=calibration if quantize else None,
+                                     fixed_length=fixed_length)
     serve = tf.saved_model.load(version_dir).signatures["serving_default"]
     threads = {"tf_intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
                "tf_inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads()}
@@ -222,8 +225,9 @@ def run_one(impl, repeats, embeddings_path, texts_path=None):
         timed, calibration = sentence_texts()
     with tempfile.TemporaryDirectory() as workdir:
         start = time.perf_counter()
-        if impl in ("ours", "ours_int8"):
-            embed, info = ours_embedder(workdir, "int8_matmul" if impl == "ours_int8" else None, calibration)
+        if impl.startswith("ours"):
+            embed, info = ours_embedder(workdir, "int8_matmul" if impl == "ours_int8" else None, calibration,
+                                        fixed_length=impl == "ours_fixed")
         elif impl in ("ort_fp32", "ort_int8"):
             embed, info = ort_embedder(workdir, impl == "ort_int8")
         else:
@@ -280,7 +284,8 @@ def run_all(repeats, rounds):
         embeddings = {impl: np.load(os.path.join(workdir, impl + ".npy")) for impl in IMPLS
                       if os.path.exists(os.path.join(workdir, impl + ".npy"))}
     results.update({impl: best_of(impl_runs) for impl, impl_runs in runs.items()})
-    pairs = [(a, b) for i, a in enumerate(IMPLS) for b in IMPLS[i + 1:] if a in embeddings and b in embeddings]
+    pairs = [(a, b) for a, b in [*(("ours", impl) for impl in IMPLS[1:]), ("ort_fp32", "torch"),
+                                 ("ort_fp32", "ort_int8")] if a in embeddings and b in embeddings]
     results["cosine"] = {f"{a} vs {b}": cosines(embeddings[a], embeddings[b]) for a, b in pairs}
     return results
 
@@ -288,7 +293,7 @@ def run_all(repeats, rounds):
 def markdown(results):
     """The latency table (ms per call) and the agreement lines of a `run_all` result."""
     runs = {impl: results[impl] for impl in IMPLS if "error" not in results.get(impl, {"error": 1})}
-    order = [i for i in ("ours", "ort_fp32", "ort_int8", "torch", "ours_int8") if i in runs]
+    order = [i for i in ("ours", "ort_fp32", "ort_int8", "torch", "ours_int8", "ours_fixed") if i in runs]
     lines = ["| batch | " + " | ".join(COLUMNS[i] for i in order) + " |", "|---|" + "---|" * len(order)]
     for batch_size in BATCH_SIZES:
         lines.append(f"| {batch_size} | " + " | ".join(f"{runs[i][f'b{batch_size}_ms']:.1f} ms" for i in order)
