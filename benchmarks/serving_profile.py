@@ -6,9 +6,10 @@ The export of `benchmarks.serving_peers` (ours, float32) is loaded the way TF Se
 TF1 Session (`tf.compat.v1.saved_model.load`: grappler and oneDNN rewrite the graph as for the model
 server), and serving_default runs on single texts (successive timed texts) with full tracing
 (`RunOptions(trace_level=FULL_TRACE)`); each node's time in the step stats (its op's start to end) is
-summed over the traced calls, by op type and by node (a node of every layer counted as one). With two intra-op threads and inter-op parallelism
-the ops' times may add up to more than the wall time: the shares say where the work is, not the critical
-path. The untraced median wall time of the same calls is reported beside them.
+summed over the traced calls, by op type and by node (a node of every layer counted as one). With two
+intra-op threads and inter-op parallelism the ops' times may add up to more than the wall time: the shares
+say where the work is, not the critical path. The untraced median wall time of the same calls is reported
+beside them.
 """
 
 import collections
@@ -20,7 +21,7 @@ import time
 from benchmarks import common
 from benchmarks.serving_peers import max_seq_length, minilm_dir, sentence_texts
 
-TOP = 10
+TOP = 15
 _OP_TYPE = re.compile(r"=\s*([A-Za-z0-9_]+)\(")  # timeline_label: "node = OpType(inputs)"
 # Node names summed over the layers: the function-call prefixes dropped, the layer index starred.
 _CALL = re.compile(r"(Stateful)?PartitionedCall(_\d+)?$")
