@@ -261,7 +261,9 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
             serve = span_answers.serve_answers(model, preprocessor, answer_rules or AnswerRules())
         except ValueError as e:
             raise ExportError(str(e)) from None
-        endpoints[f"serve_{signature}"] = _traced(serve, span_answers.input_spec())
+        answer_spec = span_answers.input_spec()
+        endpoints[f"serve_{signature}"] = _traced(lambda inputs: serve(checked_inputs(inputs, answer_spec)),
+                                                  answer_spec)
     elif signature != "token_ids":
         endpoints[f"serve_{signature}"] = _traced(serve_text, text_spec(model, signature))
     endpoints["serve_token_ids"] = _traced(serve_token_ids, token_id_spec(model))

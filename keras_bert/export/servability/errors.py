@@ -1,5 +1,7 @@
 """The one error the servability check raises."""
 
+from keras_bert.errors import UserInputError
 
-class ServabilityError(RuntimeError):
+
+class ServabilityError(UserInputError, RuntimeError):
     """The export would not load or run in TF Serving; the message says what failed."""
