@@ -193,7 +193,15 @@ class ScalarSummaries(keras.callbacks.Callback):
     def __init__(self, log_dir, every_steps=100, enabled=True):
         super().__init__()
         self.every_steps = every_steps
-        self.writer = tf.summary.create_file_writer(log_dir) if enabled else None
+        self.log_dir = log_dir if enabled else None
+        self._writer = None
+
+    @property
+    def writer(self):
+        # Made at the first write: a run that fails before its first step leaves no event file behind.
+        if self._writer is None and self.log_dir is not None:
+            self._writer = tf.summary.create_file_writer(self.log_dir)
+        return self._writer
 
     def on_train_batch_end(self, batch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
