@@ -78,6 +78,7 @@ def setup():
 
 
 RUN_MARKER = ".keras_bert_run"  # in an output directory: the recipe writing there
+RESUMING_RECIPES = ("pretrain",)  # a rerun continues from the run's checkpoints
 
 
 def define_overwrite_flag():
@@ -88,8 +89,8 @@ def define_overwrite_flag():
 def claim_output_dir(flag, input_flags=()):
     """The output-directory rules of every recipe, for the directory of --`flag`: refused when it is, or
     contains, the path of one of `input_flags` (writing would destroy the input); refused when not empty,
-    unless it holds a resumable run of this recipe (checkpoints/ of a run it marked, or of an unmarked
-    pre-training run) or --overwrite is given. Creates it and marks it as this recipe's; if the run then
+    unless it holds a run of this recipe that resumes (`RESUMING_RECIPES`: one it marked, or an unmarked
+    one with checkpoints/, from before the marker) or --overwrite is given. Creates it and marks it as this recipe's; if the run then
     fails before writing anything else there, the directory is left as it was."""
     path, recipe = FLAGS[flag].value, logs.recipe_name()
     for name in input_flags:
@@ -103,8 +104,8 @@ def claim_output_dir(flag, input_flags=()):
         return os.makedirs(path, exist_ok=True)  # a multi-worker run: the chief (task 0) claims it
     entries = sorted(os.listdir(path)) if os.path.isdir(path) else []
     owner = _marker(path)
-    resumable = os.path.exists(os.path.join(path, "checkpoints", "checkpoint")) and (
-        owner == recipe or (owner is None and recipe == "pretrain"))
+    resumable = recipe in RESUMING_RECIPES and (
+        owner == recipe or (owner is None and os.path.exists(os.path.join(path, "checkpoints", "checkpoint"))))
     if entries and not resumable and not FLAGS.overwrite:
         raise UserInputError(f"--{flag}={path} is not empty ({', '.join(entries[:3])}{', ...' * (len(entries) > 3)})"
                              f" and holds no run of {recipe} to resume: pass --overwrite to replace its files, "
