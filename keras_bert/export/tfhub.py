@@ -1,5 +1,6 @@
 """The TF Hub BERT layout: a preprocessing SavedModel and an encoder SavedModel, used as a pair.
 
+    import tensorflow_text  # registers the tokenizer op; without it: Op type not registered
     preprocess = tf.saved_model.load(preprocess_dir)
     encoder = tf.saved_model.load(encoder_dir)
     inputs = preprocess(tf.constant(["hello world"]))          # dict of int32 [b, seq_length]
