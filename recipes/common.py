@@ -51,6 +51,8 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
     flags.DEFINE_enum("distribution_strategy", "one_device", list(distribute.STRATEGIES),
                       "tf.distribute strategy; multi_worker_mirrored reads TF_CONFIG.")
     flags.DEFINE_string("tpu", None, "TPU name/address for --distribution_strategy=tpu.")
+    flags.DEFINE_float("worker_wait_s", 600, "multi_worker_mirrored: seconds to wait for every TF_CONFIG worker "
+                       "to start before giving up with an error.")
     flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
                       "Keras dtype policy (LayerNorm, softmax and losses stay float32).")
     flags.DEFINE_bool("jit_compile", None, "XLA-compile the whole train step (true) or run TF's kernels (false); "
@@ -73,8 +75,8 @@ def setup():
     keras.mixed_precision.set_global_policy(FLAGS.dtype)
     claim_output_dir("output_dir" if "output_dir" in FLAGS else "model_dir", ["init_checkpoint"])
     distribute.fix_keras_multi_worker()
-    with flag_errors("distribution_strategy"):
-        return distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+    with flag_errors("distribution_strategy", "worker_wait_s"):
+        return distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.worker_wait_s)
 
 
 RUN_MARKER = ".keras_bert_run"  # in an output directory: the recipe writing there
@@ -100,8 +102,8 @@ def claim_output_dir(flag, input_flags=()):
                                  f"would replace it; choose another --{flag}")
     if os.path.exists(path) and not os.path.isdir(path):
         raise UserInputError(f"--{flag}={path} is a file, not a directory")
-    if json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {}).get("index", 0):
-        return os.makedirs(path, exist_ok=True)  # a multi-worker run: the chief (task 0) claims it
+    if not _is_chief_task(json.loads(os.environ.get("TF_CONFIG") or "{}")):
+        return os.makedirs(path, exist_ok=True)  # a multi-worker run: the chief claims it
     entries = sorted(os.listdir(path)) if os.path.isdir(path) else []
     owner = _marker(path)
     resumable = recipe in RESUMING_RECIPES and (
@@ -116,6 +118,14 @@ def claim_output_dir(flag, input_flags=()):
         with open(os.path.join(path, RUN_MARKER), "w", encoding="utf-8") as f:
             f.write(recipe + "\n")
         logs.AFTER_MAIN.append(lambda succeeded: succeeded or _unclaim(path, created))
+
+
+def _is_chief_task(tf_config):
+    """Whether TF_CONFIG's task is the one that writes (as `distribute.is_chief`); True without TF_CONFIG."""
+    task = tf_config.get("task", {})
+    if "chief" in tf_config.get("cluster", {}):
+        return task.get("type") == "chief"
+    return int(task.get("index", 0)) == 0
 
 
 def _within(inner, outer):
@@ -165,7 +175,7 @@ def flag_errors(*names):
     its data came from (the library names the data, a recipe the flag)."""
     try:
         yield
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, UserInputError) as e:
         e.add_note("given as " + ", ".join(FLAGS[name].serialize() or f"--{name}=None" for name in names))
         raise
 
