@@ -90,10 +90,11 @@ def define_overwrite_flag():
 
 def claim_output_dir(flag, input_flags=()):
     """The output-directory rules of every recipe, for the directory of --`flag`: refused when it is, or
-    contains, the path of one of `input_flags` (writing would destroy the input); refused when not empty,
-    unless it holds a run of this recipe that resumes (`RESUMING_RECIPES`: one it marked, or an unmarked
-    one with checkpoints/, from before the marker) or --overwrite is given. Creates it and marks it as this recipe's; if the run then
-    fails before writing anything else there, the directory is left as it was."""
+    contains, the path of one of `input_flags` (writing would destroy the input); refused when not empty
+    (the marker aside), unless it holds a run of this recipe that resumes (`RESUMING_RECIPES`: one it marked,
+    or an unmarked one with checkpoints/, from before the marker) or --overwrite is given. Creates it and
+    marks it as this recipe's; if the run then fails before writing anything else there, the directory is
+    left as it was."""
     path, recipe = FLAGS[flag].value, logs.recipe_name()
     for name in input_flags:
         source = FLAGS[name].value
@@ -104,7 +105,7 @@ def claim_output_dir(flag, input_flags=()):
         raise UserInputError(f"--{flag}={path} is a file, not a directory")
     if not _is_chief_task(json.loads(os.environ.get("TF_CONFIG") or "{}")):
         return os.makedirs(path, exist_ok=True)  # a multi-worker run: the chief claims it
-    entries = sorted(os.listdir(path)) if os.path.isdir(path) else []
+    entries = sorted(e for e in os.listdir(path) if e != RUN_MARKER) if os.path.isdir(path) else []
     owner = _marker(path)
     resumable = recipe in RESUMING_RECIPES and (
         owner == recipe or (owner is None and os.path.exists(os.path.join(path, "checkpoints", "checkpoint"))))
@@ -114,9 +115,10 @@ def claim_output_dir(flag, input_flags=()):
                              f"or choose another --{flag}")
     created = not os.path.exists(path)
     os.makedirs(path, exist_ok=True)
-    if not entries:
+    if owner != recipe:
         with open(os.path.join(path, RUN_MARKER), "w", encoding="utf-8") as f:
             f.write(recipe + "\n")
+    if not entries and owner is None:
         logs.AFTER_MAIN.append(lambda succeeded: succeeded or _unclaim(path, created))
 
 

@@ -89,7 +89,7 @@ def test_a_finished_run_is_not_replaced_without_overwrite(run_in_process, tiny_m
     (out / ".keras_bert_run").write_text("run_classifier\n")
     before = _tree(out)
     status, stderr = run_in_process("run_classifier", *flags)
-    assert status == 1 and stderr == (f"error: --output_dir={out} is not empty (.keras_bert_run, model.keras) and holds "
+    assert status == 1 and stderr == (f"error: --output_dir={out} is not empty (model.keras) and holds "
                                       "no run of run_classifier to resume: pass --overwrite to replace its files, or "
                                       "choose another --output_dir\n")
     assert _tree(out) == before
