@@ -101,10 +101,9 @@ def run(main):
     app.run(functools.partial(call_main, main))
 
 
-def recipe_name(main=None):
-    """The running script's name ("run_classifier"), from its main function or sys.argv[0]."""
-    module = getattr(main, "__module__", "__main__")
-    return module.rsplit(".", 1)[-1] if module != "__main__" else os.path.splitext(os.path.basename(sys.argv[0]))[0]
+def recipe_name():
+    """The running script's name ("run_classifier" for `python -m recipes.run_classifier` or its path)."""
+    return os.path.splitext(os.path.basename(sys.argv[0]))[0]
 
 
 def call_main(main, argv):

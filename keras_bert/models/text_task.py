@@ -327,9 +327,9 @@ class TextTask:
 
 
 def _no_examples(x):
-    """True for an empty list or array of examples (alone, as a text pair, or in a dict of texts)."""
-    if isinstance(x, dict) and x:
-        x = next(iter(x.values()))
+    """True for an empty list or array of texts (alone, as a text pair, or in a dict of texts)."""
+    if isinstance(x, dict):
+        x = x.get("text")
     if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (list, np.ndarray)):
         x = x[0]
     return isinstance(x, (list, np.ndarray)) and len(x) == 0
