@@ -2,9 +2,10 @@
 
 Every error type of the library that reports such a problem derives from `UserInputError` (data files:
 `textfiles.DataFormatError`; checkpoints: `checkpoints.mapping.CheckpointError`; exports:
-`export.ExportError`; the servability check: `ServabilityError`; a diverged run: `TrainingDivergedError`;
-a full disk: `DiskFullError`). The scripts print these as one line, `error: <message>`, where other
-exceptions, which are bugs, keep their traceback (recipes/logs.py).
+`export.ExportError`; a diverged run: `TrainingDivergedError`; a full disk: `DiskFullError`), but for the
+servability check's `ServabilityError`, which may not import keras_bert (its package loads without it). The
+scripts print these as one line, `error: <message>`, where other exceptions, which are bugs, keep their
+traceback (recipes/logs.py).
 """
 
 

@@ -141,6 +141,8 @@ def _is_user_error(error):
     errors = sys.modules.get("keras_bert.errors")
     if isinstance(error, (OSError, app.UsageError)) or (errors and isinstance(error, errors.UserInputError)):
         return True
+    if type(error).__name__ == "ServabilityError":  # its package loads without keras_bert: not a UserInputError
+        return True
     if type(error).__name__ in ("NotFoundError", "PermissionDeniedError") and "tensorflow" in type(error).__module__:
         return True  # tf.io.gfile's errors about a user's file
     if isinstance(error, ValueError):  # raised by our checks, not deep inside Keras or TensorFlow
