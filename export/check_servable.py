@@ -24,7 +24,7 @@ logs.quiet(__name__)  # before TensorFlow loads
 
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_multi_string("export_dir", None, "Version directory (holds saved_model.pb); repeat for several.")
@@ -100,4 +100,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    logs.run(main)

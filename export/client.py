@@ -9,9 +9,15 @@ outputs (logits) as JSON; --raw prints the server's response as it came.
 """
 
 import json
+import os
+import sys
 import urllib.request
 
+if not __package__:  # `python export/x.py`: import from the repository root, as `python -m export.x` does
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from absl import app, flags
+
+from recipes import logs
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("host", "localhost", "Model server host.")
@@ -174,4 +180,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    logs.run(main)

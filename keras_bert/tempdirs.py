@@ -10,6 +10,7 @@ reader sees all or nothing. Two things follow from that and are handled here:
     Directories without our marker are never touched.
 """
 
+import errno
 import os
 import shutil
 import socket
@@ -73,3 +74,18 @@ def seal(path):
         os.chmod(root, 0o777 & ~mask)
         for name in files:
             os.chmod(os.path.join(root, name), 0o666 & ~mask)
+
+
+def rename_to_free(source, target, next_target=None):
+    """os.rename(source, target), returning where `source` went. When another writer published a directory
+    at `target` first: renames to `next_target()` instead, or without `next_target` raises FileExistsError."""
+    while True:
+        try:
+            os.rename(source, target)
+            return target
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            if not next_target:
+                raise FileExistsError(f"{target} was written by another writer meanwhile") from None
+            target = next_target()

@@ -10,8 +10,10 @@ import codecs
 import json
 import os
 
+from keras_bert.errors import UserInputError
 
-class DataFormatError(ValueError):
+
+class DataFormatError(UserInputError, ValueError):
     """A data file does not have the format a reader expects.
 
     Attributes:

@@ -15,7 +15,9 @@ from absl import flags
 
 from keras_bert import compat
 from keras_bert.config import PRESETS, BertConfig
+from keras_bert.errors import UserInputError
 from keras_bert.training import distribute, optimization
+from recipes import logs
 
 FLAGS = flags.FLAGS
 logger = logging.getLogger("keras_bert")
@@ -46,9 +48,12 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
                          lower_bound=1)
     # Execution.
     flags.DEFINE_string("model_dir", model_dir, "Output directory: checkpoints, logs, results, final model.")
+    define_overwrite_flag()
     flags.DEFINE_enum("distribution_strategy", "one_device", list(distribute.STRATEGIES),
                       "tf.distribute strategy; multi_worker_mirrored reads TF_CONFIG.")
     flags.DEFINE_string("tpu", None, "TPU name/address for --distribution_strategy=tpu.")
+    flags.DEFINE_float("worker_wait_s", 600, "multi_worker_mirrored: seconds to wait for every TF_CONFIG worker "
+                       "to start before giving up with an error.")
     flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
                       "Keras dtype policy (LayerNorm, softmax and losses stay float32).")
     flags.DEFINE_bool("jit_compile", None, "XLA-compile the whole train step (true) or run TF's kernels (false); "
@@ -69,10 +74,86 @@ def setup():
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     keras.utils.set_random_seed(FLAGS.seed)
     keras.mixed_precision.set_global_policy(FLAGS.dtype)
-    os.makedirs(FLAGS.model_dir, exist_ok=True)
+    claim_output_dir("output_dir" if "output_dir" in FLAGS else "model_dir", ["init_checkpoint"])
     compat.fix_keras_multi_worker()
-    with flag_errors("distribution_strategy"):
-        return distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+    with flag_errors("distribution_strategy", "worker_wait_s"):
+        return distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.worker_wait_s)
+
+
+RUN_MARKER = ".keras_bert_run"  # in an output directory: the recipe writing there
+RESUMING_RECIPES = ("pretrain",)  # a rerun continues from the run's checkpoints
+
+
+def define_overwrite_flag():
+    flags.DEFINE_bool("overwrite", False, "Write into a non-empty output directory that holds no resumable run of "
+                      "this recipe, replacing its files (without it such a directory is refused).")
+
+
+def claim_output_dir(flag, input_flags=()):
+    """The output-directory rules of every recipe, for the directory of --`flag`: refused when it is, or
+    contains, the path of one of `input_flags` (writing would destroy the input); refused when not empty
+    (the marker aside), unless it holds a run of this recipe that resumes (`RESUMING_RECIPES`: one it marked,
+    or an unmarked one with checkpoints/, from before the marker) or --overwrite is given. Creates it and
+    marks it as this recipe's; if the run then fails before writing anything else there, the directory is
+    left as it was."""
+    path, recipe = FLAGS[flag].value, logs.recipe_name()
+    for name in input_flags:
+        source = FLAGS[name].value
+        if source and _within(source, path):
+            raise UserInputError(f"--{flag}={path} is or contains the input --{name}={source}: writing there "
+                                 f"would replace it; choose another --{flag}")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UserInputError(f"--{flag}={path} is a file, not a directory")
+    if not _is_chief_task(json.loads(os.environ.get("TF_CONFIG") or "{}")):
+        return os.makedirs(path, exist_ok=True)  # a multi-worker run: the chief claims it
+    entries = sorted(e for e in os.listdir(path) if e != RUN_MARKER) if os.path.isdir(path) else []
+    owner = _marker(path)
+    resumable = recipe in RESUMING_RECIPES and (
+        owner == recipe or (owner is None and os.path.exists(os.path.join(path, "checkpoints", "checkpoint"))))
+    if entries and not resumable and not FLAGS.overwrite:
+        raise UserInputError(f"--{flag}={path} is not empty ({', '.join(entries[:3])}{', ...' * (len(entries) > 3)})"
+                             f" and holds no run of {recipe} to resume: pass --overwrite to replace its files, "
+                             f"or choose another --{flag}")
+    created = not os.path.exists(path)
+    os.makedirs(path, exist_ok=True)
+    if owner != recipe:
+        with open(os.path.join(path, RUN_MARKER), "w", encoding="utf-8") as f:
+            f.write(recipe + "\n")
+    if not entries and owner is None:
+        logs.AFTER_MAIN.append(lambda succeeded: succeeded or _unclaim(path, created))
+
+
+def _is_chief_task(tf_config):
+    """Whether TF_CONFIG's task is the one that writes (as `distribute.is_chief`); True without TF_CONFIG."""
+    task = tf_config.get("task", {})
+    if "chief" in tf_config.get("cluster", {}):
+        return task.get("type") == "chief"
+    return int(task.get("index", 0)) == 0
+
+
+def _within(inner, outer):
+    inner, outer = os.path.realpath(inner), os.path.realpath(outer)
+    return os.path.commonpath([inner, outer]) == outer
+
+
+def _marker(path):
+    try:
+        with open(os.path.join(path, RUN_MARKER), encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _unclaim(path, created):
+    """After a failed run: removes the marker, the empty directories made under it (and the directory, if the
+    run created it) when no other file was written there."""
+    walk = list(os.walk(path, topdown=False))
+    if [os.path.join(root, name) for root, _, files in walk for name in files] != [os.path.join(path, RUN_MARKER)]:
+        return
+    os.remove(os.path.join(path, RUN_MARKER))
+    for root, _, _ in walk:
+        if root != path or created:
+            os.rmdir(root)
 
 
 def jit_compile(strategy):
@@ -97,7 +178,7 @@ def flag_errors(*names):
     its data came from (the library names the data, a recipe the flag)."""
     try:
         yield
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, UserInputError) as e:
         if names:
             e.add_note("given as " + ", ".join(FLAGS[name].serialize() or f"--{name}=None" for name in names))
         raise
@@ -316,6 +397,7 @@ def save_task_model(model, strategy, labels=None, tokenizer=None):
     """Writes the fine-tuned model to <output_dir>/model.keras (and its label list to labels.json) on the
     chief; returns the path. The model carries `labels` and a preprocessor of `tokenizer` and
     --max_seq_length, so the .keras alone predicts on raw text and exports."""
+    from keras_bert.checkpoints import save_without_optimizer
     from keras_bert.tasks.labels import write_labels
     from keras_bert.text import BertPreprocessor
 
@@ -325,7 +407,7 @@ def save_task_model(model, strategy, labels=None, tokenizer=None):
         model.labels = [str(label) for label in labels]
     path = os.path.join(FLAGS.model_dir, "model.keras")
     if distribute.is_chief(strategy):
-        model.save(path)
+        save_without_optimizer(model, path)
         if labels is not None:
             write_labels(FLAGS.model_dir, labels)
     return path

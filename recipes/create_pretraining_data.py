@@ -24,7 +24,7 @@ logs.quiet(__name__)  # before TensorFlow loads
 import json
 import time
 
-from absl import app, flags
+from absl import flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Comma-separated input text files/globs (default: the default corpus).")
@@ -85,4 +85,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    logs.run(main)

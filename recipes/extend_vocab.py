@@ -28,6 +28,7 @@ flags.DEFINE_string("output_dir", None, "Where to write the extended checkpoint.
 flags.DEFINE_bool("do_lower_case", True, "The checkpoint is uncased (lower-case + strip accents).")
 flags.DEFINE_integer("max_lines", None, "Read at most this many domain lines (default: all).")
 flags.DEFINE_integer("min_frequency", 2, "A new piece must occur at least this many times.")
+common.define_overwrite_flag()
 FLAGS = flags.FLAGS
 
 
@@ -37,6 +38,7 @@ def main(argv):
 
     if not FLAGS.init_checkpoint or not FLAGS.input_files or not FLAGS.output_dir:
         raise app.UsageError("--init_checkpoint, --input_files and --output_dir are required.")
+    common.claim_output_dir("output_dir", ["init_checkpoint"])
     with common.flag_errors("init_checkpoint", "input_files"):
         result = extend_checkpoint_vocab(
             FLAGS.init_checkpoint, FLAGS.input_files, FLAGS.num_new_tokens, FLAGS.output_dir,
@@ -49,4 +51,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    logs.run(main)

@@ -19,7 +19,7 @@ from recipes import logs
 
 logs.quiet(__name__)  # before TensorFlow loads
 
-from absl import app, flags
+from absl import flags
 
 from recipes import common
 
@@ -52,4 +52,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    logs.run(main)

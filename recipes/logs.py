@@ -10,14 +10,21 @@
   - absl/TensorFlow Python INFO lines (`functional_saver.py`, `builder_impl.py`): once absl has parsed the
     flags its verbosity is set to WARNING; the `keras_bert` logger keeps INFO.
 `KERAS_BERT_VERBOSE=1`, or absl's own `--verbosity`/`-v` flag, shows everything.
+
+`run(main)`, every script's `__main__` line, prints an error the user fixes (their data, files, flags or
+disk: `keras_bert.errors.UserInputError`, OSError, a ValueError raised by our own code) as one line,
+`error: <message> (given as --flag=value)`, and exits 1; a bug keeps its traceback, as does any error
+when `verbose()`.
 """
 
 import atexit
+import functools
 import logging
 import os
 import re
 import sys
 import threading
+import traceback
 
 from absl import app, flags
 from absl import logging as absl_logging
@@ -81,3 +88,79 @@ def quiet(module_name):
     _filter_stderr()
     # Run once absl has parsed the flags: it raises its verbosity to INFO then, unless --verbosity was given.
     app.call_after_init(_quiet_python_logs)
+
+
+# Called with True / False after a script's main returned / raised (e.g. to tidy an output directory).
+AFTER_MAIN = []
+_SCRIPT_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), name) + os.sep
+                     for name in ("recipes", "export"))
+
+
+def run(main):
+    """The scripts' entry point: `app.run(main)` with `call_main`'s one-line errors."""
+    app.run(functools.partial(call_main, main))
+
+
+def recipe_name():
+    """The running script's name ("run_classifier" for `python -m recipes.run_classifier` or its path)."""
+    return os.path.splitext(os.path.basename(sys.argv[0]))[0]
+
+
+def call_main(main, argv):
+    """main(argv); an error the user fixes is printed as `error_line` to stderr and gives exit status 1."""
+    try:
+        result = main(argv)
+    except Exception as e:
+        for hook in AFTER_MAIN:
+            hook(False)
+        line = error_line(e)
+        if line is None or verbose():
+            raise
+        print(line, file=sys.stderr, flush=True)
+        return 1
+    for hook in AFTER_MAIN:
+        hook(True)
+    return result
+
+
+def error_line(error):
+    """`error: <message> (given as --flag=value)` for an error the user fixes, else None (a bug). The flags
+    are the notes `common.flag_errors` added, else the flags given whose values the message names."""
+    if not _is_user_error(error):
+        return None
+    message = " ".join(str(error).split("\n")).strip() or type(error).__name__
+    notes = [note.removeprefix("given as ") for note in getattr(error, "__notes__", [])]
+    if not notes and "--" not in message:
+        notes = [flag.serialize() for flag in _given_flags() if _names_value(message, flag.value)]
+    return f"error: {message}" + (f" (given as {', '.join(notes)})" if notes else "")
+
+
+def _is_user_error(error):
+    # Only a script that imported keras_bert can raise its errors (the client does not import it).
+    keras_bert = sys.modules.get("keras_bert")
+    errors = sys.modules.get("keras_bert.errors")
+    if isinstance(error, (OSError, app.UsageError)) or (errors and isinstance(error, errors.UserInputError)):
+        return True
+    if type(error).__name__ == "ServabilityError":  # its package loads without keras_bert: not a UserInputError
+        return True
+    if type(error).__name__ in ("NotFoundError", "PermissionDeniedError") and "tensorflow" in type(error).__module__:
+        return True  # tf.io.gfile's errors about a user's file
+    if isinstance(error, ValueError):  # raised by our checks, not deep inside Keras or TensorFlow
+        frames = traceback.extract_tb(error.__traceback__)
+        ours = _SCRIPT_DIRS + ((os.path.dirname(os.path.abspath(keras_bert.__file__)) + os.sep,) if keras_bert else ())
+        return bool(frames) and os.path.abspath(frames[-1].filename).startswith(ours)
+    return False
+
+
+def _given_flags():
+    seen = []
+    for name in flags.FLAGS:
+        flag = flags.FLAGS[name]
+        if flag.present and flag not in seen and flag.name != "verbosity":
+            seen.append(flag)
+    return seen
+
+
+def _names_value(message, value):
+    values = value if isinstance(value, list) else [value]
+    return any(isinstance(v, str) and len(v) >= 3 and v in message for v in values)

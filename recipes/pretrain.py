@@ -26,7 +26,7 @@ logs.quiet(__name__)  # before TensorFlow loads
 import math
 import tempfile
 
-from absl import app, flags
+from absl import flags
 
 from keras_bert.data import pretraining
 from recipes import common
@@ -148,4 +148,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    logs.run(main)

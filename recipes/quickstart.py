@@ -29,7 +29,7 @@ import shlex
 import subprocess
 import time
 
-from absl import app, flags
+from absl import flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", "runs/quickstart", "Where every output goes.")
@@ -111,7 +111,7 @@ def main(argv):
     seconds["run_classifier"] = _run("3/5 fine-tune a classifier", "recipes.run_classifier", [
         f"--init_checkpoint={os.path.join(pretrain_dir, 'pretrained')}", f"--output_dir={classifier_dir}",
         "--max_seq_length=64", "--num_train_epochs=5", "--learning_rate=5e-4",
-        "--do_train", "--do_eval", "--do_predict"])
+        "--do_train", "--do_eval", "--do_predict", "--overwrite"])  # a rerun replaces its own classifier
     seconds["export"] = _run("4/5 export for TF Serving (+ C++ loader check)", "export/export_saved_model.py", [
         f"--model_path={os.path.join(classifier_dir, 'model.keras')}", f"--export_dir={export_dir}"])
 
@@ -144,4 +144,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    logs.run(main)

@@ -27,7 +27,7 @@ logs.quiet(__name__)  # before TensorFlow loads
 
 import contextlib
 
-from absl import app, flags
+from absl import flags
 
 from recipes import common
 
@@ -131,4 +131,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    logs.run(main)

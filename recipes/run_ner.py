@@ -24,7 +24,7 @@ from recipes import logs
 logs.quiet(__name__)  # before TensorFlow loads
 
 import tensorflow as tf
-from absl import app, flags
+from absl import flags
 
 from recipes import common
 
@@ -85,4 +85,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    logs.run(main)

@@ -32,7 +32,14 @@ from keras_bert.checkpoints.mapping import (
     assign_heads,
     split_model,
 )
-from keras_bert.checkpoints.ours import keras_file, load_keras, load_keras_model, read_keras, save_pretrained
+from keras_bert.checkpoints.ours import (
+    keras_file,
+    load_keras,
+    load_keras_model,
+    read_keras,
+    save_pretrained,
+    save_without_optimizer,
+)
 from keras_bert.config import BertConfig
 
 logger = logging.getLogger("keras_bert")
@@ -57,6 +64,7 @@ __all__ = [
     "save_huggingface",
     "save_keras_hub",
     "save_pretrained",
+    "save_without_optimizer",
     "split_model",
 ]
 

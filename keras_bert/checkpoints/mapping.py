@@ -14,10 +14,12 @@ from collections.abc import Callable
 import keras
 import numpy as np
 
+from keras_bert.errors import UserInputError
+
 logger = logging.getLogger("keras_bert")
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserInputError, ValueError):
     """A checkpoint that does not fit the model: missing variable, wrong shape, unknown format."""
 
 

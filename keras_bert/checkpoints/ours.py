@@ -48,6 +48,18 @@ def read_keras(path: str) -> tuple[BertConfig, CheckpointWeights]:
     return encoder.config, CheckpointWeights(path=keras_file(path), arrays=collect_weights(encoder, pretrainer))
 
 
+def save_without_optimizer(model, path: str) -> None:
+    """`model.save(path)` without the optimizer's state (Keras 3 has no `include_optimizer`): a model to
+    serve or share is a third of the size (AdamW keeps two slots per weight); training resumes from its own
+    checkpoints, not from this file."""
+    optimizer = getattr(model, "optimizer", None)
+    model.optimizer = None
+    try:
+        model.save(path)
+    finally:
+        model.optimizer = optimizer
+
+
 def save_pretrained(model, directory: str, vocab_file: str | None = None) -> str:
     """Saves `model` (any keras_bert model) to `directory` as `model.keras` + `bert_config.json` (+ a copy
     of `vocab_file`). Files are moved in by atomic renames, model.keras last, so `from_pretrained` never
@@ -58,5 +70,5 @@ def save_pretrained(model, directory: str, vocab_file: str | None = None) -> str
             json.dump(encoder.config.to_dict(), f, indent=2, sort_keys=True)
             f.write("\n")
         copy_vocab(vocab_file, tmp)
-        model.save(os.path.join(tmp, MODEL_FILE))
+        save_without_optimizer(model, os.path.join(tmp, MODEL_FILE))
     return directory

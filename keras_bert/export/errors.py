@@ -1,5 +1,7 @@
 """The error an export raises when the model, preprocessor or export directory does not allow it."""
 
+from keras_bert.errors import UserInputError
 
-class ExportError(ValueError):
+
+class ExportError(UserInputError, ValueError):
     """The model, preprocessor or export directory does not allow the export; the message says why."""

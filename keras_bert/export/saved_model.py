@@ -176,10 +176,10 @@ def publish_version(export_dir, version, write):
     """Runs `write(tmp_dir)` in a hidden temporary directory of `export_dir`, then renames it to
     `<export_dir>/<version>`: a server polling `export_dir` (it ignores non-numeric names) sees the
     version whole or not at all. The version gets the umask's usual modes (0755/0644 with umask 022), and
-    hidden directories a killed export of ours left in `export_dir` are removed."""
-    if version is None:
-        version = next_version(export_dir)
-    version = int(version)
+    hidden directories a killed export of ours left in `export_dir` are removed. Of two exports racing for a
+    version, the later takes the next one (an explicit `version` fails)."""
+    chosen = version is None
+    version = next_version(export_dir) if chosen else int(version)
     if version < 0:
         raise ExportError(f"version={version}; expected a non-negative integer (TF Serving version number)")
     version_dir = os.path.join(export_dir, str(version))
@@ -190,7 +190,8 @@ def publish_version(export_dir, version, write):
     try:
         write(tmp_dir)
         tempdirs.seal(tmp_dir)  # readable by a server running as another user, as a plain mkdir would be
-        os.rename(tmp_dir, version_dir)
+        version_dir = tempdirs.rename_to_free(
+            tmp_dir, version_dir, chosen and (lambda: os.path.join(export_dir, str(next_version(export_dir)))))
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise

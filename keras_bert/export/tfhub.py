@@ -1,6 +1,7 @@
 """The TF Hub BERT API: a preprocess SavedModel and an encoder SavedModel that code written for TF Hub's
 BERT models (TF's "Solve GLUE tasks using BERT" tutorial) runs unchanged through `tf.saved_model.load`.
 
+    import tensorflow_text  # registers the tokenizer op; without it: Op type not registered
     preprocess = tf.saved_model.load(preprocess_dir)
     encoder = tf.saved_model.load(encoder_dir)
     inputs = preprocess(tf.constant(["hello world"]))                    # int32 [b, 128] x 3

@@ -6,6 +6,8 @@ separates two adjacent chunks of one type) and IOB2 (every chunk opens with `B-`
     from the previous tag's type (`B-PER I-LOC` is two chunks);
   * a chunk ends before `B-`, before `O`, before a change of type, and at the end of the sentence.
 A guessed chunk is correct when it starts and ends at the same tokens as a gold chunk of the same type.
+`conlleval` counts as the script does, token by token with a blank line after each sentence, so tags outside
+IOB/IOBES (`[`, `]`, `.`, no type, type `0`, which Perl reads as no type) score exactly as in conlleval.pl.
 `iobes=True` adds the rules of the IOBES-aware conlleval variant (`E-` closes and `S-` is a one-token chunk);
 plain conlleval does not know `S-` and would merge `S-PER S-PER` into one chunk.
 
@@ -53,13 +55,16 @@ def chunk_transition(previous, tag, iobes=False):
 
 
 def extract_chunks(tags, iobes=False):
-    """The chunks of one sentence's tags under conlleval's rules: list of `(type, first, last)` token indices."""
+    """The chunks of one sentence's tags under conlleval's rules: list of `(type, first, last)` token indices.
+
+    A start also closes an open chunk, and the sentence's end closes any (only "." tags can leave one open).
+    """
     chunks, open_chunk = [], None
     prev_tag, prev_type = "O", ""
     for position, (tag, type_) in enumerate([split_tag(t) for t in tags] + [("O", "")]):
         starts = position < len(tags) and _start_of_chunk(prev_tag, tag, prev_type, type_, iobes)
-        # A start also closes an open chunk (only "." tags can start a chunk without ending the previous).
-        if open_chunk is not None and (starts or _end_of_chunk(prev_tag, tag, prev_type, type_, iobes)):
+        ends = starts or position == len(tags) or _end_of_chunk(prev_tag, tag, prev_type, type_, iobes)
+        if open_chunk is not None and ends:
             chunks.append((open_chunk[0], open_chunk[1], position - 1))
             open_chunk = None
         if starts:
@@ -75,8 +80,42 @@ def _ratios(correct, guessed, gold):
     return precision, recall, f1
 
 
+def _script_tag(tag):
+    # conlleval.pl keeps a type only when Perl finds it true: the type "0" is read as no type.
+    prefix, type_ = split_tag(tag)
+    return prefix, ("" if type_ == "0" else type_)
+
+
+def _count_sentence(counts, gold_sentence, guessed_sentence, iobes):
+    """Runs conlleval.pl's counting loop over one sentence and the blank line after it, updating `counts`."""
+    state = counts["state"]
+    rows = [(_script_tag(g), _script_tag(p)) for g, p in zip(gold_sentence, guessed_sentence, strict=True)]
+    for index, ((gold, gold_type), (guessed, guessed_type)) in enumerate([*rows, (("O", ""), ("O", ""))]):
+        (last_gold, last_gold_type), (last_guessed, last_guessed_type) = state["last"]
+        gold_end = _end_of_chunk(last_gold, gold, last_gold_type, gold_type, iobes)
+        guessed_end = _end_of_chunk(last_guessed, guessed, last_guessed_type, guessed_type, iobes)
+        if state["matching"]:
+            if gold_end and guessed_end and last_gold_type == last_guessed_type:
+                state["matching"] = False
+                counts["correct"][last_gold_type] = counts["correct"].get(last_gold_type, 0) + 1
+            elif gold_end != guessed_end or gold_type != guessed_type:
+                state["matching"] = False
+        gold_start = _start_of_chunk(last_gold, gold, last_gold_type, gold_type, iobes)
+        guessed_start = _start_of_chunk(last_guessed, guessed, last_guessed_type, guessed_type, iobes)
+        if gold_start and guessed_start and gold_type == guessed_type:
+            state["matching"] = True
+        if gold_start:
+            counts["gold"][gold_type] = counts["gold"].get(gold_type, 0) + 1
+        if guessed_start:
+            counts["guessed"][guessed_type] = counts["guessed"].get(guessed_type, 0) + 1
+        if index < len(rows):
+            counts["tokens"] += 1
+            counts["correct_tags"] += (gold, gold_type) == (guessed, guessed_type)
+        state["last"] = ((gold, gold_type), (guessed, guessed_type))
+
+
 def conlleval(true_tags, predicted_tags, iobes=False):
-    """Scores predicted tag sequences against gold ones, as `conlleval.pl` does.
+    """Scores predicted tag sequences against gold ones, exactly as `conlleval.pl` does.
 
     Args:
       true_tags: list of sentences, each a list of gold tag strings ("B-PER", "I-LOC", "O", ...).
@@ -86,26 +125,21 @@ def conlleval(true_tags, predicted_tags, iobes=False):
     Returns:
       dict with "precision", "recall", "f1" (fractions in [0, 1]; 0.0 where undefined), "accuracy" (token
       tag accuracy), counts "true_chunks", "predicted_chunks", "correct_chunks", "tokens", and "per_type":
-      type -> {"precision", "recall", "f1", "true_chunks", "predicted_chunks", "correct_chunks"}.
+      type -> {"precision", "recall", "f1", "true_chunks", "predicted_chunks", "correct_chunks"} (chunks of
+      tags without a type, such as `[`, under "").
     """
     if len(true_tags) != len(predicted_tags):
         raise ValueError(f"{len(true_tags)} gold sentences but {len(predicted_tags)} predicted")
-    counts = {"correct": {}, "gold": {}, "guessed": {}}
-    correct_tags = tokens = 0
+    counts = {"correct": {}, "gold": {}, "guessed": {}, "tokens": 0, "correct_tags": 0,
+              "state": {"matching": False, "last": (("O", ""), ("O", ""))}}
     for sentence_index, (gold_sentence, guessed_sentence) in enumerate(zip(true_tags, predicted_tags, strict=True)):
         if len(gold_sentence) != len(guessed_sentence):
             raise ValueError(f"sentence {sentence_index}: {len(gold_sentence)} gold tags but "
                              f"{len(guessed_sentence)} predicted")
-        for gold, guessed in zip(gold_sentence, guessed_sentence, strict=True):
-            correct_tags += gold == guessed
-            tokens += 1
-        gold_chunks = extract_chunks(gold_sentence, iobes)
-        guessed_chunks = extract_chunks(guessed_sentence, iobes)
-        for name, chunks in (("gold", gold_chunks), ("guessed", guessed_chunks)):
-            for type_, _, _ in chunks:
-                counts[name][type_] = counts[name].get(type_, 0) + 1
-        for type_, _, _ in set(gold_chunks) & set(guessed_chunks):
-            counts["correct"][type_] = counts["correct"].get(type_, 0) + 1
+        _count_sentence(counts, gold_sentence, guessed_sentence, iobes)
+    if counts["state"]["matching"]:  # still open at the end: the script credits the last gold type (here "")
+        type_ = counts["state"]["last"][0][1]
+        counts["correct"][type_] = counts["correct"].get(type_, 0) + 1
 
     def summary(correct, guessed, gold):
         precision, recall, f1 = _ratios(correct, guessed, gold)
@@ -113,8 +147,8 @@ def conlleval(true_tags, predicted_tags, iobes=False):
                 "predicted_chunks": guessed, "correct_chunks": correct}
 
     result = summary(sum(counts["correct"].values()), sum(counts["guessed"].values()), sum(counts["gold"].values()))
-    result["accuracy"] = correct_tags / tokens if tokens else 0.0
-    result["tokens"] = tokens
+    result["accuracy"] = counts["correct_tags"] / counts["tokens"] if counts["tokens"] else 0.0
+    result["tokens"] = counts["tokens"]
     result["per_type"] = {
         type_: summary(counts["correct"].get(type_, 0), counts["guessed"].get(type_, 0), counts["gold"].get(type_, 0))
         for type_ in sorted(set(counts["gold"]) | set(counts["guessed"]))

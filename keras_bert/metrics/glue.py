@@ -49,7 +49,7 @@ def matthews_corrcoef(predictions, labels):
 
 
 def pearson(predictions, labels):
-    """Pearson correlation of two equal-length float sequences (nan when one of them is constant)."""
+    """Pearson correlation of two equal-length float sequences (nan when one is constant or holds a NaN)."""
     x, y = _pair(predictions, labels, dtype=np.float64)
     x, y = x - x.mean(), y - y.mean()
     denominator = np.sqrt((x @ x) * (y @ y))
@@ -57,8 +57,13 @@ def pearson(predictions, labels):
 
 
 def rankdata(values):
-    """1-based ranks of `values`; tied values get the mean of the ranks they span (as scipy's "average")."""
+    """1-based ranks of `values`; tied values get the mean of the ranks they span (as scipy's "average").
+
+    All NaN when any value is NaN (scipy's default): a NaN has no rank, and ranking it last would score it.
+    """
     values = np.asarray(values, dtype=np.float64)
+    if np.isnan(values).any():
+        return np.full(len(values), np.nan)
     order = np.argsort(values, kind="stable")
     sorted_values = values[order]
     # Start of each run of equal values in sorted order.
@@ -73,7 +78,7 @@ def rankdata(values):
 
 
 def spearman(predictions, labels):
-    """Spearman rank correlation: Pearson correlation of tie-averaged ranks."""
+    """Spearman rank correlation: Pearson correlation of tie-averaged ranks (NaN when a value is NaN)."""
     x, y = _pair(predictions, labels, dtype=np.float64)
     return pearson(rankdata(x), rankdata(y))
 

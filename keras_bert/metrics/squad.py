@@ -76,16 +76,16 @@ def evaluate_v1(dataset, predictions):
 def raw_scores_v2(dataset, predictions):
     """Per-question v2.0 scores before any no-answer threshold.
 
-    Returns `(exact, f1, has_answer)`: dicts qas_id -> score in [0, 1], and qas_id -> bool. Gold answers that
-    normalize to "" are dropped; a question left with none is a no-answer question, right only for "".
+    Returns `(exact, f1, has_answer)`: dicts qas_id -> score in [0, 1], and qas_id -> bool. As the official
+    script, a question has an answer when its gold list is non-empty; gold answers that normalize to "" are
+    dropped from scoring, and a question left with none is right only for "" (gold `["The"]` is HasAns).
     A question without a prediction scores 0 (the official script skips it).
     """
     exact, f1, has_answer = {}, {}, {}
     for qa in _questions(dataset):
         qid = qa["id"]
-        truths = [answer["text"] for answer in qa["answers"] if normalize_answer(answer["text"])]
-        has_answer[qid] = bool(truths)
-        truths = truths or [""]
+        has_answer[qid] = bool(qa["answers"])
+        truths = [answer["text"] for answer in qa["answers"] if normalize_answer(answer["text"])] or [""]
         if qid not in predictions:
             logging.warning("Missing prediction for %s; it scores 0.", qid)
             exact[qid] = f1[qid] = 0.0

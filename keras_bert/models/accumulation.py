@@ -11,10 +11,13 @@ counts optimizer steps. Keras optimizers' own `gradient_accumulation_steps` inst
 mean losses, which differs whenever micro-batches carry different loss weights.
 
 A batch whose size is not a multiple of K (the last one of an epoch) is padded to one by repeating its last
-row with weight 0. Dropout draws its masks per micro-batch, so with dropout the draws (not the maths) differ
+row with weight 0; metrics count the real rows only (compiled `metrics` are made weighted ones, so with
+K > 1 they also take the `sample_weight` given to fit). Dropout draws its masks per micro-batch, so with dropout the draws (not the maths) differ
 from the whole-batch step. The dataset yields the whole batches: the batch size stays that of an optimizer
 step.
 """
+
+import inspect
 
 import keras
 import tensorflow as tf
@@ -54,11 +57,32 @@ class GradientAccumulation:
         steps = int(gradient_accumulation_steps)
         if steps < 1 or steps != gradient_accumulation_steps:
             raise ValueError(f"gradient_accumulation_steps must be an integer >= 1, got {gradient_accumulation_steps!r}")
+        if steps > 1:
+            args, kwargs = (), self._metrics_weighted(args, kwargs)
         super().compile(*args, **kwargs)
         if steps > 1 and getattr(self.optimizer, "gradient_accumulation_steps", None):
             raise ValueError("the optimizer accumulates gradients itself (its gradient_accumulation_steps="
                              f"{self.optimizer.gradient_accumulation_steps}); set only the model's, which is exact")
         self.gradient_accumulation_steps = steps
+
+    def _metrics_weighted(self, args, kwargs):
+        """compile's arguments (by name) with `metrics` moved to `weighted_metrics`: Keras' unweighted
+        metrics ignore sample weights, so they would count the padding rows that the 0/1 row weights drop."""
+        # Named by the first compile after this one that names its parameters (TextTask's, else Keras').
+        mro = type(self).__mro__
+        named = next(c.compile for c in mro[mro.index(GradientAccumulation) + 1:]
+                     if "compile" in c.__dict__ and "metrics" in inspect.signature(c.compile).parameters)
+        bound = inspect.signature(named).bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = {**bound.arguments.pop("kwargs", {}), **bound.arguments}
+        del arguments["self"]
+        metrics = arguments.get("metrics")
+        if metrics == "auto" and hasattr(self, "_default_metrics"):
+            metrics = self._default_metrics()
+        if isinstance(metrics, (list, tuple)):
+            arguments["metrics"] = None
+            arguments["weighted_metrics"] = [*metrics, *(arguments.get("weighted_metrics") or [])]
+        return arguments
 
     def _loss_normalizers(self, x, y, sample_weight):
         """Statistics of the whole batch the loss is normalised by (a dict of tensors, computed once per

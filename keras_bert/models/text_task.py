@@ -83,6 +83,9 @@ def _element_text(element):
 def resolve_num_classes(owner, num_classes, labels):
     """`num_classes`, or len(labels) when it is None; ValueError naming `owner` when neither is given or
     they disagree."""
+    if labels is not None and len(labels) < 2:
+        raise ValueError(f"{owner}: labels={list(labels)}: a classifier needs at least two labels (one class "
+                         "would have a loss of 0 whatever it predicts)")
     if num_classes is None:
         if labels is None:
             raise ValueError(f"{owner} needs num_classes or labels")
@@ -156,11 +159,8 @@ class TextTask:
                                      f"{self.labels}")
             return np.asarray([index[v] for v in values], dtype=np.int32).reshape(y.shape)
         num_classes = getattr(self, "num_classes", None) or getattr(self, "num_choices", None)
-        if num_classes and num_classes > 1 and y.dtype.kind in "iu" and y.size:
-            bad = np.flatnonzero((y < 0) | (y >= num_classes))
-            if bad.size:
-                raise ValueError(f"label id {y.ravel()[bad[0]]} (example {bad[0]}) is outside "
-                                 f"[0, {num_classes})")
+        if num_classes and num_classes > 1 and y.dtype.kind in "iuf" and y.size:
+            return _class_ids(y, num_classes)
         return y
 
     def _label_table(self):
@@ -173,8 +173,9 @@ class TextTask:
         if y.dtype != tf.string:
             return y
         ids = table.lookup(y)
-        check = tf.debugging.assert_non_negative(
-            ids, message=f"a label is not one of the model's labels {self.labels}")
+        unknown = tf.boolean_mask(y, ids < 0)
+        check = tf.debugging.Assert(tf.size(unknown) == 0, [
+            f"unknown label (labels: {', '.join(self.labels)}); first unknown value:", unknown[:1]])
         with tf.control_dependencies([check]):
             return tf.identity(ids)
 
@@ -231,6 +232,7 @@ class TextTask:
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None, sample_weight=None,
             initial_epoch=0, steps_per_epoch=None, **kwargs):
+        _refuse_no_examples(x, "fit")
         validation_batch_size = kwargs.get("validation_batch_size") or batch_size  # as Keras batches it
         data = self.text_dataset(x, y, sample_weight, batch_size, shuffle=shuffle)
         if data is not None:
@@ -255,6 +257,7 @@ class TextTask:
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
                  **kwargs):
+        _refuse_no_examples(x, "evaluate")
         data = self.text_dataset(x, y, sample_weight, batch_size)
         if data is None:
             data = _array_dataset(x, y, sample_weight, batch_size, steps=steps)
@@ -264,6 +267,9 @@ class TextTask:
                                 sample_weight=sample_weight, steps=steps, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
+        if _no_examples(x):  # the outputs of one empty text, with no rows (as a served batch of 0)
+            one = {key: [""] for key in x} if isinstance(x, dict) else ([""], [""]) if isinstance(x, tuple) else [""]
+            return keras.tree.map_structure(lambda a: a[:0], self.predict(one, verbose=0))
         data = self.text_dataset(x, batch_size=batch_size)
         if data is None:
             data = _array_dataset(x, batch_size=batch_size, steps=steps)
@@ -319,6 +325,34 @@ class TextTask:
         total = max(1, int(steps) * max(1, epochs - initial_epoch))
         self.optimizer.learning_rate = WarmupLinearDecay(DEFAULT_LEARNING_RATE, total,
                                                          int(total * DEFAULT_WARMUP_PROPORTION))
+
+
+def _no_examples(x):
+    """True for an empty list or array of texts (alone, as a text pair, or in a dict of texts)."""
+    if isinstance(x, dict):
+        x = x.get("text")
+    if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (list, np.ndarray)):
+        x = x[0]
+    return isinstance(x, (list, np.ndarray)) and len(x) == 0
+
+
+def _refuse_no_examples(x, what):
+    if _no_examples(x):
+        raise ValueError(f"{what}: there is nothing to {what}: x holds no examples")
+
+
+def _class_ids(y, num_classes):
+    """Class ids `y` (int or float numpy) as int32, after a check that each is an integer in [0, num_classes);
+    ValueError naming the first value that is not (1.0 is class 1; 0.9, NaN and 7.0 of 3 classes are refused)."""
+    flat = y.ravel()
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(flat) | (flat != np.floor(flat)) if flat.dtype.kind == "f" else np.zeros(flat.shape, bool)
+        bad |= (flat < 0) | (flat >= num_classes)
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"label {flat[index].item()!r} (example {index}) is not a class id: expected an integer in "
+                         f"[0, {num_classes})")
+    return y.astype(np.int32) if y.dtype.kind == "f" else y
 
 
 def _as_string_array(value):

@@ -14,6 +14,16 @@ import tensorflow as tf
 from keras_bert.text import vocab as vocab_lib
 from keras_bert.text.splitter import BasicWordSplitter
 from keras_bert.text.unicode_rules import MAX_CHARS_PER_WORD
+from keras_bert.textfiles import DataFormatError
+
+
+def _check_utf8(path, line_number, line):
+    # The splitter would read invalid bytes as U+FFFD and learn pieces of them: name the line instead.
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataFormatError(path, line_number, f"not valid UTF-8: byte 0x{line[e.start]:02x} at column "
+                                                 f"{e.start + 1} ({e.reason}); save the file as UTF-8") from None
 
 
 def _expand_inputs(files_or_lines):
@@ -32,7 +42,9 @@ def _expand_inputs(files_or_lines):
                 raise FileNotFoundError(f"input pattern {os.fspath(pattern)!r} matches no files.")
             for path in paths:
                 with tf.io.gfile.GFile(path, "rb") as f:
-                    yield from f
+                    for line_number, line in enumerate(f, 1):
+                        _check_utf8(path, line_number, line)
+                        yield line
     else:
         yield from items
 

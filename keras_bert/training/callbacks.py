@@ -4,16 +4,22 @@
 `TrainingCheckpoint` saves model weights, optimizer slots and the step counter (which drives the learning
 rate schedule) with `tf.train.CheckpointManager`: a checkpoint's files are complete before the `checkpoint`
 index file is atomically replaced to point at it, so a process killed mid-save resumes from the previous
-one. Resume = build the model and optimizer, `restore()`, then `fit(initial_epoch=...)`.
+one. Resume = build the model and optimizer, `restore()`, then `fit(initial_epoch=...)`. The encoder's
+configuration is kept beside the checkpoints, so a resume with another architecture fails naming both, and
+a full disk fails naming the directory, without leaving the partial `ckpt-N_temp/` that would fail the retry.
 """
 
+import errno
+import json
 import math
 import os
+import re
 import shutil
 
 import keras
 import tensorflow as tf
 
+from keras_bert.errors import DiskFullError, UserInputError
 from keras_bert.training import distribute
 
 # What tensorboard's scalar summary writes, built here so TensorBoard itself need not be installed.
@@ -45,6 +51,9 @@ class TrainingCheckpoint:
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=self.optimizer)
         self.manager = tf.train.CheckpointManager(self.checkpoint, self.directory, max_to_keep=max_to_keep,
                                                   step_counter=self.optimizer.iterations)
+        self._config_path = os.path.join(directory, CONFIG_FILE)
+        if self.is_chief:
+            _remove_partial_saves(self.directory)
         # Non-chief workers restore what the chief wrote.
         self._restore_manager = self.manager if self.is_chief else tf.train.CheckpointManager(
             self.checkpoint, directory, max_to_keep=max_to_keep)
@@ -57,8 +66,24 @@ class TrainingCheckpoint:
         """Restores the latest complete checkpoint, if any. Returns the step it was saved at (0 if none)."""
         path = self._restore_manager.latest_checkpoint
         if path:
-            self.checkpoint.restore(path).assert_existing_objects_matched()
+            saved, current = self._saved_config(), _encoder_config(self.model)
+            if saved is not None and current is not None and saved != current:
+                raise UserInputError(f"{os.path.dirname(self._config_path)} holds a run of another configuration "
+                                     f"({_differences(saved, current)}); resume with its configuration or "
+                                     "start in another directory")
+            try:
+                self.checkpoint.restore(path).assert_existing_objects_matched()
+            except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as e:
+                first = str(e).strip().splitlines()[0][:300]
+                raise UserInputError(f"{path} holds a run of another configuration, which does not fit this one "
+                                     f"({first}); this run: {current}") from None
         return self.step
+
+    def _saved_config(self):
+        if not os.path.exists(self._config_path):
+            return None
+        with open(self._config_path, encoding="utf-8") as f:
+            return json.load(f)
 
     def save(self):
         """Saves at the current step (no-op if a checkpoint of this step exists). Returns the path."""
@@ -66,10 +91,52 @@ class TrainingCheckpoint:
         latest = self.manager.latest_checkpoint
         if latest and latest.endswith(f"-{step}"):
             return latest
-        path = self.manager.save(checkpoint_number=step)
+        try:
+            path = self.manager.save(checkpoint_number=step)
+        except (OSError, tf.errors.ResourceExhaustedError) as e:
+            _remove_partial_saves(self.directory)
+            if getattr(e, "errno", None) != errno.ENOSPC and "space" not in str(e).lower():
+                raise
+            raise DiskFullError(f"{self.directory}: the disk is full; checkpoint ckpt-{step} was not written (its "
+                                "partial files are removed): free space and run again to resume from the last "
+                                "checkpoint") from None
+        config = _encoder_config(self.model)
+        if self.is_chief and config is not None and not os.path.exists(self._config_path):
+            _write_json_atomically(self._config_path, config)
         if not self.is_chief:
             shutil.rmtree(self.directory, ignore_errors=True)
         return path
+
+
+CONFIG_FILE = "bert_config.json"
+# What tf.train.CheckpointManager writes before the rename that completes a save.
+_PARTIAL_SAVE = re.compile(r"^ckpt-\d+_temp$")
+
+
+def _remove_partial_saves(directory):
+    """Removes the `ckpt-N_temp` directories a save killed (or out of disk) left in `directory`."""
+    if os.path.isdir(directory):
+        for name in os.listdir(directory):
+            if _PARTIAL_SAVE.match(name):
+                shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+
+
+def _encoder_config(model):
+    """The model's encoder configuration as a dict (None for a model without one)."""
+    config = getattr(getattr(model, "encoder", None), "config", None)
+    return None if config is None else json.loads(json.dumps(config.to_dict()))
+
+
+def _differences(saved, current):
+    keys = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
+    return "; ".join(f"{k}: {saved.get(k)} there, {current.get(k)} in this run" for k in keys)
+
+
+def _write_json_atomically(path, value):
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2, sort_keys=True)
+    os.replace(tmp, path)
 
 
 class CheckpointCallback(keras.callbacks.Callback):
@@ -100,7 +167,7 @@ class StopAtStep(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-class TrainingDivergedError(RuntimeError):
+class TrainingDivergedError(UserInputError, RuntimeError):
     """The training loss became NaN or infinite: the weights are no longer usable."""
 
 
@@ -125,7 +192,15 @@ class ScalarSummaries(keras.callbacks.Callback):
     def __init__(self, log_dir, every_steps=100, enabled=True):
         super().__init__()
         self.every_steps = every_steps
-        self.writer = tf.summary.create_file_writer(log_dir) if enabled else None
+        self.log_dir = log_dir if enabled else None
+        self._writer = None
+
+    @property
+    def writer(self):
+        # Made at the first write: a run that fails before its first step leaves no event file behind.
+        if self._writer is None and self.log_dir is not None:
+            self._writer = tf.summary.create_file_writer(self.log_dir)
+        return self._writer
 
     def on_train_batch_end(self, batch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())

@@ -1,20 +1,36 @@
-"""tf.distribute strategies by name, and which worker writes files."""
+"""tf.distribute strategies by name, and which worker writes files.
 
+A multi-worker start says which workers it waits for, gives up after `worker_wait_s` with one error, and
+SIGTERM or Ctrl-C end the process at once, then and for the rest of the run (TensorFlow's own start blocks
+in C++, holding the GIL, until every worker of TF_CONFIG is up, and installs a SIGTERM handler that keeps the
+process alive).
+"""
+
+import contextlib
 import json
 import os
+import signal
+import socket
+import sys
+import threading
+import time
 
 import tensorflow as tf
+
+from keras_bert.errors import UserInputError
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
-def get_strategy(name="one_device", tpu_address=None):
+def get_strategy(name="one_device", tpu_address=None, worker_wait_s=600):
     """Returns a `tf.distribute.Strategy`.
 
     Args:
         name: "one_device" (first GPU, else CPU), "mirrored" (all local GPUs), "multi_worker_mirrored"
             (workers and this process's task from the TF_CONFIG environment variable) or "tpu".
         tpu_address: the TPU name or grpc address for "tpu" ("" or None: the local TPU).
+        worker_wait_s: "multi_worker_mirrored": how long to wait for every worker to start (see the module
+            docstring); then a `UserInputError` naming the workers that did not start.
     """
     if name == "one_device":
         gpus = tf.config.list_logical_devices("GPU")
@@ -26,16 +42,82 @@ def get_strategy(name="one_device", tpu_address=None):
             raise ValueError("strategy 'multi_worker_mirrored' needs the TF_CONFIG environment "
                              "variable (cluster 'worker' addresses and this process's 'task')")
         try:
-            json.loads(os.environ["TF_CONFIG"])
+            config = json.loads(os.environ["TF_CONFIG"])
         except json.JSONDecodeError as e:
             raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from None
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        return _start_multi_worker(config, worker_wait_s)
     if name == "tpu":
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or "")
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver)
     raise ValueError(f"strategy name must be one of {STRATEGIES}, got {name!r}")
+
+
+def _start_multi_worker(config, wait_s):
+    """MultiWorkerMirroredStrategy() once every other worker of TF_CONFIG accepts connections, waiting at most
+    `wait_s` seconds (TensorFlow's own start would block in C++, holding the GIL, for ever); meanwhile this
+    worker's port takes connections too, so that its peers see it started, and SIGTERM / SIGINT end the
+    process. They do from then on too: a worker blocked in a collective op ends at once."""
+    task = config.get("task", {})
+    me = (task.get("type", "worker"), int(task.get("index", 0)))
+    tasks = {(kind, index): address for kind, addresses in config.get("cluster", {}).items() if kind != "evaluator"
+             for index, address in enumerate(addresses)}
+    peers = {f"{kind} {index} ({address})": address for (kind, index), address in tasks.items() if (kind, index) != me}
+    print(f"multi-worker: {me[0]} {me[1]} waits for {', '.join(peers) or 'no other worker'} to start (at most "
+          f"{wait_s:g} s)", file=sys.stderr, flush=True)
+    in_main = threading.current_thread() is threading.main_thread()
+    handlers = [(signum, signal.signal(signum, _end_at_once)) for signum in (signal.SIGTERM, signal.SIGINT)
+                if in_main]
+    try:
+        with _listening(tasks.get(me)):
+            deadline = time.monotonic() + wait_s
+            while True:
+                peers = {name: address for name, address in peers.items() if not _accepts(address)}
+                if not peers:
+                    break
+                if time.monotonic() > deadline:
+                    raise UserInputError(f"multi-worker: {', '.join(peers)} did not start within {wait_s:g} s; "
+                                         "start every worker of TF_CONFIG, or wait longer")
+                time.sleep(0.2)
+    finally:
+        for signum, handler in handlers:
+            signal.signal(signum, handler)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    if in_main:  # TensorFlow's start installed a SIGTERM handler that keeps the process alive
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, signal.SIG_DFL)
+    return strategy
+
+
+@contextlib.contextmanager
+def _listening(address):
+    """This worker's port accepting connections (not served: TensorFlow's server takes the port after)."""
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("", int(address.rsplit(":", 1)[1])))
+        listener.listen(16)
+    except (OSError, AttributeError, ValueError):
+        pass  # not a local port (or in use): the peers wait for TensorFlow's own server instead
+    try:
+        yield
+    finally:
+        listener.close()
+
+
+def _accepts(address):
+    host, port = address.rsplit(":", 1)
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def _end_at_once(signum, frame):
+    del frame
+    os._exit(128 + signum)
 
 
 def task_info(strategy):

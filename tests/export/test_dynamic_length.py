@@ -55,14 +55,9 @@ def test_dynamic_length_exports_answer_as_the_fixed_length_packing(encoder, tmp_
     jobs = []
     for name, model, inputs, options in cases:
         model = _with_preprocessor(model, encoder)
+        # The dynamic export (the default) is checked against the fixed-length answers in the C++ loader below:
+        # strings exactly, numbers within 1e-5 (integer offsets and ids therefore exactly).
         fixed = model.serve(inputs, fixed_length=True, **options)
-        dynamic = model.serve(inputs, **options)
-        assert sorted(fixed) == sorted(dynamic), name
-        for key, want in fixed.items():
-            if want.dtype.kind in "OSUib":
-                np.testing.assert_array_equal(dynamic[key], want, err_msg=f"{name} {key}")
-            else:
-                np.testing.assert_allclose(dynamic[key], want, atol=1e-5, rtol=0, err_msg=f"{name} {key}")
         arrays = str(tmp_path / f"{name}.npz")
         servability.save_check_arrays(arrays, {k: np.asarray(v, dtype=object) for k, v in inputs.items()}, fixed)
         jobs.append({"export_dir": export_saved_model(model, str(tmp_path / name), **options),

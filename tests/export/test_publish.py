@@ -2,12 +2,14 @@
 serving inputs fail with an error naming the input."""
 
 import os
+import pathlib
 import shutil
 import socket
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
 
 import numpy as np
 import pytest
@@ -119,3 +121,29 @@ def test_serving_inputs_of_the_wrong_rank_or_batch_name_the_input():
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"serving input 'input_mask' must have 3 on axis 1"):
         checked_inputs({**ids, "input_mask": tf.zeros([2, 4, 5], tf.int32)}, choices.token_id_spec())
     np.testing.assert_array_equal(checked["input_word_ids"], ids["input_word_ids"])
+
+
+def test_exports_racing_for_a_version_both_publish(tmp_path):
+    from keras_bert.export.saved_model import publish_version
+
+    both_chose = threading.Barrier(2)
+
+    def write(tag):
+        def into(tmp_dir):
+            (pathlib.Path(tmp_dir) / "saved_model.pb").write_text(tag)
+            both_chose.wait(timeout=30)  # each has picked version 1 before either renames
+        return into
+
+    results = {}
+    threads = [threading.Thread(target=lambda t=tag: results.update({t: publish_version(str(tmp_path), None, write(t))}))
+               for tag in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(os.path.basename(path) for path in results.values()) == ["1", "2"]
+    for tag, path in results.items():
+        assert (pathlib.Path(path) / "saved_model.pb").read_text() == tag
+    assert sorted(os.listdir(tmp_path)) == ["1", "2"]
+    with pytest.raises(FileExistsError, match=r"/1 was written by another writer meanwhile"):
+        tempdirs.rename_to_free(str(tmp_path / "2"), str(tmp_path / "1"))

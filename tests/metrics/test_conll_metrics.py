@@ -68,44 +68,82 @@ def test_no_chunks_and_bad_input():
         conll.conlleval([["O", "O"]], [["O"]])
 
 
-def _conlleval_loop(gold_sentences, guessed_sentences):
-    """The counting loop of conlleval.pl, transcribed: chunks are matched while reading, token by token."""
-    end, start = conll._end_of_chunk, conll._start_of_chunk
-    correct_chunks = found_correct = found_guessed = 0
-    in_correct = False
-    last_correct, last_correct_type, last_guessed, last_guessed_type = "O", "", "O", ""
+def _conlleval_pl(lines):
+    """conlleval.pl (2004-01-26) on `token gold guessed` lines, written from the script's rules: Perl's
+    truthiness drops the type "0", "[" and "]" are one-token chunks, "." continues any chunk."""
+    ends = {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"), ("E", "E"), ("E", "I"), ("E", "O")}
+    starts = {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"), ("E", "E"), ("E", "I"), ("O", "E")}
+
+    def read(tag):
+        prefix, dash, kind = tag.partition("-")
+        return (prefix, kind if dash and kind != "0" else "")
+
+    def ended(p, pt, t, tt):
+        return (p, t) in ends or (p not in ("O", ".") and pt != tt) or p in ("[", "]")
+
+    def started(p, pt, t, tt):
+        return (p, t) in starts or (t not in ("O", ".") and pt != tt) or t in ("[", "]")
+
+    found_gold, found_guessed, correct, per_type = 0, 0, 0, {}
+    tokens = right_tags = 0
+    in_correct, last = False, (("O", ""), ("O", ""))
+    for line in lines:
+        fields = line.split(" ") if line else ["-X-", "O", "O"]
+        (gold, gold_type), (guessed, guessed_type) = read(fields[-2]), read(fields[-1])
+        (lg, lgt), (lp, lpt) = last
+        gold_end, guessed_end = ended(lg, lgt, gold, gold_type), ended(lp, lpt, guessed, guessed_type)
+        if in_correct and gold_end and guessed_end and lpt == lgt:
+            in_correct, correct = False, correct + 1
+            per_type[lgt] = per_type.get(lgt, 0) + 1
+        elif in_correct and (gold_end != guessed_end or guessed_type != gold_type):
+            in_correct = False
+        gold_start, guessed_start = started(lg, lgt, gold, gold_type), started(lp, lpt, guessed, guessed_type)
+        if gold_start and guessed_start and guessed_type == gold_type:
+            in_correct = True
+        found_gold += gold_start
+        found_guessed += guessed_start
+        if fields[0] != "-X-":
+            tokens += 1
+            right_tags += (gold, gold_type) == (guessed, guessed_type)
+        last = ((gold, gold_type), (guessed, guessed_type))
+    if in_correct:
+        correct += 1
+        per_type[last[0][1]] = per_type.get(last[0][1], 0) + 1
+    return found_gold, found_guessed, correct, right_tags, tokens, per_type
+
+
+def _lines(gold_sentences, guessed_sentences):
+    """The file conlleval.pl reads: one `token gold guessed` line per token, a blank line after each sentence."""
     lines = []
     for gold_sentence, guessed_sentence in zip(gold_sentences, guessed_sentences, strict=True):
-        lines += list(zip(gold_sentence, guessed_sentence, strict=True)) + [("O", "O")]  # boundary
-    for gold_tag, guessed_tag in lines:
-        correct, correct_type = conll.split_tag(gold_tag)
-        guessed, guessed_type = conll.split_tag(guessed_tag)
-        gold_end = end(last_correct, correct, last_correct_type, correct_type, False)
-        guessed_end = end(last_guessed, guessed, last_guessed_type, guessed_type, False)
-        if in_correct:
-            if gold_end and guessed_end and last_guessed_type == last_correct_type:
-                in_correct = False
-                correct_chunks += 1
-            elif gold_end != guessed_end or guessed_type != correct_type:
-                in_correct = False
-        gold_start = start(last_correct, correct, last_correct_type, correct_type, False)
-        guessed_start = start(last_guessed, guessed, last_guessed_type, guessed_type, False)
-        if gold_start and guessed_start and guessed_type == correct_type:
-            in_correct = True
-        found_correct += gold_start
-        found_guessed += guessed_start
-        last_correct, last_correct_type, last_guessed, last_guessed_type = correct, correct_type, guessed, guessed_type
-    return found_correct, found_guessed, correct_chunks + in_correct
+        lines += [f"w {g} {p}" for g, p in zip(gold_sentence, guessed_sentence, strict=True)] + [""]
+    return lines
 
 
-def test_matches_conlleval_counting_loop_on_random_tags():
+def test_tags_outside_iob_score_as_conlleval_pl():
+    # ".-PER" continues the chunk B-PER opened, which is one chunk to the script.
+    result = conll.conlleval([["B-PER", ".-PER"]], [["B-PER", ".-PER"]])
+    assert (result["true_chunks"], result["correct_chunks"], result["f1"]) == (1, 1, 1.0)
+    # Type "0" is no type to Perl: B-0 and B are the same tag.
+    result = conll.conlleval([["B-0", "O"]], [["B", "O"]])
+    assert (result["accuracy"], result["correct_chunks"], list(result["per_type"])) == (1.0, 1, [""])
+    assert conll.conlleval([["[", "]", "O"]], [["[", "O", "O"]])["true_chunks"] == 2
+
+
+def test_matches_conlleval_pl_on_random_tags():
     rng = random.Random(0)
-    tags = ["O", "O", "B-PER", "I-PER", "B-LOC", "I-LOC", "I-ORG", "E-PER", "S-LOC"]
-    for _ in range(300):
-        lengths = [rng.randint(1, 8) for _ in range(rng.randint(1, 4))]
+    tags = ["O", "O", "B-PER", "I-PER", "B-LOC", "I-LOC", "I-ORG", "E-PER", "S-LOC",
+            ".", ".-PER", "[", "]-LOC", "B-0", "I-0", "B", "I", "I-", "B-MISC-X", "X-PER"]
+    for _ in range(2000):
+        lengths = [rng.randint(0, 6) for _ in range(rng.randint(1, 4))]
         gold = [[rng.choice(tags) for _ in range(n)] for n in lengths]
         # Predictions mostly copy gold, so that many chunks match.
         pred = [[g if rng.random() < 0.7 else rng.choice(tags) for g in sentence] for sentence in gold]
         result = conll.conlleval(gold, pred)
-        assert (result["true_chunks"], result["predicted_chunks"], result["correct_chunks"]) == _conlleval_loop(
-            gold, pred), (gold, pred)
+        found_gold, found_guessed, correct, right_tags, tokens, per_type = _conlleval_pl(_lines(gold, pred))
+        assert (result["true_chunks"], result["predicted_chunks"], result["correct_chunks"], result["tokens"]) == (
+            found_gold, found_guessed, correct, tokens), (gold, pred)
+        assert result["accuracy"] == (right_tags / tokens if tokens else 0.0)
+        # The script prints the types of found chunks only (a correct chunk may be credited to another).
+        assert {t: v["correct_chunks"] for t, v in result["per_type"].items()} == {
+            t: per_type.get(t, 0) for t in result["per_type"]}

@@ -77,3 +77,12 @@ def test_compute_metrics_bad_input():
         glue.compute_metrics("rte", ["maybe"], ["entailment"])
     with pytest.raises(ValueError, match="unknown GLUE task 'squad'"):
         glue.compute_metrics("squad", [0], [0])
+
+
+def test_nan_prediction_gets_no_correlation():
+    # A diverged model: NaN has no rank (scipy answers NaN); ranking it last would give Spearman 0.2.
+    assert math.isnan(glue.spearman([1, float("nan"), 3, 2], [1, 2, 3, 4]))
+    assert math.isnan(glue.pearson([1, float("nan"), 3, 2], [1, 2, 3, 4]))
+    assert all(math.isnan(v) for v in glue.compute_metrics("stsb", [1, float("nan"), 3], [1, 2, 3]).values())
+    stats = pytest.importorskip("scipy.stats")
+    assert math.isnan(stats.spearmanr([1, float("nan"), 3, 2], [1, 2, 3, 4])[0])

@@ -88,6 +88,22 @@ def test_accumulated_step_equals_the_whole_batch_step(tiny_config, kind, replica
 
 
 def test_rejects_a_bad_number_of_steps(tiny_config):
-    model = kb.BertClassifier(kb.BertEncoder(tiny_config), num_classes=2)
+    config = dataclasses.replace(tiny_config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = kb.BertClassifier(kb.BertEncoder(config), num_classes=2)
     with pytest.raises(ValueError, match="gradient_accumulation_steps must be an integer >= 1, got 0"):
         model.compile(gradient_accumulation_steps=0)
+
+
+def test_metrics_count_real_rows_when_k_does_not_divide_the_batch(tiny_config):
+    # 8 rows in 3 micro-batches of 3: one padding row; accuracy must be out of 8, not 9 (5/9 before).
+    rng = np.random.default_rng(0)
+    x = {"input_word_ids": rng.integers(5, 60, (8, 6)).astype("int32"), "input_mask": np.ones((8, 6), "int32"),
+         "input_type_ids": np.zeros((8, 6), "int32")}
+    y = np.array([0, 1, 0, 1, 1, 1, 0, 0])
+    config = dataclasses.replace(tiny_config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = kb.BertClassifier(kb.BertEncoder(config), num_classes=2)
+    accuracy = {}
+    for steps in (1, 3):
+        model.compile(optimizer=keras.optimizers.SGD(0.0), gradient_accumulation_steps=steps, jit_compile=False)
+        accuracy[steps] = model.fit(x, y, batch_size=8, verbose=0).history["accuracy"][0]
+    assert accuracy[3] == accuracy[1] and accuracy[1] * 8 == round(accuracy[1] * 8)

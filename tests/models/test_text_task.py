@@ -1,6 +1,7 @@
 """Raw strings straight into fit / evaluate / predict, and a .keras that carries its preprocessing."""
 
 import os
+import re
 import zipfile
 
 import keras
@@ -199,3 +200,38 @@ def test_fit_evaluate_predict_iterate_without_tf_data_autotune(preprocessor, mon
             for x, v in seen] == [(False, False), (False, None), (False, None), (False, None)]
     assert int(seen[0][0].cardinality()) == 3  # 10 rows in batches of 4: Keras' progress bar knows the total
     np.testing.assert_allclose(by_arrays, clf.predict(by_ids.map(lambda x, y: x), verbose=0), atol=1e-5)
+
+
+def test_float_labels_are_class_ids_only_when_integral_and_in_range(preprocessor):
+    clf = BertClassifier(_encoder(preprocessor), num_classes=3, preprocessor=preprocessor)
+    np.testing.assert_array_equal(clf.label_ids([1.0, 0.0, 2.0]), [1, 0, 2])
+    for labels, bad in (([0.0, 0.9], "0.9"), ([1.0, float("nan")], "nan"), ([5.0, 7.0], "5.0")):
+        index = 1 if bad != "5.0" else 0
+        with pytest.raises(ValueError, match=rf"label {bad} \(example {index}\) is not a class id: expected an "
+                                             r"integer in \[0, 3\)"):
+            clf.evaluate(["good", "bad"], labels, verbose=0)
+    regression = BertClassifier(_encoder(preprocessor), num_classes=1, preprocessor=preprocessor)
+    np.testing.assert_array_equal(regression.label_ids([0.9, 2.5]), [0.9, 2.5])  # a score, not a class
+
+
+def test_empty_inputs_and_label_lists(preprocessor):
+    clf = BertClassifier(_encoder(preprocessor), labels=["neg", "pos"], preprocessor=preprocessor)
+    clf.compile(jit_compile=False)
+    assert clf.predict([], verbose=0).shape == (0, 2)
+    assert clf.predict(([], []), verbose=0).shape == (0, 2)
+    with pytest.raises(ValueError, match="fit: there is nothing to fit: x holds no examples"):
+        clf.fit([], [], verbose=0)
+    for labels in ([], ["only"]):
+        with pytest.raises(ValueError, match=re.escape(f"labels={labels}: a classifier needs at least two labels")):
+            BertClassifier(_encoder(preprocessor), labels=labels)
+    with pytest.raises(ValueError, match="labels=\\['O'\\]: a classifier needs at least two labels"):
+        BertTokenClassifier(_encoder(preprocessor), labels=["O"])
+
+
+def test_unknown_label_in_a_dataset_is_named(preprocessor):
+    clf = BertClassifier(_encoder(preprocessor), labels=["neg", "pos"], preprocessor=preprocessor)
+    clf.compile(jit_compile=False)
+    dataset = tf.data.Dataset.from_tensor_slices((["good", "bad"], ["pos", "meh"])).batch(2)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"unknown label \(labels: neg, pos\); first unknown value:\] \[meh\]"):
+        clf.evaluate(dataset, verbose=0)

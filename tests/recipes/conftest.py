@@ -1,5 +1,6 @@
 """Helpers of the recipe tests: a tiny vocab + bert_config.json on disk, and running a recipe as a user does."""
 
+import importlib
 import os
 import re
 import string
@@ -59,3 +60,42 @@ def run_recipe(name, *flags, check=True, timeout=900):
     noise = [line for line in result.stderr.splitlines() if LOG_NOISE.search(line)]
     assert not noise, f"recipes/{name}.py printed TensorFlow INFO lines:\n" + "\n".join(noise[:5])
     return result
+
+
+@pytest.fixture
+def run_in_process(capsys, monkeypatch):
+    """run(name, *flags) -> (exit status, stderr): recipes/<name>.py's main (or export/<x>.py's for name
+    "export.<x>") through `logs.call_main`, the wrapper its `__main__` line uses, in this process (no 10 s TensorFlow import). The recipe's flags are
+    defined afresh, and absl's flags as they were are put back after."""
+    from absl import flags
+
+    from recipes import logs
+
+    monkeypatch.delenv("KERAS_BERT_VERBOSE", raising=False)
+    values = flags.FLAGS
+
+    def run(name, *argv):
+        absl_flags = {flag for module, module_flags in values.flags_by_module_dict().items()
+                      if module.startswith("absl") for flag in module_flags}
+        saved = {key: values[key] for key in list(values) if values[key] not in absl_flags}
+        for key in saved:
+            delattr(values, key)
+        module_name = name if "." in name else f"recipes.{name}"
+        sys.modules.pop(module_name, None)
+        monkeypatch.setattr(sys, "argv", [f"{module_name.replace('.', '/')}.py", *argv])
+        try:
+            module = importlib.import_module(module_name)
+            values(sys.argv)
+            capsys.readouterr()
+            status = logs.call_main(module.main, [name])
+            return status, capsys.readouterr().err
+        finally:
+            logs.AFTER_MAIN.clear()
+            sys.modules.pop(module_name, None)
+            for key in list(values):
+                if values[key] not in absl_flags:
+                    delattr(values, key)
+            for key, flag in saved.items():
+                values[key] = flag
+
+    return run
