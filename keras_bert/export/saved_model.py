@@ -26,7 +26,7 @@ from keras_bert.checkpoints import split_model
 from keras_bert.export.errors import ExportError
 from keras_bert.export.preprocessing import serving_preprocessor
 from keras_bert.export.serving_form import serving_form
-from keras_bert.models.serving import ServingOptions
+from keras_bert.models.serving import ServingOptions, traced_function
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 
@@ -100,7 +100,7 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
         archive.track(preprocessor)
     # Each endpoint is traced once here; serve_examples calls the traced default rather than retracing its
     # body (the tokenizer graph is large: tracing it dominates export time).
-    traced = {name: _traced(endpoint.function, endpoint.input_spec) for name, endpoint in endpoints.items()}
+    traced = {name: endpoint.traced() for name, endpoint in endpoints.items()}
     default_name, default = next(iter(endpoints.items()))
     if default.example_features:
         serve_default = traced[default_name]
@@ -112,19 +112,12 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
             return serve_default({name: tf.cast(parsed[name], spec.dtype)
                                   for name, spec in default.input_spec.items()})
 
-        traced["serve_examples"] = _traced(
+        traced["serve_examples"] = traced_function(
             serve_examples, {"examples": tf.TensorSpec([None], tf.string, name="examples")})
     # The first endpoint registered becomes serving_default (ExportArchive.write_out).
     for name, function in traced.items():
         archive.add_endpoint(name, function)
     return archive, signature, endpoints
-
-
-def _traced(fn, spec):
-    """`fn` as a tf.function over one dict argument of `spec`, traced once."""
-    function = tf.function(fn, input_signature=[spec], autograph=False)
-    function.get_concrete_function()
-    return function
 
 
 def next_version(export_dir):

@@ -87,6 +87,17 @@ class Endpoint:
     example_features: dict | None
     warmup: dict
 
+    def traced(self):
+        """`function` as the tf.function an export writes (and `serve` runs), traced once."""
+        return traced_function(self.function, self.input_spec)
+
+
+def traced_function(function, spec):
+    """`function` as a tf.function over one dict argument of `spec` ({name: tf.TensorSpec}), traced once."""
+    traced = tf.function(function, input_signature=[spec], autograph=False)
+    traced.get_concrete_function()
+    return traced
+
 
 def class_outputs(logits):
     """logits [..., C] -> probabilities (softmax) and label_id (int32 argmax) next to the logits."""
@@ -292,7 +303,8 @@ class Serving:
                 {"text": [...]} (+ "text_b"), {"question": [...], "context": [...]}, or token ids.
             preprocessor: default the model's own.
             signature: the input form (default: the model's default, e.g. "question_context").
-            **options: `ServingOptions` fields (long_text, stride, pooling, normalize, answer_rules).
+            **options: `ServingOptions` fields (long_text, stride, pooling, normalize, answer_rules,
+                fixed_length, sequence_output).
 
         Returns a dict of numpy arrays: the served outputs (e.g. `label`, `answer`, `entity_text`).
         """
@@ -301,8 +313,7 @@ class Serving:
         traced = _TRACED.setdefault(self, {})
         if key not in traced:
             endpoint = next(iter(self.serving_endpoints(preprocessor, signature, ServingOptions(**options)).values()))
-            function = tf.function(endpoint.function, input_signature=[endpoint.input_spec], autograph=False)
-            traced[key] = (function, endpoint.input_spec, preprocessor)  # the preprocessor kept alive with its id
+            traced[key] = (endpoint.traced(), endpoint.input_spec, preprocessor)  # the preprocessor kept alive with its id
         function, spec, _ = traced[key]
         missing = sorted(set(spec) - set(inputs))
         if missing:
