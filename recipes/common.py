@@ -296,11 +296,11 @@ def saved_preprocessor(model_class=None):
     --vocab_file or --do_lower_case is refused naming both values; so is --max_seq_length when the saved
     model is a `model_class` (the task continues), which then defaults to the model's."""
     from keras_bert.export.preprocessing import check_agrees
-    from keras_bert.models.pretrained import saved_config, saved_text
+    from keras_bert.models.pretrained import saved_preprocessing
     from keras_bert.text import BertPreprocessor, BertTokenizer
 
     with flag_errors("init_checkpoint"):
-        own = saved_text(FLAGS.init_checkpoint)[0] if FLAGS.init_checkpoint else None
+        class_name, own = saved_preprocessing(FLAGS.init_checkpoint) if FLAGS.init_checkpoint else (None, None)
     if own is None:
         return None
     source = f"--init_checkpoint={FLAGS.init_checkpoint}"
@@ -311,7 +311,7 @@ def saved_preprocessor(model_class=None):
     if FLAGS["do_lower_case"].present and FLAGS.do_lower_case != own.tokenizer.lower_case:
         raise ValueError(f"--do_lower_case={FLAGS.do_lower_case} but {source} was trained with "
                          f"lower_case={own.tokenizer.lower_case}")
-    if model_class is None or saved_config(FLAGS.init_checkpoint).get("class_name") != model_class.__name__:
+    if model_class is None or class_name != model_class.__name__:
         return own
     if FLAGS["max_seq_length"].present and FLAGS.max_seq_length != own.seq_length:
         raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} but {source} was trained with "

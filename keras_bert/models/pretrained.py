@@ -92,15 +92,15 @@ def saved_config(path):
         return json.loads(archive.read("config.json"))
 
 
-def saved_text(path):
-    """(preprocessor, labels) of the `.keras` save at `path`: the `BertPreprocessor` it was trained with
-    (vocab and casing inside) and its label names, each None when it has none; (None, None) for the other
-    checkpoint formats."""
-    config = (saved_config(path) or {}).get("config", {})
-    preprocessor = config.get("preprocessor")
+def saved_preprocessing(path):
+    """(class name, preprocessor) of the `.keras` save at `path`, from one read of its config: the model's
+    class and the `BertPreprocessor` it was trained with (vocab and casing inside; None when it has none).
+    (None, None) for the other checkpoint formats."""
+    saved = saved_config(path) or {}
+    preprocessor = saved.get("config", {}).get("preprocessor")
     if preprocessor is not None:
         preprocessor = keras.saving.deserialize_keras_object(preprocessor)
-    return preprocessor, config.get("labels")
+    return saved.get("class_name"), preprocessor
 
 
 def load_saved_model(path):
