@@ -337,6 +337,8 @@ def main():
     parser.add_argument("--impl", choices=["all", "profile", *IMPLS], default="all")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2, help="all: rounds over the implementations")
+    parser.add_argument("--profile_batch_size", type=int, default=1, help="profile: texts per call")
+    parser.add_argument("--profile_int8", action="store_true", help="profile: the int8_matmul form")
     parser.add_argument("--embeddings", help="one implementation: where to save its embeddings (.npy)")
     parser.add_argument("--texts", help="one implementation: the texts as JSON [timed, calibration]")
     args = parser.parse_args()
@@ -347,7 +349,8 @@ def main():
     elif args.impl == "profile":
         from benchmarks.serving_profile import profile_batch_one
 
-        common.emit(dict(kind="serving_profile", **profile_batch_one(args.repeats)))
+        common.emit(dict(kind="serving_profile", **profile_batch_one(
+            args.repeats, args.profile_batch_size, "int8_matmul" if args.profile_int8 else None)))
     else:
         common.emit(dict(kind="serving_onnx", impl=args.impl,
                          **run_one(args.impl, args.repeats, args.embeddings, args.texts)))

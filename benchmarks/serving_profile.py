@@ -21,7 +21,7 @@ import time
 from benchmarks import common
 from benchmarks.serving_peers import max_seq_length, minilm_dir, sentence_texts
 
-TOP = 15
+TOP = 40
 _OP_TYPE = re.compile(r"=\s*([A-Za-z0-9_]+)\(")  # timeline_label: "node = OpType(inputs)"
 # Node names summed over the layers: the function-call prefixes dropped, the layer index starred.
 _CALL = re.compile(r"(Stateful)?PartitionedCall(_\d+)?$")
@@ -38,20 +38,22 @@ def _summary(times, total_us, calls):
             for name, us in times.most_common(TOP)]
 
 
-def profile_batch_one(repeats):
-    """{wall_ms, traced_op_ms, top_op_types, top_nodes} of `repeats` traced batch-1 calls."""
+def profile_batch_one(repeats, batch_size=1, quantize=None):
+    """{wall_ms, traced_op_ms, top_op_types, top_nodes} of `repeats` traced calls of `batch_size` texts
+    (successive timed texts), of the float32 export or of its `quantize` form (calibrated on other texts)."""
     tf = common.configure_tensorflow()
     from keras_bert.checkpoints.sentence_transformers import sentence_pooling
     from keras_bert.export import export_saved_model
     from keras_bert.models.encoder import BertEncoder
 
-    timed, _ = sentence_texts()
+    timed, calibration = sentence_texts()
     directory = minilm_dir()
     pooling, normalize = sentence_pooling(directory)
     encoder = BertEncoder.from_pretrained(directory, seq_length=max_seq_length(directory))
     by_type, by_node, walls = collections.Counter(), collections.Counter(), []
     with tempfile.TemporaryDirectory() as workdir:
-        version_dir = export_saved_model(encoder, workdir, pooling=pooling, normalize=normalize, warmup=False)
+        version_dir = export_saved_model(encoder, workdir, pooling=pooling, normalize=normalize, warmup=False,
+                                         quantize=quantize, calibration_texts=calibration if quantize else None)
         config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=common.NUM_THREADS,
                                           inter_op_parallelism_threads=common.NUM_THREADS)
         with tf.Graph().as_default(), tf.compat.v1.Session(config=config) as session:
@@ -61,7 +63,8 @@ def profile_batch_one(repeats):
             fetch = signature.outputs["sentence_embedding"].name
             options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
             for call in range(repeats + 2):
-                feed = {feed_name: [timed[call % len(timed)]]}
+                start_text = call * batch_size % len(timed)
+                feed = {feed_name: timed[start_text:start_text + batch_size]}
                 start = time.perf_counter()
                 session.run(fetch, feed)
                 walls.append(time.perf_counter() - start)
@@ -76,6 +79,7 @@ def profile_batch_one(repeats):
                         by_type[match.group(1) if match else node.node_name] += micros
                         by_node[_node_kind(node.node_name)] += micros
     total = sum(by_type.values()) or 1
-    return {"wall_ms": round(1e3 * statistics.median(walls[2:]), 2), "traced_calls": repeats,
+    return {"batch_size": batch_size, "quantize": quantize,
+            "wall_ms": round(1e3 * statistics.median(walls[2:]), 2), "traced_calls": repeats,
             "traced_op_ms": round(total / repeats / 1e3, 2), "top_op_types": _summary(by_type, total, repeats),
             "top_nodes": _summary(by_node, total, repeats)}

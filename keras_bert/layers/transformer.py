@@ -16,9 +16,18 @@ def _in_float32(activation):
     return lambda x: ops.cast(activation(ops.cast(x, "float32")), x.dtype)
 
 
+def _gelu_exact(x):
+    """x * Phi(x) written as `x * ((erf(x / sqrt 2) + 1) * 0.5)` on purpose: after a Dense's MatMul and
+    BiasAdd, grappler's oneDNN remapper fuses exactly this op pattern into one _FusedMatMul (Keras's own
+    gelu, `0.5 * x * erfc(-x / sqrt 2)`, stays four separate ops)."""
+    return ops.multiply(ops.multiply(ops.add(ops.erf(ops.multiply(x, _SQRT_HALF)), 1.0), 0.5), x)
+
+
+_SQRT_HALF = 0.7071067811865476
+
 # `hidden_act` names -> activation functions, shared by the block and the masked-LM head.
 ACTIVATIONS = {
-    "gelu": _in_float32(lambda x: keras.activations.gelu(x, approximate=False)),
+    "gelu": _in_float32(_gelu_exact),
     "gelu_tanh": _in_float32(lambda x: keras.activations.gelu(x, approximate=True)),
     "relu": keras.activations.relu,
     "tanh": _in_float32(keras.activations.tanh),
@@ -79,35 +88,38 @@ class TransformerBlock(keras.layers.Layer):
         self.output_dropout = HashDropout(hidden_dropout, dtype=self.dtype_policy)
 
     def build(self, input_shape):
-        hidden_shape = (None, None, self.hidden_size)
+        # Every Dense sees [batch * seq, features]: a 2-D MatMul + BiasAdd (+ GELU, + the residual) is what
+        # grappler's oneDNN remapper fuses into one op (a 3-D Dense is a Tensordot: Reshape, MatMul, Reshape).
+        hidden_shape = (None, self.hidden_size)
         self.qkv.build(hidden_shape)
         self.attention_output.build(hidden_shape)
         self.attention_layer_norm.build(hidden_shape)
         self.intermediate.build(hidden_shape)
-        self.output_dense.build((None, None, self.intermediate_size))
+        self.output_dense.build((None, self.intermediate_size))
         self.output_layer_norm.build(hidden_shape)
         self.built = True
 
     def call(self, hidden_states, bias, training=None):
         batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
-        heads = (batch, seq, self.num_attention_heads, self.head_size)
-        # Split, not three strided slices: its gradient is one concat (a slice's is a zero-filled copy each).
-        query, key, value = (ops.reshape(t, heads) for t in ops.split(self.qkv(hidden_states), 3, axis=-1))
-        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
-        scores = ops.einsum("bqhd,bkhd->bhqk", query, key)
+        rows = ops.reshape(hidden_states, (-1, self.hidden_size))
+        # [rows, 3 * hidden] -> [3, batch, heads, seq, head_size]: one transpose for query, key and value.
+        qkv = ops.reshape(self.qkv(rows), (batch, seq, 3, self.num_attention_heads, self.head_size))
+        query, key, value = ops.unstack(ops.transpose(qkv, (2, 0, 3, 1, 4)), 3, axis=0)
+        # q @ k^T (the transpose folds into the batched matmul), scaled: [batch, heads, seq, seq].
+        scores = ops.multiply(ops.matmul(query, ops.swapaxes(key, -1, -2)),
+                              ops.cast(1.0 / math.sqrt(self.head_size), query.dtype))
         probs = ops.softmax(ops.cast(scores, "float32") + ops.cast(bias, "float32"), axis=-1)
         probs = self.attention_probs_dropout(ops.cast(probs, self.compute_dtype), training=training)
-        context = ops.reshape(ops.einsum("bhqk,bkhd->bqhd", probs, value), (batch, seq, self.hidden_size))
+        context = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))  # [batch, seq, heads, head_size]
+        context = ops.reshape(context, (-1, self.hidden_size))
 
         attended = self.attention_output_dropout(self.attention_output(context), training=training)
-        attended = self.attention_layer_norm(
-            ops.cast(hidden_states, "float32") + ops.cast(attended, "float32"))
+        attended = self.attention_layer_norm(ops.cast(rows, "float32") + ops.cast(attended, "float32"))
         attended_c = ops.cast(attended, self.compute_dtype)
 
         ffn = self.output_dropout(self.output_dense(self.intermediate(attended_c)), training=training)
         out = self.output_layer_norm(attended + ops.cast(ffn, "float32"))
-        return ops.cast(out, self.compute_dtype)
-
+        return ops.cast(ops.reshape(out, (batch, seq, self.hidden_size)), self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()
