@@ -19,12 +19,12 @@ import argparse
 
 from benchmarks import common
 from benchmarks.serving import median_latency
+from benchmarks.serving_peers import CPU_FLAGS
 
 LAYERS = 6
 HIDDEN, INTERMEDIATE = 384, 1536
-# (input width, output width, residual) of each layer's Dense projections, in order.
-PROJECTIONS = ((HIDDEN, 3 * HIDDEN, False), (HIDDEN, HIDDEN, True), (HIDDEN, INTERMEDIATE, False),
-               (INTERMEDIATE, HIDDEN, True))
+# (input width, output width) of each layer's Dense projections: qkv, attention output, intermediate, output.
+PROJECTIONS = ((HIDDEN, 3 * HIDDEN), (HIDDEN, HIDDEN), (HIDDEN, INTERMEDIATE), (INTERMEDIATE, HIDDEN))
 
 
 def weights():
@@ -33,7 +33,7 @@ def weights():
 
     rng = np.random.default_rng(0)
     return [[(rng.normal(0, 0.02, (k, n)).astype(np.float32), rng.normal(0, 0.02, n).astype(np.float32))
-             for k, n, _ in PROJECTIONS] for _ in range(LAYERS)]
+             for k, n in PROJECTIONS] for _ in range(LAYERS)]
 
 
 def tf_call(rows):
@@ -93,12 +93,11 @@ def main():
     parser.add_argument("--repeats", type=int, default=200)
     args = parser.parse_args()
     if args.engine == "both":
-        results = {"cpu_flags": " ".join(f for f in ("avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8")
-                                         if f in common.cpu_flags())}
+        results = {"cpu_flags": " ".join(f for f in CPU_FLAGS if f in common.cpu_flags())}
         for engine in ("tf", "ort"):
             results[engine] = common.run_subprocess(
                 "matmul_floor", [f"--engine={engine}", f"--repeats={args.repeats}", "--rows", *map(str, args.rows)])
-        flops = {rows: 2 * rows * LAYERS * sum(k * n for k, n, _ in PROJECTIONS) for rows in args.rows}
+        flops = {rows: 2 * rows * LAYERS * sum(k * n for k, n in PROJECTIONS) for rows in args.rows}
         for engine in ("tf", "ort"):
             for rows in args.rows:
                 ms = results[engine].get(f"rows{rows}_ms")

@@ -351,9 +351,9 @@ def main():
         print(markdown(results), flush=True)
         common.emit(dict(kind="serving_onnx", **results))
     elif args.impl == "profile":
-        from benchmarks.serving_profile import profile_batch_one
+        from benchmarks.serving_profile import profile_calls
 
-        common.emit(dict(kind="serving_profile", **profile_batch_one(
+        common.emit(dict(kind="serving_profile", **profile_calls(
             args.repeats, args.profile_batch_size, "int8_matmul" if args.profile_int8 else None)))
     else:
         common.emit(dict(kind="serving_onnx", impl=args.impl,

@@ -39,7 +39,7 @@ def _summary(times, total_us, calls):
             for name, us in times.most_common(TOP)]
 
 
-def profile_batch_one(repeats, batch_size=1, quantize=None):
+def profile_calls(repeats, batch_size=1, quantize=None):
     """{wall_ms, traced_op_ms, top_op_types, top_nodes} of `repeats` traced calls of `batch_size` texts
     (successive timed texts), of the float32 export or of its `quantize` form (calibrated on other texts)."""
     tf = common.configure_tensorflow()

@@ -16,14 +16,15 @@ def _in_float32(activation):
     return lambda x: ops.cast(activation(ops.cast(x, "float32")), x.dtype)
 
 
+_SQRT_HALF = 0.7071067811865476
+
+
 def _gelu_exact(x):
     """x * Phi(x) written as `x * ((erf(x / sqrt 2) + 1) * 0.5)` on purpose: after a Dense's MatMul and
     BiasAdd, grappler's oneDNN remapper fuses exactly this op pattern into one _FusedMatMul (Keras's own
     gelu, `0.5 * x * erfc(-x / sqrt 2)`, stays four separate ops)."""
     return ops.multiply(ops.multiply(ops.add(ops.erf(ops.multiply(x, _SQRT_HALF)), 1.0), 0.5), x)
 
-
-_SQRT_HALF = 0.7071067811865476
 
 # `hidden_act` names -> activation functions, shared by the block and the masked-LM head.
 ACTIVATIONS = {
