@@ -7,6 +7,7 @@ whole (over `unicode_rules.MAX_CHARS_PER_WORD` characters) are left out.
 import collections
 import glob
 import heapq
+import itertools
 import os
 
 import tensorflow as tf
@@ -136,33 +137,48 @@ def learn_wordpiece_vocab(
         word_counts = count_words(files_or_lines, lower_case=lower_case, max_lines=max_lines)
     if not word_counts:
         raise ValueError("the corpus has no words; expected non-empty text lines.")
-    char_counts = collections.Counter()
-    for word, count in word_counts.items():
-        for char in word:
-            char_counts[char] += count
-    alphabet = {
-        char for char, _ in sorted(char_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:max_unique_chars]
-    }
+    words, counts = _split_words(word_counts, _alphabet(word_counts, max_unique_chars))
     vocab = list(reserved_tokens)
     seen = set(vocab)
-
-    def add(token):
-        if token not in seen and len(vocab) < vocab_size:
-            seen.add(token)
-            vocab.append(token)
-
-    words, counts = [], []
-    for word, count in sorted(word_counts.items()):
-        if len(word) > MAX_CHARS_PER_WORD or not set(word) <= alphabet:
-            continue  # the tokenizer maps these to [UNK] anyway
-        words.append(tuple([word[0]] + ["##" + char for char in word[1:]]))
-        counts.append(count)
     initial = collections.Counter()
     for symbols, count in zip(words, counts, strict=True):
         for symbol in symbols:
             initial[symbol] += count
-    for symbol, _ in sorted(initial.items(), key=lambda kv: (-kv[1], kv[0])):
-        add(symbol)
+    merges = _merges(words, counts, min_frequency)
+    for token in itertools.chain((s for s, _ in sorted(initial.items(), key=lambda kv: (-kv[1], kv[0]))), merges):
+        if len(vocab) >= vocab_size:
+            break
+        if token not in seen:
+            seen.add(token)
+            vocab.append(token)
+    return vocab_lib.check_vocab(vocab)
+
+
+def _alphabet(word_counts, max_unique_chars):
+    """The `max_unique_chars` most frequent characters of the words (ties: alphabetical)."""
+    char_counts = collections.Counter()
+    for word, count in word_counts.items():
+        for char in word:
+            char_counts[char] += count
+    ranked = sorted(char_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:max_unique_chars]
+    return {char for char, _ in ranked}
+
+
+def _split_words(word_counts, alphabet):
+    """(words as tuples of initial + "##" character pieces, their counts), alphabetically; words longer than
+    the tokenizer takes or with characters outside `alphabet` are left out (the tokenizer makes them [UNK])."""
+    words, counts = [], []
+    for word, count in sorted(word_counts.items()):
+        if len(word) > MAX_CHARS_PER_WORD or not set(word) <= alphabet:
+            continue
+        words.append(tuple([word[0]] + ["##" + char for char in word[1:]]))
+        counts.append(count)
+    return words, counts
+
+
+def _merges(words, counts, min_frequency):
+    """Yields the merged piece of the most frequent adjacent pair (ties: alphabetical), merging it in
+    `words` (changed in place) before the next, until no pair occurs `min_frequency` times."""
     pair_counts = collections.Counter()
     pair_words = collections.defaultdict(set)
     for index, (symbols, count) in enumerate(zip(words, counts, strict=True)):
@@ -171,12 +187,12 @@ def learn_wordpiece_vocab(
             pair_words[pair].add(index)
     heap = [(-count, pair) for pair, count in pair_counts.items()]
     heapq.heapify(heap)
-    while heap and len(vocab) < vocab_size:
+    while heap:
         negative, pair = heapq.heappop(heap)
         if pair_counts.get(pair, 0) != -negative:
             continue  # stale entry; the current count was pushed again
         if -negative < min_frequency:
-            break
+            return
         changed = set()
         merged = None
         for index in pair_words.pop(pair, ()):
@@ -200,5 +216,4 @@ def learn_wordpiece_vocab(
             else:
                 pair_counts.pop(other, None)
         if merged is not None:
-            add(merged)
-    return vocab_lib.check_vocab(vocab)
+            yield merged

@@ -448,8 +448,9 @@ def test_text_dataset_random_segments_come_from_anywhere(tokenizer):
 
     def distances(shuffle_buffer):
         dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, _stream_config(16, 2, seed=1), 16,
-                                           is_training=False, document_buffer=10, chunk_documents=5,
-                                           document_shuffle_buffer=shuffle_buffer)
+                                           is_training=False, stream=pretraining.StreamOptions(
+                                               document_buffer=10, chunk_documents=5,
+                                               document_shuffle_buffer=shuffle_buffer))
         found = []
         for batch in dataset.as_numpy_iterator():
             for ids, types, label in zip(batch["input_word_ids"], batch["input_type_ids"],

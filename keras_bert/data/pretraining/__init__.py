@@ -35,7 +35,7 @@ from keras_bert.data.pretraining.masking import mask_tokens
 from keras_bert.data.pretraining.pairing import create_instance_spans, pack_spans
 from keras_bert.data.pretraining.reader import check_tfrecord_files, holds_tfrecords, tfrecord_dataset
 from keras_bert.data.pretraining.statistics import example_statistics
-from keras_bert.data.pretraining.stream import shuffled, text_dataset
+from keras_bert.data.pretraining.stream import StreamOptions, shuffled, text_dataset
 from keras_bert.data.pretraining.writer import (
     create_pretraining_files,
     write_examples,
@@ -59,6 +59,7 @@ __all__ = [
     "pack_spans",
     "pretraining_dataset_fn",
     "read_documents",
+    "StreamOptions",
     "shuffled",
     "split_sentences",
     "text_dataset",
