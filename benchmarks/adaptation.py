@@ -140,7 +140,8 @@ def command_line():
     parser.add_argument("--run", choices=["all", "finetune", "serve"], default="all")
     parser.add_argument("--lora_rank", type=int, default=0)
     parser.add_argument("--model_path", default=None)
-    parser.add_argument("--forms", default=",".join(SERVED_FORMS), help="--run=serve: served forms, comma-separated")
+    parser.add_argument("--forms", type=common.comma_separated(), default=list(SERVED_FORMS),
+                        help="--run=serve: served forms, comma-separated")
     parser.add_argument("--seq_length", type=int, default=None,
                         help="--run=serve: serve at this sequence length (default: the model's, 48)")
     return parser
@@ -153,7 +154,7 @@ def main(argv=None):
         return
     if args.run == "serve":
         common.emit(dict(kind="serve", seq_length=args.seq_length or SEQ_LENGTH,
-                         **serve(args.model_path, args.forms.split(","), seq_length=args.seq_length)))
+                         **serve(args.model_path, args.forms, seq_length=args.seq_length)))
         return
     results = {"machine": common.machine_description()}
     with tempfile.TemporaryDirectory() as work:

@@ -40,6 +40,16 @@ def argument_parser(doc):
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
+def comma_separated(item_type=str):
+    """An argparse `type` reading "a,b,c" as [item_type("a"), item_type("b"), item_type("c")]."""
+
+    def parse(value):
+        return [item_type(item) for item in value.split(",") if item]
+
+    parse.__name__ = f"comma-separated {item_type.__name__}"  # argparse names it in its error message
+    return parse
+
+
 def quiet_tensorflow():
     """Fewer log lines from TF/XLA; call before importing tensorflow."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

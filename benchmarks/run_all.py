@@ -227,8 +227,8 @@ def bench_serving(table, errors, quick):
 
 def bench_serving_onnx(table, errors, quick):
     """MiniLM-L6 sentence embeddings from raw text vs ONNX Runtime and transformers (serving_peers.py)."""
-    run = _run("serving_peers", ["--impl=all", f"--repeats={3 if quick else 20}", f"--rounds={1 if quick else 2}"],
-               errors, timeout=3600)
+    run = _run("serving_peers", ["--impl=all", f"--repeats={3 if quick else 20}", f"--rounds={1 if quick else 2}",
+                                 f"--client_texts={32 if quick else 160}"], errors, timeout=3600)
     for config, impl, result, vs, impl_run in serving_peers.table_rows(run or {}, errors):
         table.add("sentence embedding, raw text", config, impl, result, vs, run=impl_run or run)
 

@@ -151,16 +151,15 @@ def command_line():
     parser = common.argument_parser(__doc__)
     parser.add_argument("--impl", choices=["ours", "transformers", "entities"], default="ours")
     parser.add_argument("--size", choices=sorted(common.SIZES), default="base")
-    parser.add_argument("--batch_sizes", default="1,8")
+    parser.add_argument("--batch_sizes", type=common.comma_separated(int), default=[1, 8])
     parser.add_argument("--repeats", type=int, default=5)
     return parser
 
 
 def main(argv=None):
     args = command_line().parse_args(argv)
-    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     run = {"ours": run_ours, "transformers": run_transformers, "entities": run_entities}[args.impl]
-    common.emit(dict(kind="serving", impl=args.impl, size=args.size, **run(args.size, batch_sizes, args.repeats)))
+    common.emit(dict(kind="serving", impl=args.impl, size=args.size, **run(args.size, args.batch_sizes, args.repeats)))
 
 
 if __name__ == "__main__":

@@ -78,16 +78,15 @@ def command_line():
     """This script's flags (`--help` prints them with the module docstring)."""
     parser = common.argument_parser(__doc__)
     parser.add_argument("--size", choices=sorted(common.SIZES), default="base")
-    parser.add_argument("--batch_sizes", default="1,8")
+    parser.add_argument("--batch_sizes", type=common.comma_separated(int), default=[1, 8])
     parser.add_argument("--repeats", type=int, default=5)
     return parser
 
 
 def main(argv=None):
     args = command_line().parse_args(argv)
-    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     common.emit(dict(kind="squad_serving", size=args.size, machine=common.machine_description(),
-                     **run(args.size, batch_sizes, args.repeats)))
+                     **run(args.size, args.batch_sizes, args.repeats)))
 
 
 if __name__ == "__main__":

