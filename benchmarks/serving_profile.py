@@ -1,6 +1,6 @@
 """Where a `serving_default` call of the MiniLM sentence-embedding export spends its time, op by op.
 
-    python -m benchmarks.serving_peers --impl=profile [--repeats=20] [--profile_batch_size=8] [--profile_int8]
+    python -m benchmarks.serving_profile [--repeats=20] [--batch_size=8] [--int8]
 
 The export of `benchmarks.serving_peers` (ours, float32, or its calibrated int8_matmul form) is loaded the
 way TF Serving loads it, into a TF1 Session (`tf.compat.v1.saved_model.load`: grappler and oneDNN rewrite
@@ -20,7 +20,7 @@ import tempfile
 import time
 
 from benchmarks import common
-from benchmarks.serving_peers import max_seq_length, minilm_dir, sentence_texts
+from benchmarks.inputs import max_seq_length, minilm_dir, sentence_texts
 
 TOP = 40
 _OP_TYPE = re.compile(r"=\s*([A-Za-z0-9_]+)\(")  # timeline_label: "node = OpType(inputs)"
@@ -84,3 +84,22 @@ def profile_calls(repeats, batch_size=1, quantize=None):
             "wall_ms": round(1e3 * statistics.median(walls[2:]), 2), "traced_calls": repeats,
             "traced_op_ms": round(total / repeats / 1e3, 2), "top_op_types": _summary(by_type, total, repeats),
             "top_nodes": _summary(by_node, total, repeats)}
+
+
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
+    parser.add_argument("--repeats", type=int, default=20, help="traced calls (after two warm-up calls)")
+    parser.add_argument("--batch_size", type=int, default=1, help="texts per call")
+    parser.add_argument("--int8", action="store_true", help="profile the calibrated int8_matmul export")
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
+    common.emit(dict(kind="serving_profile", **profile_calls(args.repeats, args.batch_size,
+                                                             "int8_matmul" if args.int8 else None)))
+
+
+if __name__ == "__main__":
+    main()

