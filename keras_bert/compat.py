@@ -14,7 +14,8 @@ import tensorflow as tf
 PATCHED_KERAS_MINORS = ("3.15",)
 
 
-# Keras 3.15.x: keras/src/layers/layer.py Layer.__call__ (_convert_input_args, _allow_non_tensor_positional_args).
+# Keras 3.15.x: keras/src/layers/layer.py Layer.__call__ (_convert_input_args,
+# _allow_non_tensor_positional_args).
 def accept_raw_inputs(layer):
     """Lets `layer` take strings, lists and ragged tensors as they are: Keras would otherwise convert or cast
     its call arguments to tensors of its dtype and refuse non-tensor positional arguments."""
@@ -22,8 +23,8 @@ def accept_raw_inputs(layer):
     layer._allow_non_tensor_positional_args = True
 
 
-# TF 2.21: tf.__internal__.tracking.AutoTrackable, the root Keras' ExportArchive writes too (tf.Module would do,
-# but reserves `variables` as a read-only property, which TF Hub's encoder API sets).
+# TF 2.21: tf.__internal__.tracking.AutoTrackable, the root Keras' ExportArchive writes too (tf.Module would
+# do, but reserves `variables` as a read-only property, which TF Hub's encoder API sets).
 def saved_model_root():
     """An empty trackable object: its attributes (tf.functions, variables, assets) are what
     `tf.saved_model.save(root, ...)` writes."""
@@ -32,7 +33,8 @@ def saved_model_root():
 
 # Keras 3.15.x: keras/src/layers/layer.py Layer._flatten_layers (no public recursive walk).
 def sublayers(layer, include_self=True):
-    """Every layer nested in `layer` (models included), depth-first; `layer` itself first if `include_self`."""
+    """Every layer nested in `layer` (models included), depth-first; `layer` itself first if
+    `include_self`."""
     return list(layer._flatten_layers(include_self=include_self, recursive=True))
 
 

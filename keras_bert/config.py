@@ -4,8 +4,8 @@ Google's `bert_config.json` and Hugging Face's `config.json` carry the same fiel
 (Hugging Face adds `layer_norm_eps`, `model_type`, `architectures`, ...). Both are read by
 `BertConfig.from_json_file` and written by `BertConfig.to_json_file`; a config written in either format
 reads back equal. Google's format names only one gelu (its tanh approximation) and has no `layer_norm_eps`,
-so we also write `layer_norm_eps` and, for an activation Google's "gelu" does not say, `keras_bert_hidden_act`:
-Google's `modeling.py` ignores keys it does not know.
+so we also write `layer_norm_eps` and, for an activation Google's "gelu" does not say,
+`keras_bert_hidden_act`: Google's `modeling.py` ignores keys it does not know.
 """
 
 from __future__ import annotations
@@ -95,13 +95,16 @@ class BertConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range", "layer_norm_eps"):
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range",
+                     "layer_norm_eps"):
             value = getattr(self, name)
             if not isinstance(value, numbers.Real) or isinstance(value, bool):
-                raise ValueError(f"BertConfig.{name} must be a number, got {value!r} ({type(value).__name__})")
+                raise ValueError(f"BertConfig.{name} must be a number, got {value!r} "
+                                 f"({type(value).__name__})")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"BertConfig.{name} must be a probability in [0, 1], got {getattr(self, name)!r}")
+                raise ValueError(f"BertConfig.{name} must be a probability in [0, 1], "
+                                 f"got {getattr(self, name)!r}")
         if not self.layer_norm_eps > 0:
             raise ValueError(f"BertConfig.layer_norm_eps must be > 0, got {self.layer_norm_eps!r}")
         if not self.initializer_range >= 0:
@@ -138,7 +141,8 @@ class BertConfig:
         """Builds a config from a Google or Hugging Face dict. Keys that are neither ours nor known Google/HF
         keys are ignored with one warning naming them (a typo such as "hiden_size" would otherwise pass)."""
         if not isinstance(values, dict):
-            raise ValueError(f"{source}: expected a JSON object of config fields, got {type(values).__name__}")
+            raise ValueError(f"{source}: expected a JSON object of config fields, "
+                             f"got {type(values).__name__}")
         fields = {f.name for f in dataclasses.fields(cls)}
         known = {k: v for k, v in values.items() if k in fields}
         unknown = sorted(k for k in values if k not in fields and k not in _FOREIGN_KEYS)

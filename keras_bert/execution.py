@@ -84,9 +84,10 @@ def choose_execution(dtype_policy):
     name = policy.name
     found = [flag for flag in BF16_CPU_FLAGS if flag in cpu_flags()]
     if not found:
-        _log_once(logging.WARNING, f"{name}: this CPU has no bf16 matmul hardware ({' or '.join(BF16_CPU_FLAGS)} "
-                  f"not in {CPUINFO}), so bfloat16 matmuls are emulated and run slower than float32 (0.70x "
-                  "its peak on an AVX2 CPU); float32 is the faster policy here")
+        _log_once(logging.WARNING, f"{name}: this CPU has no bf16 matmul hardware "
+                  f"({' or '.join(BF16_CPU_FLAGS)} not in {CPUINFO}), so bfloat16 matmuls are emulated and "
+                  "run slower than float32 (0.70x its peak on an AVX2 CPU); float32 is the faster policy "
+                  "here")
         return "xla"
     _log_once(logging.INFO, f"{name} on a CPU with {found[0]}: matmuls on TF's oneDNN kernels (they use "
               "the bf16 hardware, XLA's CPU dots do not), XLA fusing the ops between them")
@@ -117,7 +118,8 @@ def fusion_scope(optimizer_name=None):
     scope = f"{optimizer_name}/" if optimizer_name else None
 
     def compile_op(node_def):
-        return node_def.op not in TF_KERNEL_OPS and not (scope and (node_def.name.startswith(scope) or f"/{scope}" in node_def.name))
+        return node_def.op not in TF_KERNEL_OPS and not (
+            scope and (node_def.name.startswith(scope) or f"/{scope}" in node_def.name))
 
     return tf.xla.experimental.jit_scope(compile_ops=compile_op, separate_compiled_gradients=False)
 

@@ -129,7 +129,8 @@ def test_fusions_cluster_the_ops_between_the_dots(cpu, tiny_config, accumulation
         model = kb.BertPretrainer(kb.BertEncoder(tiny_config, dtype="mixed_bfloat16"))
         model.compile(optimizer="adam", jit_compile=jit_compile, gradient_accumulation_steps=accumulation)
         model.fit(batch, batch_size=4, epochs=1, verbose=0)  # traces
-        ops[model.execution] = _executed_op_types(lambda m=model: m.fit(batch, batch_size=4, epochs=1, verbose=0))
+        ops[model.execution] = _executed_op_types(lambda m=model: m.fit(batch, batch_size=4, epochs=1,
+                                                                        verbose=0))
     assert "_XlaRun" in ops["fusions"]  # the ops between the dots run as XLA clusters
     assert any("MatMul" in op for op in ops["fusions"])  # the dots stay TF's kernels (oneDNN's here)
     assert "AssignSubVariableOp" in ops["fusions"]  # and so does the optimizer's update

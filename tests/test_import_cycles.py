@@ -50,7 +50,8 @@ def import_graph(modules):
 
 
 def cycles(graph):
-    """The strongly connected components of more than one module (sorted lists), found by Tarjan's algorithm."""
+    """The strongly connected components of more than one module (sorted lists), found by Tarjan's
+    algorithm."""
     index, low, stack, on_stack, found = {}, {}, [], set(), []
 
     def visit(node):

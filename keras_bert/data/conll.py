@@ -54,7 +54,8 @@ def read_conll_file(path, tag_list=None):
 
     def flush():
         if tokens:
-            sentences.append(ConllSentence(f"{stem}-{len(sentences)}", tuple(tokens), tuple(tags), first_line))
+            sentences.append(ConllSentence(f"{stem}-{len(sentences)}", tuple(tokens), tuple(tags),
+                                           first_line))
             tokens.clear()
             tags.clear()
 
@@ -72,8 +73,8 @@ def read_conll_file(path, tag_list=None):
             if num_fields is None:
                 num_fields = len(fields)
             elif len(fields) != num_fields:
-                raise DataFormatError(path, line_number, f"expected {num_fields} fields as on the first line, "
-                                                         f"got {len(fields)}")
+                raise DataFormatError(path, line_number,
+                                      f"expected {num_fields} fields as on the first line, got {len(fields)}")
             if tag_list is not None and fields[-1] not in tag_list:
                 raise DataFormatError(path, line_number, f"unknown tag {fields[-1]!r}; expected one of "
                                                          f"{list(tag_list)}")
@@ -106,7 +107,8 @@ def iob1_to_iob2(tags):
 
 
 def first_subtoken_labels(pieces_per_word, word_labels, ignore_label=-1):
-    """Spreads word labels over WordPieces: the first piece of a word gets its label, the others `ignore_label`.
+    """Spreads word labels over WordPieces: the first piece of a word gets its label, the others
+    `ignore_label`.
 
     Args:
       pieces_per_word: number of WordPieces of each word (a word with 0 pieces keeps no label).
@@ -131,7 +133,8 @@ def word_predictions(pieces_per_word, piece_predictions, default):
     """
     predictions, position = [], 0
     for count in pieces_per_word:
-        predictions.append(piece_predictions[position] if count and position < len(piece_predictions) else default)
+        predictions.append(piece_predictions[position] if count and position < len(piece_predictions)
+                           else default)
         position += count
     return predictions
 

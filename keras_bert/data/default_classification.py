@@ -49,7 +49,8 @@ def default_classification_files(per_class_train=100, per_class_dev=50, seed=0, 
     """
     cache_dir = cache_dir or os.environ.get("KERAS_BERT_CACHE") or os.path.expanduser("~/.cache/keras_bert")
     os.makedirs(cache_dir, exist_ok=True)
-    stem = f"docstring_topics_py{sys.version_info[0]}{sys.version_info[1]}_{per_class_train}_{per_class_dev}_{seed}"
+    stem = (f"docstring_topics_py{sys.version_info[0]}{sys.version_info[1]}_{per_class_train}_"
+            f"{per_class_dev}_{seed}")
     paths = tuple(os.path.join(cache_dir, f"{stem}_{split}.csv") for split in ("train", "dev"))
     if all(os.path.exists(path) for path in paths):
         return paths
@@ -58,8 +59,8 @@ def default_classification_files(per_class_train=100, per_class_dev=50, seed=0, 
     for label, sentences in topic_sentences().items():
         needed = per_class_train + per_class_dev
         if len(sentences) < needed:
-            raise ValueError(f"topic {label!r}: only {len(sentences)} sentences in this Python's standard library, "
-                             f"{needed} needed")
+            raise ValueError(f"topic {label!r}: only {len(sentences)} sentences in this Python's standard "
+                             f"library, {needed} needed")
         chosen = rng.sample(sentences, needed)
         splits["train"] += [(s, label) for s in chosen[:per_class_train]]
         splits["dev"] += [(s, label) for s in chosen[per_class_train:]]

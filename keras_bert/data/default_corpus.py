@@ -2,7 +2,8 @@
 
 Every recipe runs without network or user data on this corpus. It is derived deterministically from what
 is installed (files in sorted order, first `max_bytes` of prose), written in the original corpus format
-(one sentence per line, a blank line between documents; one document per module: its docstrings' prose) and cached.
+(one sentence per line, a blank line between documents; one document per module: its docstrings' prose)
+and cached.
 """
 
 import hashlib
@@ -82,7 +83,8 @@ def default_corpus_path(max_bytes=DEFAULT_MAX_BYTES, cache_dir=None):
     """
     cache_dir = cache_dir or os.environ.get("KERAS_BERT_CACHE") or os.path.expanduser("~/.cache/keras_bert")
     os.makedirs(cache_dir, exist_ok=True)
-    path = os.path.join(cache_dir, f"docstring_corpus_py{sys.version_info[0]}{sys.version_info[1]}_{max_bytes}_v2.txt")
+    path = os.path.join(cache_dir,
+                        f"docstring_corpus_py{sys.version_info[0]}{sys.version_info[1]}_{max_bytes}_v2.txt")
     if not os.path.exists(path):
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:

@@ -71,6 +71,7 @@ def check_new_id(path, line, column, value, first_lines, keyed):
     """Records in `first_lines` ({id: line}) that the example at `line` has id `value` in `column`; raises
     DataFormatError naming both lines when an earlier example has it. `keyed` says what relies on the id."""
     if value in first_lines:
-        raise DataFormatError(path, line, f"duplicate {column} {value!r} (first at line {first_lines[value]}); "
-                                          f"{keyed}, so every example needs its own")
+        raise DataFormatError(path, line,
+                              f"duplicate {column} {value!r} (first at line {first_lines[value]}); {keyed}, "
+                              "so every example needs its own")
     first_lines[value] = line

@@ -1,4 +1,5 @@
-"""GLUE: the task table, readers for the official TSV directories and TFDS `glue/*`, and the submission writer.
+"""GLUE: the task table, readers for the official TSV directories and TFDS `glue/*`, and the submission
+writer.
 
 The TSV layouts are those written by the official GLUE download script (one directory per task):
 
@@ -95,8 +96,9 @@ GLUE_TASKS = {
         GlueTask("qqp", "QQP", _BINARY, ("accuracy", "f1"), _STANDARD_SPLITS, {"test": "QQP.tsv"},
                  "question1", "question2", "is_duplicate"),
         GlueTask("mnli", "MNLI", _NLI, ("accuracy",),
-                 {"train": "train.tsv", "dev_matched": "dev_matched.tsv", "dev_mismatched": "dev_mismatched.tsv",
-                  "test_matched": "test_matched.tsv", "test_mismatched": "test_mismatched.tsv"},
+                 {"train": "train.tsv", "dev_matched": "dev_matched.tsv",
+                  "dev_mismatched": "dev_mismatched.tsv", "test_matched": "test_matched.tsv",
+                  "test_mismatched": "test_mismatched.tsv"},
                  {"test_matched": "MNLI-m.tsv", "test_mismatched": "MNLI-mm.tsv"},
                  "sentence1", "sentence2", "gold_label"),
         GlueTask("qnli", "QNLI", _ENTAILMENT, ("accuracy",), _STANDARD_SPLITS, {"test": "QNLI.tsv"},
@@ -105,7 +107,8 @@ GLUE_TASKS = {
                  "sentence1", "sentence2", "label"),
         GlueTask("wnli", "WNLI", _BINARY, ("accuracy",), _STANDARD_SPLITS, {"test": "WNLI.tsv"},
                  "sentence1", "sentence2", "label"),
-        # The diagnostic set is predicted with an MNLI model and scored (by the GLUE server) with Matthews corr.
+        # The diagnostic set is predicted with an MNLI model and scored (by the GLUE server) with Matthews
+        # correlation.
         GlueTask("ax", "AX", _NLI, ("mcc",), {"test": "diagnostic.tsv"}, {"test": "AX.tsv"},
                  "sentence1", "sentence2", None),
     )
@@ -122,7 +125,8 @@ def _canonical(name):
 
 
 def get_glue_task(task_name):
-    """Returns the `GlueTask` for a name in any common spelling ("SST-2", "sst2", "sst-2", "STS-B", "stsb")."""
+    """Returns the `GlueTask` for a name in any common spelling ("SST-2", "sst2", "sst-2", "STS-B",
+    "stsb")."""
     key = _canonical(task_name)
     if key not in GLUE_TASKS:
         known = ", ".join(task.display_name for task in GLUE_TASKS.values())
@@ -184,8 +188,8 @@ def read_glue_examples(task_name, data_dir, split):
             if task.name in _SKIP_MALFORMED_ROWS:
                 skipped_lines.append(line)
                 continue
-            raise DataFormatError(path, line, f"expected {len(header)} tab-separated fields as in the header, "
-                                              f"got {len(fields)}")
+            raise DataFormatError(path, line, f"expected {len(header)} tab-separated fields as in the "
+                                              f"header, got {len(fields)}")
         label = None
         if has_labels:
             label = fields[columns[task.label_column]]
@@ -200,7 +204,8 @@ def read_glue_examples(task_name, data_dir, split):
             except ValueError:
                 raise DataFormatError(path, line, f"id column {header[id_column]!r} is not an integer: "
                                                   f"{fields[id_column]!r}") from None
-            check_new_id(path, line, header[id_column], index, first_lines, "GLUE submissions are keyed by it")
+            check_new_id(path, line, header[id_column], index, first_lines,
+                         "GLUE submissions are keyed by it")
         examples.append(ClassificationExample(
             guid=f"{split}-{row_number}",
             text_a=fields[columns[task.text_a_column]],
@@ -263,17 +268,19 @@ def _format_prediction(task, prediction):
         return f"{float(prediction):.3f}"
     if isinstance(prediction, str):
         if prediction not in task.label_list:
-            raise ValueError(f"prediction {prediction!r} is not a {task.display_name} label {task.label_list}")
+            raise ValueError(f"prediction {prediction!r} is not a {task.display_name} label "
+                             f"{task.label_list}")
         return prediction
     class_id = int(prediction)
     if not 0 <= class_id < len(task.label_list):
-        raise ValueError(f"class id {class_id} out of range for {task.display_name} ({task.num_classes} classes)")
+        raise ValueError(f"class id {class_id} out of range for {task.display_name} "
+                         f"({task.num_classes} classes)")
     return task.label_list[class_id]
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # TFDS `glue/<config>`
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 # TFDS config -> (our task, text feature keys, TFDS ClassLabel names in TFDS id order, our label string for
 # each TFDS id); the names are those of the TFDS glue builder, checked against the prepared data's info.
@@ -289,7 +296,8 @@ _TFDS_CONFIGS = {
 }
 for _config in ("mnli", "mnli_matched", "mnli_mismatched", "ax"):
     _TFDS_CONFIGS[_config] = (_config.split("_")[0], ("premise", "hypothesis"),
-                              ("entailment", "neutral", "contradiction"), ("entailment", "neutral", "contradiction"))
+                              ("entailment", "neutral", "contradiction"),
+                              ("entailment", "neutral", "contradiction"))
 _TFDS_SPLITS = {
     "train": "train", "validation": "dev", "test": "test",
     "validation_matched": "dev_matched", "validation_mismatched": "dev_mismatched",
@@ -361,7 +369,8 @@ def examples_from_tfds(tfds_name, dataset, split="tfds"):
         elif int(record["label"]) < len(labels):
             label = labels[int(record["label"])]
         else:
-            raise ValueError(f"{tfds_name} record {n}: label id {int(record['label'])} out of range for {labels}")
+            raise ValueError(f"{tfds_name} record {n}: label id {int(record['label'])} out of range for "
+                             f"{labels}")
         examples.append(ClassificationExample(
             guid=f"{split}-{n}",
             text_a=_text(record[text_keys[0]]),

@@ -49,7 +49,8 @@ def trim_padding(inputs, multiple, extra=()):
     Returns (inputs, *extra) when `extra` is given, else inputs.
     """
     length = batch_length(inputs["input_mask"], multiple)
-    trimmed = {name: value[..., :length] if name in SEQUENCE_INPUTS else value for name, value in inputs.items()}
+    trimmed = {name: value[..., :length] if name in SEQUENCE_INPUTS else value
+               for name, value in inputs.items()}
     if "masked_lm_weights" in inputs:
         slots = prediction_slots(inputs["masked_lm_weights"])
         trimmed.update({name: trimmed[name][..., :slots] for name in PREDICTION_FEATURES if name in trimmed})

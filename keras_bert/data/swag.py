@@ -63,15 +63,18 @@ def read_swag_examples(path):
     examples, first_lines = [], {}
     for line, fields in rows[1:]:
         if len(fields) != len(header):
-            raise DataFormatError(path, line, f"expected {len(header)} fields as in the header, got {len(fields)}")
+            raise DataFormatError(path, line,
+                                  f"expected {len(header)} fields as in the header, got {len(fields)}")
         label = None
         if label_column is not None:
             value = fields[label_column].strip()
             if value not in {str(i) for i in range(NUM_CHOICES)}:
-                raise DataFormatError(path, line, f"label {value!r} is not an ending index 0-{NUM_CHOICES - 1}")
+                raise DataFormatError(path, line,
+                                      f"label {value!r} is not an ending index 0-{NUM_CHOICES - 1}")
             label = int(value)
         if has_row_ids:
-            check_new_id(path, line, "row number", fields[0], first_lines, "it is the example's id in the file")
+            check_new_id(path, line, "row number", fields[0], first_lines,
+                         "it is the example's id in the file")
         examples.append(SwagExample(
             swag_id=f"{fields[columns['video-id']]}/{fields[columns['fold-ind']]}",
             context_sentence=fields[columns["sent1"]],

@@ -61,7 +61,8 @@ def _varint_words(values, dtype, width):
     valid = np.ones_like(values)
     for j in range(1, width):
         more = (values >= (1 << (7 * j))).astype(dtype)
-        word |= (more << (8 * j - 1)) | (((values >> (7 * j)) & 0x7F) << (8 * j))  # continuation bit, bits 7j..
+        # The continuation bit, then bits 7j.. of the value.
+        word |= (more << (8 * j - 1)) | (((values >> (7 * j)) & 0x7F) << (8 * j))
         valid |= more << (8 * j)
     return word, valid
 
@@ -76,7 +77,8 @@ def _wide_varint_bytes(values):
         more = values >> np.uint64(7 * (j + 1)) > 0
         if j + 1 < width:
             valid[..., j + 1] = more
-        data[..., j] = ((values >> np.uint64(7 * j)) & np.uint64(0x7F)).astype(np.uint8) | (more.view(np.uint8) << 7)
+        data[..., j] = (((values >> np.uint64(7 * j)) & np.uint64(0x7F)).astype(np.uint8)
+                        | (more.view(np.uint8) << 7))
     return data.reshape(n, -1), valid.reshape(n, -1)
 
 
@@ -176,13 +178,15 @@ def encode_examples(features):
         features: dict name -> numpy array [n, k] (or [n] for one value each): integers (>= 0) become an
             int64_list, floats a float_list (as float32). Entries are written in the dict's order.
 
-    Returns: (buffer uint8 [total bytes], offsets int64 [n + 1]); example i is buffer[offsets[i]:offsets[i+1]].
+    Returns: (buffer uint8 [total bytes], offsets int64 [n + 1]); example i is
+    buffer[offsets[i]:offsets[i+1]].
     """
     arrays = {name: np.asarray(value) for name, value in features.items()}
     arrays = {name: value.reshape(len(value), -1) for name, value in arrays.items()}
     sizes = {len(value) for value in arrays.values()}
     if len(sizes) != 1:
-        raise ValueError(f"features have different numbers of examples: { {k: len(v) for k, v in arrays.items()} }")
+        raise ValueError("features have different numbers of examples: "
+                         f"{ {k: len(v) for k, v in arrays.items()} }")
     n = sizes.pop()
     if any(len(name.encode("utf-8")) >= 128 for name in arrays):
         raise ValueError("feature names must be shorter than 128 bytes")
@@ -201,7 +205,8 @@ def encode_examples(features):
 
 
 def write_records(writer, buffer, offsets):
-    """Writes records buffer[offsets[i]:offsets[i+1]] (from `encode_examples`) with a `tf.io.TFRecordWriter`."""
+    """Writes records buffer[offsets[i]:offsets[i+1]] (from `encode_examples`) with a
+    `tf.io.TFRecordWriter`."""
     raw = buffer.tobytes()
     bounds = offsets.tolist()
     # The native method: tf.io.TFRecordWriter.write only delegates to it (one Python frame less per record).
@@ -211,8 +216,9 @@ def write_records(writer, buffer, offsets):
 
 
 class ShardedRecordWriter:
-    """Writes encoded records to `outputs` in order; each file is written as NAME.tmp and renamed when complete,
-    so a reader never sees half a file. As a context manager: `finish` on success, `abandon` on an error."""
+    """Writes encoded records to `outputs` in order; each file is written as NAME.tmp and renamed when
+    complete, so a reader never sees half a file. As a context manager: `finish` on success, `abandon` on an
+    error."""
 
     def __init__(self, outputs):
         self.outputs, self.shard, self.writer = outputs, -1, None
@@ -254,8 +260,8 @@ class ShardedRecordWriter:
 
 
 def write_examples_file(features, path):
-    """Writes dict name -> numpy [n, k] as one TFRecord file of tf.train.Examples (via `path`.tmp, then renamed
-    so a reader never sees half a file); returns n."""
+    """Writes dict name -> numpy [n, k] as one TFRecord file of tf.train.Examples (via `path`.tmp, then
+    renamed so a reader never sees half a file); returns n."""
     buffer, offsets = encode_examples(features)
     with ShardedRecordWriter([path]) as writer:
         writer.write(0, buffer, offsets)

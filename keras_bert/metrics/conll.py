@@ -26,7 +26,8 @@ def split_tag(tag):
 
 
 def _end_of_chunk(prev_tag, tag, prev_type, type_, iobes):
-    if (prev_tag, tag) in (("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"), ("E", "E"), ("E", "I"), ("E", "O")):
+    if (prev_tag, tag) in (("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"), ("E", "E"), ("E", "I"),
+                           ("E", "O")):
         return True
     if iobes and (prev_tag in ("E", "S") or (prev_tag in ("B", "I") and tag == "S")):
         return True
@@ -36,7 +37,8 @@ def _end_of_chunk(prev_tag, tag, prev_type, type_, iobes):
 
 
 def _start_of_chunk(prev_tag, tag, prev_type, type_, iobes):
-    if (prev_tag, tag) in (("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"), ("E", "E"), ("E", "I"), ("O", "E")):
+    if (prev_tag, tag) in (("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"), ("E", "E"), ("E", "I"),
+                           ("O", "E")):
         return True
     if iobes and (tag == "S" or (prev_tag in ("S", "E") and tag in ("B", "I", "E"))):
         return True
@@ -132,7 +134,8 @@ def conlleval(true_tags, predicted_tags, iobes=False):
         raise ValueError(f"{len(true_tags)} gold sentences but {len(predicted_tags)} predicted")
     counts = {"correct": {}, "gold": {}, "guessed": {}, "tokens": 0, "correct_tags": 0,
               "state": {"matching": False, "last": (("O", ""), ("O", ""))}}
-    for sentence_index, (gold_sentence, guessed_sentence) in enumerate(zip(true_tags, predicted_tags, strict=True)):
+    for sentence_index, (gold_sentence, guessed_sentence) in enumerate(zip(true_tags, predicted_tags,
+                                                                           strict=True)):
         if len(gold_sentence) != len(guessed_sentence):
             raise ValueError(f"sentence {sentence_index}: {len(gold_sentence)} gold tags but "
                              f"{len(guessed_sentence)} predicted")
@@ -146,11 +149,13 @@ def conlleval(true_tags, predicted_tags, iobes=False):
         return {"precision": precision, "recall": recall, "f1": f1, "true_chunks": gold,
                 "predicted_chunks": guessed, "correct_chunks": correct}
 
-    result = summary(sum(counts["correct"].values()), sum(counts["guessed"].values()), sum(counts["gold"].values()))
+    result = summary(sum(counts["correct"].values()), sum(counts["guessed"].values()),
+                     sum(counts["gold"].values()))
     result["accuracy"] = counts["correct_tags"] / counts["tokens"] if counts["tokens"] else 0.0
     result["tokens"] = counts["tokens"]
     result["per_type"] = {
-        type_: summary(counts["correct"].get(type_, 0), counts["guessed"].get(type_, 0), counts["gold"].get(type_, 0))
+        type_: summary(counts["correct"].get(type_, 0), counts["guessed"].get(type_, 0),
+                       counts["gold"].get(type_, 0))
         for type_ in sorted(set(counts["gold"]) | set(counts["guessed"]))
     }
     return result

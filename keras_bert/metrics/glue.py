@@ -18,7 +18,8 @@ def accuracy(predictions, labels):
 
 
 def binary_f1(predictions, labels, positive=1):
-    """F1 of the class `positive` (harmonic mean of precision and recall; 0.0 when there is no true positive)."""
+    """F1 of the class `positive` (harmonic mean of precision and recall; 0.0 when there is no true
+    positive)."""
     predictions, labels = _pair(predictions, labels)
     true_positives = np.sum((predictions == positive) & (labels == positive))
     if true_positives == 0:

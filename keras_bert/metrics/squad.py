@@ -99,7 +99,8 @@ def raw_scores_v2(dataset, predictions):
 def _apply_no_answer_threshold(scores, na_probs, has_answer, threshold):
     # A question whose no-answer probability is above the threshold counts as answered with "".
     return {
-        qid: (float(not has_answer[qid]) if na_probs[qid] > threshold else score) for qid, score in scores.items()
+        qid: (float(not has_answer[qid]) if na_probs[qid] > threshold else score)
+        for qid, score in scores.items()
     }
 
 
@@ -159,6 +160,7 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_threshold=1.0):
         if qids:
             result.update(summary(qids, prefix))
     if na_probs is not None:
-        result["best_exact"], result["best_exact_thresh"] = best_threshold(predictions, exact_raw, probs, has_answer)
+        result["best_exact"], result["best_exact_thresh"] = best_threshold(predictions, exact_raw, probs,
+                                                                           has_answer)
         result["best_f1"], result["best_f1_thresh"] = best_threshold(predictions, f1_raw, probs, has_answer)
     return result

@@ -32,7 +32,8 @@ def code_point_table(lower_case, strip_accents):
     n = unicode_rules.NUM_CODE_POINTS
     code_points = np.array([cp for cp in range(n) if not 0xD800 <= cp <= 0xDFFF], np.int32)  # no surrogates
     raw = tf.strings.unicode_encode(tf.RaggedTensor.from_tensor(code_points[:, None]), "UTF-8")
-    text = tf.strings.regex_replace(tf_text.normalize_utf8(raw, "NFD"), r"\p{Mn}", "") if strip_accents else raw
+    text = (tf.strings.regex_replace(tf_text.normalize_utf8(raw, "NFD"), r"\p{Mn}", "") if strip_accents
+            else raw)
     pieces = tf.strings.unicode_decode(text, "UTF-8")
     delimiter = tf.strings.regex_full_match(text, _DELIMITERS).numpy()
     punctuation = tf.strings.regex_full_match(text, _PUNCTUATION).numpy()
@@ -43,12 +44,14 @@ def code_point_table(lower_case, strip_accents):
     mixed = (tf.reduce_any(pieces.with_flat_values(splits), axis=1).numpy()
              & (pieces.row_lengths().numpy() > 1))
     if mixed.any():
-        raise AssertionError(f"U+{code_points[np.argmax(mixed)]:04X} splits into parts under KerasHub's rules")
+        raise AssertionError(f"U+{code_points[np.argmax(mixed)]:04X} splits into parts under "
+                             "KerasHub's rules")
     mapped = tf.strings.unicode_decode(tf_text.case_fold_utf8(text), "UTF-8") if lower_case else pieces
     lengths = mapped.row_lengths().numpy()
     table = np.zeros((n, max(int(lengths.max()), 1)), np.int32)
     rows = np.repeat(code_points, lengths)
-    table[rows, np.arange(len(rows)) - np.repeat(mapped.row_starts().numpy(), lengths)] = mapped.flat_values.numpy()
+    table[rows, np.arange(len(rows)) - np.repeat(mapped.row_starts().numpy(), lengths)] = (
+        mapped.flat_values.numpy())
     mapped_length = np.zeros(n, np.int8)
     mapped_length[code_points] = lengths
     mapped_length[code_points[delimiter]] = 0

@@ -26,7 +26,8 @@ def continuation_pieces(vocab):
 
 def masking_candidates(ids, input_mask, special_ids):
     """bool [batch, seq]: real (mask > 0) positions whose id is not special. `special_ids` lists [CLS], [SEP],
-    [PAD], [MASK] and [UNK]: unlike the original, which excludes only [CLS] and [SEP], [UNK] is never a target."""
+    [PAD], [MASK] and [UNK]: unlike the original, which excludes only [CLS] and [SEP], [UNK] is never a
+    target."""
     candidate = input_mask > 0
     for special in special_ids:
         candidate &= ids != special
@@ -35,8 +36,8 @@ def masking_candidates(ids, input_mask, special_ids):
 
 def prediction_budget(num_tokens, masked_lm_prob, max_predictions_per_seq):
     """Positions to predict per row: min(max_predictions_per_seq, max(1, round(num_tokens * prob))), with
-    num_tokens (float [batch]) all real tokens, [CLS] and [SEP] included, as the original counts; rounding half
-    to even (numpy, tf and Python 3 `round` agree). Returns float [batch]."""
+    num_tokens (float [batch]) all real tokens, [CLS] and [SEP] included, as the original counts; rounding
+    half to even (numpy, tf and Python 3 `round` agree). Returns float [batch]."""
     xp = _namespace(num_tokens)
     return xp.minimum(xp.maximum(xp.round(num_tokens * masked_lm_prob), 1.0), float(max_predictions_per_seq))
 
@@ -120,8 +121,8 @@ class MaskedLMMasker:
             or min(mask_token_rate, random_token_rate) < 0
         ):
             raise ValueError(
-                f"mask_token_rate={mask_token_rate}, random_token_rate={random_token_rate}; expected rates >= 0 "
-                "with a sum <= 1."
+                f"mask_token_rate={mask_token_rate}, random_token_rate={random_token_rate}; "
+                "expected rates >= 0 with a sum <= 1."
             )
         if not 0.0 < masked_lm_prob <= 1.0:
             raise ValueError(f"masked_lm_prob={masked_lm_prob}; expected a value in (0, 1].")
@@ -177,7 +178,8 @@ class MaskedLMMasker:
             return candidate & ~(previous_candidate & tf.equal(word_ids, previous))
         if self._continuation is None:
             raise ValueError(
-                "MaskedLMMasker(whole_word_mask=True) needs `vocab` at construction or a `word_ids` input key."
+                "MaskedLMMasker(whole_word_mask=True) needs `vocab` at construction or a `word_ids` "
+                "input key."
             )
         return word_leaders(candidate, tf.gather(self._continuation, ids))
 
@@ -188,51 +190,36 @@ class MaskedLMMasker:
         unbatched = ids.shape.rank == 1
         if unbatched:
             ids, mask = ids[None], mask[None]
-        batch, seq = tf.shape(ids)[0], tf.shape(ids)[1]
         seeds = self._random_seeds(seed)
         candidate = masking_candidates(ids, mask, self.special_ids)
         n_tokens = tf.cast(tf.reduce_sum(mask, axis=1), tf.float64)
         n_predict = tf.cast(
             prediction_budget(n_tokens, self.masked_lm_prob, self.max_predictions_per_seq), tf.int32
         )
-
         leaders = self._word_leaders(ids, candidate, features)
-        group = tf.math.cumsum(tf.cast(leaders, tf.int32), axis=1) - 1  # group number of each position
-        group = tf.where(candidate, group, seq)  # non-candidates go to an overflow slot
-        row_offset = tf.range(batch)[:, None] * (seq + 1)
-        group_size = tf.reshape(
-            tf.math.unsorted_segment_sum(
-                tf.ones([batch * seq], tf.int32), tf.reshape(group + row_offset, [-1]), batch * (seq + 1)
-            ),
-            [batch, seq + 1],
-        )[:, :seq]
-        # Random order of groups (the original's rng.shuffle(cand_indexes)); empty groups go last.
-        keys = tf.random.stateless_uniform([batch, seq], seeds[0])
-        keys = tf.where(group_size > 0, keys, 2.0)
-        order = tf.argsort(keys, axis=1, stable=True)
-        sizes_in_order = tf.gather(group_size, order, batch_dims=1)
+        chosen = _chosen_positions(candidate, leaders, n_predict, seeds[0])
+        masked_ids = tf.where(chosen, self._replacements(ids, seeds), ids)
+        outputs = {"input_word_ids": masked_ids, **self._prediction_slots(ids, chosen)}
+        for name, value in outputs.items():
+            features[name] = value[0] if unbatched else value
+        return features
 
-        def take(used, size):
-            return used + tf.where(group_fits(used, size, n_predict), size, 0)
-
-        used_after = tf.scan(take, tf.transpose(sizes_in_order), initializer=tf.zeros([batch], tf.int32))
-        used_before = tf.concat([tf.zeros([1, batch], tf.int32), used_after[:-1]], axis=0)
-        taken_in_order = tf.transpose(used_after > used_before)
-        taken_group = tf.gather(taken_in_order, tf.argsort(order, axis=1), batch_dims=1)
-        taken_group = tf.pad(taken_group, [[0, 0], [0, 1]])  # overflow slot: never taken
-        chosen = tf.gather(taken_group, group, batch_dims=1) & candidate
-
-        # Replacement: [MASK] with mask_token_rate, random id with random_token_rate, else unchanged.
+    def _replacements(self, ids, seeds):
+        """int32 [batch, seq]: each id as it would read if chosen: [MASK] with mask_token_rate, a random id
+        with random_token_rate, else unchanged."""
+        batch, seq = tf.shape(ids)[0], tf.shape(ids)[1]
         draw = tf.random.stateless_uniform([batch, seq], seeds[1])
         random_ids = tf.random.stateless_uniform(
             [batch, seq], seeds[2], maxval=self.vocab_size, dtype=tf.int32
         )
-        replaced = replacement_ids(
+        return replacement_ids(
             ids, draw, random_ids, self.mask_id, self.mask_token_rate, self.random_token_rate
         )
-        masked_ids = tf.where(chosen, replaced, ids)
 
-        # Chosen positions in ascending order, padded with 0 to max_predictions_per_seq.
+    def _prediction_slots(self, ids, chosen):
+        """`masked_lm_positions`, `masked_lm_ids` and `masked_lm_weights` [batch, max_predictions_per_seq]:
+        the chosen positions in ascending order, padded with 0."""
+        batch, seq = tf.shape(ids)[0], tf.shape(ids)[1]
         positions = tf.broadcast_to(tf.range(seq)[None], [batch, seq])
         sort_key = tf.where(chosen, positions, positions + seq)
         ordered = tf.sort(sort_key, axis=1)
@@ -243,12 +230,38 @@ class MaskedLMMasker:
         valid = ordered < seq
         masked_positions = tf.where(valid, ordered, 0)
         masked_lm_ids = tf.where(valid, tf.gather(ids, masked_positions, batch_dims=1), 0)
-        outputs = {
-            "input_word_ids": masked_ids,
+        return {
             "masked_lm_positions": masked_positions,
             "masked_lm_ids": masked_lm_ids,
             "masked_lm_weights": tf.cast(valid, tf.float32),
         }
-        for name, value in outputs.items():
-            features[name] = value[0] if unbatched else value
-        return features
+
+
+def _chosen_positions(candidate, leaders, n_predict, seed):
+    """bool [batch, seq]: the candidates of the groups (a leader and the candidates after it up to the next)
+    taken in a random order (stateless `seed`) while they fit in `n_predict` (int32 [batch])."""
+    batch, seq = tf.shape(candidate)[0], tf.shape(candidate)[1]
+    group = tf.math.cumsum(tf.cast(leaders, tf.int32), axis=1) - 1  # group number of each position
+    group = tf.where(candidate, group, seq)  # non-candidates go to an overflow slot
+    row_offset = tf.range(batch)[:, None] * (seq + 1)
+    group_size = tf.reshape(
+        tf.math.unsorted_segment_sum(
+            tf.ones([batch * seq], tf.int32), tf.reshape(group + row_offset, [-1]), batch * (seq + 1)
+        ),
+        [batch, seq + 1],
+    )[:, :seq]
+    # Random order of groups (the original's rng.shuffle(cand_indexes)); empty groups go last.
+    keys = tf.random.stateless_uniform([batch, seq], seed)
+    keys = tf.where(group_size > 0, keys, 2.0)
+    order = tf.argsort(keys, axis=1, stable=True)
+    sizes_in_order = tf.gather(group_size, order, batch_dims=1)
+
+    def take(used, size):
+        return used + tf.where(group_fits(used, size, n_predict), size, 0)
+
+    used_after = tf.scan(take, tf.transpose(sizes_in_order), initializer=tf.zeros([batch], tf.int32))
+    used_before = tf.concat([tf.zeros([1, batch], tf.int32), used_after[:-1]], axis=0)
+    taken_in_order = tf.transpose(used_after > used_before)
+    taken_group = tf.gather(taken_in_order, tf.argsort(order, axis=1), batch_dims=1)
+    taken_group = tf.pad(taken_group, [[0, 0], [0, 1]])  # overflow slot: never taken
+    return tf.gather(taken_group, group, batch_dims=1) & candidate

@@ -88,7 +88,8 @@ class BertPacker(keras.layers.Layer):
         # None: pad every row to seq_length; m: to the batch's longest row rounded up to m (<= seq_length).
         self.pad_to_multiple_of = None if pad_to_multiple_of is None else int(pad_to_multiple_of)
         if self.pad_to_multiple_of is not None and self.pad_to_multiple_of < 1:
-            raise ValueError(f"BertPacker: pad_to_multiple_of={pad_to_multiple_of}; expected a positive integer or None.")
+            raise ValueError(f"BertPacker: pad_to_multiple_of={pad_to_multiple_of}; "
+                             "expected a positive integer or None.")
 
     @classmethod
     def from_tokenizer(cls, tokenizer, seq_length, **kwargs):
@@ -203,12 +204,14 @@ class BertPreprocessor(keras.layers.Layer):
         self.tokenizer = tokenizer
         self.seq_length = int(seq_length)
         self.pad_to_multiple_of = pad_to_multiple_of
-        self.packer = BertPacker.from_tokenizer(tokenizer, self.seq_length, pad_to_multiple_of=pad_to_multiple_of)
+        self.packer = BertPacker.from_tokenizer(tokenizer, self.seq_length,
+                                                pad_to_multiple_of=pad_to_multiple_of)
 
     def padding_to_longest(self, multiple):
         """A preprocessor of the same tokenizer (shared, not copied) and seq_length that pads each batch to
         its longest row rounded up to `multiple`."""
-        return BertPreprocessor(self.tokenizer, self.seq_length, pad_to_multiple_of=multiple, name=f"{self.name}_longest")
+        return BertPreprocessor(self.tokenizer, self.seq_length, pad_to_multiple_of=multiple,
+                                name=f"{self.name}_longest")
 
     @staticmethod
     def _segments(inputs):

@@ -124,45 +124,13 @@ class BasicWordSplitter:
             [w], `word_rows` int64 [w] (the string each word is in), `batch_size`, and with_offsets:
             `starts`/`ends` int64 [n] (byte span in the input string of the character it came from).
         """
-        strings = tf.convert_to_tensor(strings, tf.string)
-        # Invalid UTF-8 becomes U+FFFD, which step 1 drops: the same as the original's decode(errors="ignore").
-        if with_offsets:
-            decoded, offsets = tf.strings.unicode_decode_with_offsets(
-                strings, "UTF-8", errors="replace", replacement_char=0xFFFD
-            )
-        else:
-            decoded = tf.strings.unicode_decode(strings, "UTF-8", errors="replace", replacement_char=0xFFFD)
+        decoded, offsets = _decode(strings, with_offsets)
         code_points = decoded.flat_values
         char_rows = row_ids(decoded.row_splits)
         entries = self._lookup(code_points)
-        cls = tf.bitwise.right_shift(entries, _CLASS_SHIFT) & 3
-        is_boundary = tf.equal(cls, unicode_rules.SPACE) | tf.equal(cls, unicode_rules.CJK)
-        # A whitespace token starts at a new string, after a space and around each CJK ideograph; dropped
-        # characters (no output) carry their token on to the next character.
-        new_row = tf.not_equal(char_rows, shift_right(char_rows, tf.constant(-1, char_rows.dtype)))
-        token_start = new_row | shift_right(is_boundary, True) | tf.equal(cls, unicode_rules.CJK)
-        token_ids = tf.math.cumsum(tf.cast(token_start, tf.int64))
-        value = tf.bitwise.bitwise_and(entries, (1 << _VALUE_BITS) - 1)
-        if self.lower_case and self.rules == "google":  # str.lower's rule; case folding has none
-            # No tf.cond around this: in tf.data, cond branches cost each new iterator tens of ms to set up.
-            value = tf.where(self._final_sigma(code_points, entries, char_rows), _FINAL_SIGMA, value)
-        lengths = tf.bitwise.right_shift(entries, _LEN_SHIFT) & _LEN_MASK
-        # Expand each character into its 0..31 output characters (0: space, dropped, lone accent).
-        source = tf.repeat(tf.range(tf.size(lengths)), lengths)
-        source_value = tf.gather(value, source)
-        is_multi = tf.gather(lengths, source) > 1
-        within = tf.range(tf.size(source)) - tf.gather(exclusive_cumsum(lengths), source)
-        multi_index = tf.where(is_multi, source_value * self._width + within, 0)
-        out_cp = tf.where(is_multi, tf.gather(self._multi, multi_index), source_value)
-        out_token = tf.gather(token_ids, source)
-        punct = tf.gather(tf.bitwise.bitwise_and(entries, _PUNCT_BIT) != 0, source)
-        # A punctuation character is one word with all its output characters (KerasHub folds "…" to "...").
-        first_out = tf.equal(within, 0)
-        word_start = (
-            tf.not_equal(out_token, shift_right(out_token, tf.constant(-1, tf.int64)))
-            | (punct & first_out)
-            | (shift_right(punct, False) & first_out)
-        )
+        token_ids = _whitespace_token_ids(entries, char_rows)
+        source, within, out_cp = self._output_chars(code_points, entries, char_rows)
+        word_start = _word_starts(entries, tf.gather(token_ids, source), source, within)
         word_ids = tf.math.cumsum(tf.cast(word_start, tf.int64)) - 1
         word_first_char = tf.where(word_start)[:, 0]
         result = {
@@ -177,6 +145,26 @@ class BasicWordSplitter:
             result["starts"] = tf.gather(starts, source)
             result["ends"] = result["starts"] + utf8_length(tf.gather(code_points, source))
         return result
+
+    def _output_chars(self, code_points, entries, char_rows):
+        """Each character expanded into its 0..31 output characters (0: space, dropped, lone accent).
+
+        Returns:
+            (source, within, code_points) int32 [m]: the input character each output character comes
+            from, its place among that character's outputs, and its code point.
+        """
+        value = tf.bitwise.bitwise_and(entries, (1 << _VALUE_BITS) - 1)
+        if self.lower_case and self.rules == "google":  # str.lower's rule; case folding has none
+            # No tf.cond around this: in tf.data, cond branches cost each new iterator tens of ms to set up.
+            value = tf.where(self._final_sigma(code_points, entries, char_rows), _FINAL_SIGMA, value)
+        lengths = tf.bitwise.right_shift(entries, _LEN_SHIFT) & _LEN_MASK
+        source = tf.repeat(tf.range(tf.size(lengths)), lengths)
+        source_value = tf.gather(value, source)
+        is_multi = tf.gather(lengths, source) > 1
+        within = tf.range(tf.size(source)) - tf.gather(exclusive_cumsum(lengths), source)
+        multi_index = tf.where(is_multi, source_value * self._width + within, 0)
+        out_cp = tf.where(is_multi, tf.gather(self._multi, multi_index), source_value)
+        return source, within, out_cp
 
     def split_with_offsets(self, strings):
         """1-D tf.string [batch] → (words, starts, ends): ragged [batch, (words)] tf.string / int64 / int64.
@@ -197,3 +185,37 @@ class BasicWordSplitter:
     def split(self, strings):
         """1-D tf.string [batch] → ragged tf.string [batch, (words)]."""
         return self.split_with_offsets(strings)[0]
+
+
+def _decode(strings, with_offsets):
+    """(ragged int32 code points [batch, (chars)], their byte offsets or None) of a 1-D tf.string tensor."""
+    strings = tf.convert_to_tensor(strings, tf.string)
+    # Invalid UTF-8 becomes U+FFFD, which step 1 drops: the same as the original's decode(errors="ignore").
+    if with_offsets:
+        return tf.strings.unicode_decode_with_offsets(strings, "UTF-8", errors="replace",
+                                                      replacement_char=0xFFFD)
+    return tf.strings.unicode_decode(strings, "UTF-8", errors="replace", replacement_char=0xFFFD), None
+
+
+def _whitespace_token_ids(entries, char_rows):
+    """int64 [n]: the whitespace token of each input character, numbered from 1 over the whole batch."""
+    cls = tf.bitwise.right_shift(entries, _CLASS_SHIFT) & 3
+    is_boundary = tf.equal(cls, unicode_rules.SPACE) | tf.equal(cls, unicode_rules.CJK)
+    # A whitespace token starts at a new string, after a space and around each CJK ideograph; dropped
+    # characters (no output) carry their token on to the next character.
+    new_row = tf.not_equal(char_rows, shift_right(char_rows, tf.constant(-1, char_rows.dtype)))
+    token_start = new_row | shift_right(is_boundary, True) | tf.equal(cls, unicode_rules.CJK)
+    return tf.math.cumsum(tf.cast(token_start, tf.int64))
+
+
+def _word_starts(entries, out_token, source, within):
+    """bool [m]: output characters that start a word: a new whitespace token (`out_token`, per output
+    character), and a punctuation character's first output and the one after its last."""
+    punct = tf.gather(tf.bitwise.bitwise_and(entries, _PUNCT_BIT) != 0, source)
+    # A punctuation character is one word with all its output characters (KerasHub folds "…" to "...").
+    first_out = tf.equal(within, 0)
+    return (
+        tf.not_equal(out_token, shift_right(out_token, tf.constant(-1, tf.int64)))
+        | (punct & first_out)
+        | (shift_right(punct, False) & first_out)
+    )

@@ -67,7 +67,8 @@ class BertTokenizer(keras.layers.Layer):
             False sets it apart from casing (Hugging Face's BertTokenizer and KerasHub presets have it too).
         rules: "google" (default): Google's BasicTokenizer, as above; "keras_hub": a KerasHub preset's
             WordPieceTokenizer (`keras_bert.text.keras_hub_rules`: NFKC case folding for `lower_case`,
-            only ASCII whitespace and control characters split, [UNK] over 100 bytes), so its ids are KerasHub's.
+            only ASCII whitespace and control characters split, [UNK] over 100 bytes), so its ids are
+            KerasHub's.
 
     Call: `tokenizer(strings)` with a tf.string tensor [batch] (or a scalar, or any-rank dense/ragged)
     returns int32 ids, ragged with one more dimension than the input: [batch, (pieces)] for [batch].
@@ -344,12 +345,13 @@ class BertTokenizer(keras.layers.Layer):
         return config
 
     def save_assets(self, dir_path):
-        """Writes the vocabulary as `vocab.txt` among a `.keras` file's assets (readable with any zip tool)."""
+        """Writes the vocabulary as `vocab.txt` among a `.keras` file's assets (readable with any zip
+        tool)."""
         vocab_lib.save_vocab(self.vocab, os.path.join(dir_path, vocab_lib.VOCAB_ASSET))
 
     def load_assets(self, dir_path):
         """Checks the `vocab.txt` asset against the vocabulary the config rebuilt this tokenizer with."""
         path = os.path.join(dir_path, vocab_lib.VOCAB_ASSET)
         if os.path.exists(path) and vocab_lib.load_vocab(path) != self.vocab:
-            raise ValueError(f"the saved tokenizer's vocab.txt asset differs from the vocabulary in its config "
-                             f"({self.vocab_size} tokens): the .keras file was changed after saving")
+            raise ValueError(f"the saved tokenizer's vocab.txt asset differs from the vocabulary in its "
+                             f"config ({self.vocab_size} tokens): the .keras file was changed after saving")

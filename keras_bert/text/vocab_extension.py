@@ -3,8 +3,9 @@
 Candidates are the pieces `vocab_learner` learns on the domain text that the vocab lacks. They are chosen
 greedily: each round takes the candidate that saves the most tokens on the domain's words given the
 vocab so far (BERT's greedy longest-match-first WordPiece, counted in Python on the word counts), so a
-piece whose saving an earlier one already took ("tokenizers" after "tokenizer") ranks lower. A candidate that would
-turn a domain word the vocab could split into [UNK] (a dead end of the greedy match) is never taken.
+piece whose saving an earlier one already took ("tokenizers" after "tokenizer") ranks lower. A candidate
+that would turn a domain word the vocab could split into [UNK] (a dead end of the greedy match) is never
+taken.
 
 New tokens go first into the `[unusedK]` slots of Google's released vocabs (in id order), then are
 appended, so every old token keeps its id. A word whose new tokenization uses no new piece gets the old

@@ -23,8 +23,9 @@ def _check_utf8(path, line_number, line):
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise DataFormatError(path, line_number, f"not valid UTF-8: byte 0x{line[e.start]:02x} at column "
-                                                 f"{e.start + 1} ({e.reason}); save the file as UTF-8") from None
+        raise DataFormatError(path, line_number,
+                              f"not valid UTF-8: byte 0x{line[e.start]:02x} at column {e.start + 1} "
+                              f"({e.reason}); save the file as UTF-8") from None
 
 
 def _expand_inputs(files_or_lines):
@@ -145,7 +146,8 @@ def learn_wordpiece_vocab(
         for symbol in symbols:
             initial[symbol] += count
     merges = _merges(words, counts, min_frequency)
-    for token in itertools.chain((s for s, _ in sorted(initial.items(), key=lambda kv: (-kv[1], kv[0]))), merges):
+    for token in itertools.chain((s for s, _ in sorted(initial.items(), key=lambda kv: (-kv[1], kv[0]))),
+                                 merges):
         if len(vocab) >= vocab_size:
             break
         if token not in seen:
@@ -165,8 +167,9 @@ def _alphabet(word_counts, max_unique_chars):
 
 
 def _split_words(word_counts, alphabet):
-    """(words as tuples of initial + "##" character pieces, their counts), alphabetically; words longer than
-    the tokenizer takes or with characters outside `alphabet` are left out (the tokenizer makes them [UNK])."""
+    """(words as tuples of initial + "##" character pieces, their counts), alphabetically; words longer
+    than the tokenizer takes or with characters outside `alphabet` are left out (the tokenizer makes them
+    [UNK])."""
     words, counts = [], []
     for word, count in sorted(word_counts.items()):
         if len(word) > MAX_CHARS_PER_WORD or not set(word) <= alphabet:

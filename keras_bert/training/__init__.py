@@ -12,5 +12,5 @@ from keras_bert.training.distribute import get_strategy, is_chief
 from keras_bert.training.optimization import AdamW, Lamb, WarmupLinearDecay, create_optimizer
 
 __all__ = ["AdamW", "CheckpointCallback", "FailOnNaN", "Lamb", "ScalarSummaries", "StopAtStep",
-           "TrainingCheckpoint", "TrainingDivergedError", "WarmupLinearDecay", "create_optimizer", "get_strategy",
-           "is_chief"]
+           "TrainingCheckpoint", "TrainingDivergedError", "WarmupLinearDecay", "create_optimizer",
+           "get_strategy", "is_chief"]

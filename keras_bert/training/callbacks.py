@@ -68,15 +68,15 @@ class TrainingCheckpoint:
         if path:
             saved, current = self._saved_config(), _encoder_config(self.model)
             if saved is not None and current is not None and saved != current:
-                raise UserInputError(f"{os.path.dirname(self._config_path)} holds a run of another configuration "
-                                     f"({_differences(saved, current)}); resume with its configuration or "
-                                     "start in another directory")
+                raise UserInputError(f"{os.path.dirname(self._config_path)} holds a run of another "
+                                     f"configuration ({_differences(saved, current)}); resume with its "
+                                     "configuration or start in another directory")
             try:
                 self.checkpoint.restore(path).assert_existing_objects_matched()
             except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as e:
                 first = str(e).strip().splitlines()[0][:300]
-                raise UserInputError(f"{path} holds a run of another configuration, which does not fit this one "
-                                     f"({first}); this run: {current}") from None
+                raise UserInputError(f"{path} holds a run of another configuration, which does not fit this "
+                                     f"one ({first}); this run: {current}") from None
         return self.step
 
     def _saved_config(self):
@@ -97,9 +97,9 @@ class TrainingCheckpoint:
             _remove_partial_saves(self.directory)
             if getattr(e, "errno", None) != errno.ENOSPC and "space" not in str(e).lower():
                 raise
-            raise DiskFullError(f"{self.directory}: the disk is full; checkpoint ckpt-{step} was not written (its "
-                                "partial files are removed): free space and run again to resume from the last "
-                                "checkpoint") from None
+            raise DiskFullError(f"{self.directory}: the disk is full; checkpoint ckpt-{step} was not written "
+                                "(its partial files are removed): free space and run again to resume from "
+                                "the last checkpoint") from None
         config = _encoder_config(self.model)
         if self.is_chief and config is not None and not os.path.exists(self._config_path):
             _write_json_atomically(self._config_path, config)

@@ -64,10 +64,11 @@ class _ClipAfterAllReduce(compat.OptimizerHooks):
             norm = tf.linalg.global_norm([_summed_duplicates(g) for g in grads])
             grads, _ = tf.clip_by_global_norm(grads, self.clip_global_norm, use_norm=norm)
             grads_and_vars = list(zip(grads, trainable_variables, strict=True))
-        # A lookup's sparse gradient as the dense tensor it stands for: Keras' Adam would square each looked-up
-        # row before summing a repeated id's (g1^2 + g2^2, not (g1 + g2)^2), unlike the original's Adam and
-        # the fused update; the same on every strategy.
-        return [(tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v) for g, v in grads_and_vars]
+        # A lookup's sparse gradient as the dense tensor it stands for: Keras' Adam would square each
+        # looked-up row before summing a repeated id's (g1^2 + g2^2, not (g1 + g2)^2), unlike the original's
+        # Adam and the fused update; the same on every strategy.
+        return [(tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v)
+                for g, v in grads_and_vars]
 
     def get_config(self):
         config = super().get_config()
@@ -111,7 +112,8 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
             return super().apply_weight_decay(variables)
         for variable in map(_tf_variable, variables):
             if compat.uses_weight_decay(self, variable):
-                keep = 1.0 - tf.cast(self.learning_rate, variable.dtype) * tf.cast(self.weight_decay, variable.dtype)
+                keep = 1.0 - (tf.cast(self.learning_rate, variable.dtype)
+                              * tf.cast(self.weight_decay, variable.dtype))
                 variable.assign(variable * keep)
 
     def update_step(self, gradient, variable, learning_rate):
@@ -122,8 +124,9 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
         momentum, velocity = compat.adam_slots(self, variable)
         beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
         tf.raw_ops.ResourceApplyAdam(
-            var=_tf_variable(variable).handle, m=_tf_variable(momentum).handle, v=_tf_variable(velocity).handle,
-            beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step), lr=tf.cast(learning_rate, dtype),
+            var=_tf_variable(variable).handle, m=_tf_variable(momentum).handle,
+            v=_tf_variable(velocity).handle, beta1_power=tf.pow(beta_1, step),
+            beta2_power=tf.pow(beta_2, step), lr=tf.cast(learning_rate, dtype),
             beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype),
             grad=tf.convert_to_tensor(tf.cast(gradient, dtype)))
 
@@ -156,8 +159,8 @@ def create_optimizer(learning_rate, num_train_steps, num_warmup_steps=0, optimiz
     classes = {"adamw": AdamW, "lamb": Lamb}
     if optimizer not in classes:
         raise ValueError(f"optimizer must be one of {sorted(classes)}, got {optimizer!r}")
-    result = classes[optimizer](learning_rate=schedule, weight_decay=weight_decay, beta_1=beta_1, beta_2=beta_2,
-                                epsilon=epsilon, clip_global_norm=clip_global_norm)
+    result = classes[optimizer](learning_rate=schedule, weight_decay=weight_decay, beta_1=beta_1,
+                                beta_2=beta_2, epsilon=epsilon, clip_global_norm=clip_global_norm)
     if weight_decay:
         result.exclude_from_weight_decay(var_names=list(no_decay_patterns))
     return result

@@ -66,8 +66,9 @@ def _detokenize(pieces):
     return " ".join(text.split())
 
 
-def postprocess_predictions(examples, features, start_logits, end_logits, n_best_size=20, max_answer_length=30,
-                            do_lower_case=True, version_2_with_negative=False, null_score_diff_threshold=0.0):
+def postprocess_predictions(examples, features, start_logits, end_logits, n_best_size=20,
+                            max_answer_length=30, do_lower_case=True, version_2_with_negative=False,
+                            null_score_diff_threshold=0.0):
     """Turns per-window start/end logits into answer texts, as the original `write_predictions`.
 
     Args:
@@ -115,7 +116,8 @@ def postprocess_predictions(examples, features, start_logits, end_logits, n_best
                             or end < start or end - start + 1 > max_answer_length):
                         continue
                     score = float(starts[start]) + float(ends[end])
-                    candidates.append((score, float(starts[start]), float(ends[end]), feature_index, start, end))
+                    candidates.append((score, float(starts[start]), float(ends[end]), feature_index, start,
+                                       end))
         if null is not None:
             candidates.append((null[0], null[1], null[2], null[3], 0, 0))
         candidates.sort(key=lambda candidate: candidate[0], reverse=True)
@@ -126,8 +128,10 @@ def postprocess_predictions(examples, features, start_logits, end_logits, n_best
                 break
             if start > 0:
                 feature = features[feature_index]
-                words = example.doc_tokens[feature.token_to_orig_map[start] : feature.token_to_orig_map[end] + 1]
-                text = get_final_text(_detokenize(feature.tokens[start : end + 1]), " ".join(words), do_lower_case)
+                words = example.doc_tokens[feature.token_to_orig_map[start] :
+                                           feature.token_to_orig_map[end] + 1]
+                text = get_final_text(_detokenize(feature.tokens[start : end + 1]), " ".join(words),
+                                      do_lower_case)
             else:
                 text = ""
             if text in seen:
@@ -152,5 +156,6 @@ def postprocess_predictions(examples, features, start_logits, end_logits, n_best
             continue
         score_diff = null[0] - best_non_null["start_logit"] - best_non_null["end_logit"]
         result.null_odds[example.qas_id] = score_diff
-        result.predictions[example.qas_id] = "" if score_diff > null_score_diff_threshold else best_non_null["text"]
+        result.predictions[example.qas_id] = ("" if score_diff > null_score_diff_threshold
+                                              else best_non_null["text"])
     return result

@@ -15,7 +15,8 @@ SQUAD = {"data": [{"title": "t", "paragraphs": [{"context": "Paris is in France.
 
 
 def _latin1(path, head, tail=b""):
-    """`head` lines, then a line with Latin-1 "é" (0xe9, column 4: valid cp1252, not UTF-8); returns its line."""
+    """`head` lines, then a line with Latin-1 "é" (0xe9, column 4: valid cp1252, not UTF-8); returns its
+    line."""
     path.write_bytes(head + b"caf\xe9 x" + tail)
     return head.count(b"\n") + 1
 
@@ -48,14 +49,16 @@ def test_utf8_byte_order_mark_is_still_dropped(tmp_path):
 
 
 def test_stray_quote_is_refused_at_the_line_that_opens_it(tmp_path):
-    # Lenient csv merged lines 2-4 into one 2-field row ("unclosed,pos\nb,neg\nc" + "pos"): silently 1 example.
+    # Lenient csv merged lines 2-4 into one 2-field row ("unclosed,pos\nb,neg\nc" + "pos"): silently 1
+    # example.
     (tmp_path / "train.csv").write_text('text,label\n"unclosed,pos\nb,neg\n"c",pos\n')
-    with pytest.raises(DataFormatError, match=r"train\.csv:2: a quoted field opened on this line is still open "
-                                              r"at line 4"):
+    with pytest.raises(DataFormatError, match=r"train\.csv:2: a quoted field opened on this line is still "
+                                              r"open at line 4"):
         read_classification_file(tmp_path / "train.csv")
     # Unclosed up to the end of the file.
     (tmp_path / "eof.csv").write_text('text,label\nfine,neg\n"unclosed,pos\nb,neg\nc,pos\n')
-    with pytest.raises(DataFormatError, match=r"eof\.csv:3: a quoted field opened on this line is still open"):
+    with pytest.raises(DataFormatError,
+                       match=r"eof\.csv:3: a quoted field opened on this line is still open"):
         read_classification_file(tmp_path / "eof.csv")
     # A quote closed in the middle of a field.
     (tmp_path / "mid.csv").write_text('text,label\n"a"b,pos\n')
@@ -69,7 +72,8 @@ def test_stray_quote_is_refused_at_the_line_that_opens_it(tmp_path):
 def test_swag_stray_quote(tmp_path):
     header = ",video-id,fold-ind,sent1,sent2,ending0,ending1,ending2,ending3,label\n"
     (tmp_path / "val.csv").write_text(header + '0,v,1,"a,b,c,d,e,f,0\n1,v,2,a,b,c,d,e,f,1\n')
-    with pytest.raises(DataFormatError, match=r"val\.csv:2: a quoted field opened on this line is still open"):
+    with pytest.raises(DataFormatError,
+                       match=r"val\.csv:2: a quoted field opened on this line is still open"):
         read_swag_examples(tmp_path / "val.csv")
 
 
@@ -89,9 +93,9 @@ def test_squad_duplicate_question_ids_are_refused(tmp_path):
     qas.append(dict(qas[0], question="Which country is Paris in?"))
     (tmp_path / "dev.json").write_text(json.dumps(document))
     for is_training in (False, True):
-        with pytest.raises(DataFormatError, match=r"dev\.json: data\[0\]\.paragraphs\[0\]\.qas\[1\]: duplicate "
-                                                  r"question id 'q1' \(first at data\[0\]\.paragraphs\[0\]\.qas"
-                                                  r"\[0\]\)"):
+        with pytest.raises(DataFormatError, match=r"dev\.json: data\[0\]\.paragraphs\[0\]\.qas\[1\]: "
+                                                  r"duplicate question id 'q1' \(first at "
+                                                  r"data\[0\]\.paragraphs\[0\]\.qas\[0\]\)"):
             squad.read_squad_examples(tmp_path / "dev.json", is_training)
     (tmp_path / "ok.json").write_text(json.dumps(SQUAD))
     assert [e.qas_id for e in squad.read_squad_examples(tmp_path / "ok.json", False).examples] == ["q1"]
@@ -115,9 +119,10 @@ def test_glue_duplicate_ids_are_refused(tmp_path):
 
 def test_swag_duplicate_row_numbers_are_refused(tmp_path):
     header = ",video-id,fold-ind,sent1,sent2,ending0,ending1,ending2,ending3,label\n"
-    (tmp_path / "val.csv").write_text(header + "0,v,1,a,b,c,d,e,f,0\n1,v,2,a,b,c,d,e,f,1\n0,w,3,a,b,c,d,e,f,2\n")
-    with pytest.raises(DataFormatError, match=r"val\.csv:4: duplicate row number '0' \(first at line 2\); it is "
-                                              r"the example's id in the file"):
+    (tmp_path / "val.csv").write_text(header + "0,v,1,a,b,c,d,e,f,0\n1,v,2,a,b,c,d,e,f,1\n"
+                                      "0,w,3,a,b,c,d,e,f,2\n")
+    with pytest.raises(DataFormatError, match=r"val\.csv:4: duplicate row number '0' \(first at line 2\); "
+                                              r"it is the example's id in the file"):
         read_swag_examples(tmp_path / "val.csv")
     # The same video-id/fold-ind under two row numbers is read: train.csv's `gen` questions repeat the pair.
     (tmp_path / "train.csv").write_text(header + "0,v,1,a,b,c,d,e,f,0\n1,v,1,a,b,c,d,e,f,1\n")

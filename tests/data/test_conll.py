@@ -72,4 +72,5 @@ def test_write_predictions(tmp_path):
     path.write_text(TRAIN)
     sentences = conll.read_conll_file(path)[1:]
     conll.write_conll_predictions(tmp_path / "out.txt", sentences, [["B-PER", "O"], ["B-LOC"]])
-    assert (tmp_path / "out.txt").read_text() == "Peter B-PER B-PER\nBlackburn I-PER O\n\nBRUSSELS B-LOC B-LOC\n\n"
+    assert (tmp_path / "out.txt").read_text() == ("Peter B-PER B-PER\nBlackburn I-PER O\n\n"
+                                                  "BRUSSELS B-LOC B-LOC\n\n")

@@ -23,7 +23,8 @@ def _write(directory, name, lines):
 def test_cola_no_header_train_and_header_test(tmp_path):
     _write(tmp_path, "train.tsv", ["gj04\t1\t\tOur friends won't buy this analysis.",
                                    "gj04\t0\t*\tThey drank the pub."])
-    _write(tmp_path, "test.tsv", ["index\tsentence", "0\tBill whistled past the house.", "1\tHe \"said\" so."])
+    _write(tmp_path, "test.tsv", ["index\tsentence", "0\tBill whistled past the house.",
+                                  "1\tHe \"said\" so."])
     train = glue.read_glue_examples("CoLA", tmp_path, "train")
     assert [(e.text_a, e.label) for e in train] == [("Our friends won't buy this analysis.", "1"),
                                                     ("They drank the pub.", "0")]
@@ -42,8 +43,10 @@ def test_mrpc_with_bom_and_test_index(tmp_path):
     header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
     path = os.path.join(tmp_path, "train.tsv")
     with open(path, "w", encoding="utf-8-sig") as f:  # the MRPC source files start with a BOM
-        f.write(header + "\n1\t702876\t702977\tAmrozi accused his brother.\tReferring to him, Amrozi said.\n")
-    _write(tmp_path, "test.tsv", ["index\t#1 ID\t#2 ID\t#1 String\t#2 String", "7\t1089874\t1089925\tPCCW .\tHe ."])
+        f.write(header + "\n1\t702876\t702977\tAmrozi accused his brother.\t"
+                         "Referring to him, Amrozi said.\n")
+    _write(tmp_path, "test.tsv", ["index\t#1 ID\t#2 ID\t#1 String\t#2 String",
+                                  "7\t1089874\t1089925\tPCCW .\tHe ."])
     (train,) = glue.read_glue_examples("MRPC", tmp_path, "train")
     assert (train.text_a, train.text_b, train.label, train.index) == (
         "Amrozi accused his brother.", "Referring to him, Amrozi said.", "1", 0)
@@ -53,8 +56,9 @@ def test_mrpc_with_bom_and_test_index(tmp_path):
 
 def test_stsb_float_labels_and_bad_score(tmp_path):
     header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
-    _write(tmp_path, "train.tsv", [header, "0\tmain-captions\tMSRvid\t2012test\t0001\tnone\tnone\tA plane.\tA jet.\t5.000",
-                                   "1\tmain-captions\tMSRvid\t2012test\t0004\tnone\tnone\tA man.\tA dog.\t0.500"])
+    _write(tmp_path, "train.tsv",
+           [header, "0\tmain-captions\tMSRvid\t2012test\t0001\tnone\tnone\tA plane.\tA jet.\t5.000",
+            "1\tmain-captions\tMSRvid\t2012test\t0004\tnone\tnone\tA man.\tA dog.\t0.500"])
     examples = glue.read_glue_examples("STS-B", tmp_path, "train")
     assert [e.label for e in examples] == [5.0, 0.5]
     assert glue.get_glue_task("stsb").is_regression and glue.get_glue_task("stsb").num_classes == 1
@@ -82,10 +86,13 @@ def test_mnli_splits_labels_and_unknown_label(tmp_path):
     dev_header = MNLI_HEADER + "\tlabel1\tlabel2\tlabel3\tlabel4\tlabel5\tgold_label"
     parses = "\t".join(["p"] * 4)
     five = {name: "\t".join([name] * 5) for name in ("entailment", "neutral", "x")}
-    _write(tmp_path, "train.tsv", [train_header, f"0\t1\t1e\tgov\t{parses}\tConceptually.\tProduct.\tneutral\tneutral"])
-    _write(tmp_path, "dev_matched.tsv", [dev_header, f"0\t1\t1e\tgov\t{parses}\tA.\tB.\t{five['entailment']}\tentailment"])
-    _write(tmp_path, "dev_mismatched.tsv", [dev_header, f"5\t1\t1e\tgov\t{parses}\tA.\tB.\t{five['neutral']}\tneutral",
-                                            f"6\t1\t1e\tgov\t{parses}\tA.\tB.\t{five['x']}\tunsure"])
+    _write(tmp_path, "train.tsv",
+           [train_header, f"0\t1\t1e\tgov\t{parses}\tConceptually.\tProduct.\tneutral\tneutral"])
+    _write(tmp_path, "dev_matched.tsv",
+           [dev_header, f"0\t1\t1e\tgov\t{parses}\tA.\tB.\t{five['entailment']}\tentailment"])
+    _write(tmp_path, "dev_mismatched.tsv",
+           [dev_header, f"5\t1\t1e\tgov\t{parses}\tA.\tB.\t{five['neutral']}\tneutral",
+            f"6\t1\t1e\tgov\t{parses}\tA.\tB.\t{five['x']}\tunsure"])
     _write(tmp_path, "test_matched.tsv", [MNLI_HEADER, f"9\t1\t1e\tgov\t{parses}\tC.\tD."])
     assert [e.label for e in glue.read_glue_examples("MNLI", tmp_path, "train")] == ["neutral"]
     (dev,) = glue.read_glue_examples("mnli", tmp_path, "dev_matched")
@@ -104,8 +111,10 @@ def test_mnli_splits_labels_and_unknown_label(tmp_path):
     "task, header, row, expected",
     [
         ("sst2", "sentence\tlabel", "hide new secretions \t0", ("hide new secretions ", None, "0")),
-        ("qnli", "index\tquestion\tsentence\tlabel", "0\tWhen?\tIn 1990.\tentailment", ("When?", "In 1990.", "entailment")),
-        ("rte", "index\tsentence1\tsentence2\tlabel", "0\tA.\tB.\tnot_entailment", ("A.", "B.", "not_entailment")),
+        ("qnli", "index\tquestion\tsentence\tlabel", "0\tWhen?\tIn 1990.\tentailment",
+         ("When?", "In 1990.", "entailment")),
+        ("rte", "index\tsentence1\tsentence2\tlabel", "0\tA.\tB.\tnot_entailment",
+         ("A.", "B.", "not_entailment")),
         ("wnli", "index\tsentence1\tsentence2\tlabel", "0\tA.\tB.\t1", ("A.", "B.", "1")),
     ],
 )
@@ -126,13 +135,14 @@ def test_header_errors(tmp_path):
     with pytest.raises(DataFormatError, match=r"test\.tsv: file is empty"):
         glue.read_glue_examples("sst2", tmp_path, "test")
     _write(tmp_path, "train.tsv", ["sentence\tlabel", "good\t2"])
-    with pytest.raises(DataFormatError, match=r"train\.tsv:2: unknown label '2'; expected one of \['0', '1'\]"):
+    with pytest.raises(DataFormatError,
+                       match=r"train\.tsv:2: unknown label '2'; expected one of \['0', '1'\]"):
         glue.read_glue_examples("sst-2", tmp_path, "train")
 
 
 def test_ax_diagnostic_and_submission_files(tmp_path):
-    _write(tmp_path, "diagnostic.tsv", ["index\tsentence1\tsentence2", "0\tThe cat sat.\tThe cat did not sit.",
-                                        "1\tA.\tB."])
+    _write(tmp_path, "diagnostic.tsv", ["index\tsentence1\tsentence2",
+                                        "0\tThe cat sat.\tThe cat did not sit.", "1\tA.\tB."])
     examples = glue.read_glue_examples("AX", tmp_path, "test")
     path = glue.write_glue_predictions("ax", "test", examples, [0, "neutral"], tmp_path / "out")
     assert os.path.basename(path) == "AX.tsv"
@@ -187,5 +197,6 @@ def test_parse_tfds_name():
 
 def test_load_tfds_examples_not_prepared(tmp_path):
     pytest.importorskip("tensorflow_datasets")
-    with pytest.raises(FileNotFoundError, match=f"glue/rte: not prepared under the data_dir '{tmp_path}/glue/rte/"):
+    with pytest.raises(FileNotFoundError,
+                       match=f"glue/rte: not prepared under the data_dir '{tmp_path}/glue/rte/"):
         glue.load_tfds_examples("glue/rte", "train", data_dir=str(tmp_path))

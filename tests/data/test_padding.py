@@ -21,7 +21,8 @@ def test_trim_keeps_every_token_and_cuts_labels_alike():
     inputs = _inputs([5, 40, 33])
     labels = np.tile(np.arange(128), (3, 1))
     trimmed, cut_labels, cut_weights = padding.trim_padding(inputs, 32, (labels, inputs["input_mask"]))
-    assert trimmed["input_word_ids"].shape == (3, 64) and cut_labels.shape == (3, 64) and cut_weights.shape == (3, 64)
+    assert (trimmed["input_word_ids"].shape == (3, 64) and cut_labels.shape == (3, 64)
+            and cut_weights.shape == (3, 64))
     for name, value in trimmed.items():
         np.testing.assert_array_equal(value, inputs[name][:, :64])
     assert int(tf.reduce_sum(trimmed["input_mask"])) == 5 + 40 + 33
@@ -85,7 +86,8 @@ def test_encoder_outputs_do_not_change(tiny_config):
     cut = encoder(padding.trim_padding(inputs, 16))
     np.testing.assert_allclose(cut["pooled_output"], full["pooled_output"], atol=1e-5)
     mask = inputs["input_mask"][:, :32, None]
-    np.testing.assert_allclose(cut["sequence_output"] * mask, full["sequence_output"][:, :32] * mask, atol=1e-5)
+    np.testing.assert_allclose(cut["sequence_output"] * mask, full["sequence_output"][:, :32] * mask,
+                               atol=1e-5)
 
 
 def _rows(batches, seq, grouped=True, max_predictions=20):
@@ -99,7 +101,8 @@ def _rows(batches, seq, grouped=True, max_predictions=20):
         assert real.max() <= ids.shape[1] and (batch["masked_lm_positions"] < ids.shape[1]).all()
         if grouped:
             assert (real.max() - 1) // 16 == (real.min() - 1) // 16, real
-        padded = np.pad(np.stack([ids, batch["input_type_ids"]], 1), [(0, 0), (0, 0), (0, seq - ids.shape[1])])
+        padded = np.pad(np.stack([ids, batch["input_type_ids"]], 1),
+                        [(0, 0), (0, 0), (0, seq - ids.shape[1])])
         slots = [(0, 0), (0, max_predictions - batch["masked_lm_positions"].shape[1])]
         rows.extend(row.tobytes() + positions.tobytes() + bytes([label]) for row, positions, label in zip(
             padded, np.pad(batch["masked_lm_positions"], slots), batch["next_sentence_labels"], strict=True))
@@ -122,7 +125,8 @@ def test_tfrecord_batches_grouped_by_length(tokenizer, tmp_path):  # noqa: F811
     # fewer when short, and no real prediction is cut.
     slots = {b["masked_lm_weights"].shape[1] for b in grouped}
     assert slots <= {4, 8, 12} and len(slots) >= 2, slots
-    assert sum(b["masked_lm_weights"].sum() for b in grouped) == sum(b["masked_lm_weights"].sum() for b in plain)
+    assert (sum(b["masked_lm_weights"].sum() for b in grouped)
+            == sum(b["masked_lm_weights"].sum() for b in plain))
     training = pretraining.tfrecord_dataset(path, 8, 64, 20, pad_to_multiple_of=16)
     assert training.element_spec["input_word_ids"].shape.as_list()[1] is None
     assert all(len(b["input_word_ids"]) == 8 for b in training.take(20).as_numpy_iterator())
@@ -132,8 +136,9 @@ def test_streamed_batches_grouped_by_length(tokenizer):  # noqa: F811
     documents = list(iter_documents(max_bytes=60_000))
 
     def stream(multiple):
-        return pretraining.text_dataset(lambda: iter(documents), tokenizer, PretrainingDataConfig(64, 10, seed=3), 8,
-                                        is_training=False, pad_to_multiple_of=multiple)
+        return pretraining.text_dataset(lambda: iter(documents), tokenizer,
+                                        PretrainingDataConfig(64, 10, seed=3), 8, is_training=False,
+                                        pad_to_multiple_of=multiple)
 
     plain, grouped = (list(stream(m).as_numpy_iterator()) for m in (0, 16))
     _, lengths = _rows(grouped, 64)

@@ -146,7 +146,8 @@ def test_tokenize_corpus_parallel_equals_eager(tokenizer):
     eager = pretraining.tokenize_documents(documents, tokenizer)
     assert parallel.num_documents == len(eager) == len(documents) - 2
     for got, expected in zip(parallel.to_documents(), eager, strict=True):
-        assert len(got) == len(expected) and all(np.array_equal(g, e) for g, e in zip(got, expected, strict=True))
+        assert len(got) == len(expected) and all(np.array_equal(g, e)
+                                                 for g, e in zip(got, expected, strict=True))
     first = tokenizer(tf.constant(documents[0])).numpy()
     assert [s.tolist() for s in eager[0]] == [list(ids) for ids in first if len(ids)]
 
@@ -206,12 +207,13 @@ def test_instance_spans_have_the_distribution_of_the_original_loop():
     rng = random.Random(0)
     original = np.array([(len(a), len(b), r) for _ in range(1500) for d in range(40)
                          for a, b, r in create_instances_from_document(documents, d, 24, 0.3, rng)])
-    spans = pretraining.create_instance_spans(pretraining.TokenizedCorpus.from_documents(documents), 1500, 24, 0.3,
-                                              np.random.default_rng(0))
+    spans = pretraining.create_instance_spans(pretraining.TokenizedCorpus.from_documents(documents), 1500, 24,
+                                              0.3, np.random.default_rng(0))
     ours = np.stack([spans["a_length"], spans["b_length"], spans["next_sentence_labels"]], axis=1)
     assert abs(len(ours) / len(original) - 1) < 0.01, (len(ours), len(original))
     np.testing.assert_allclose(ours.mean(0), original.mean(0), atol=0.04)
-    joint = [np.bincount(x[:, 0] * 64 + x[:, 1] * 2 + x[:, 2], minlength=64 * 64) / len(x) for x in (ours, original)]
+    joint = [np.bincount(x[:, 0] * 64 + x[:, 1] * 2 + x[:, 2], minlength=64 * 64) / len(x)
+             for x in (ours, original)]
     # Total variation distance of (len A, len B, random); two runs of the original differ by ~0.016.
     assert 0.5 * np.abs(joint[0] - joint[1]).sum() < 0.025
 
@@ -235,8 +237,10 @@ def test_whole_word_masking_follows_the_original_rule():
                                 [{1, 2, 4}, {5, 6}, {7}, {8}])):
         ids = np.array([row] * rows, np.int32)
         length = int(np.count_nonzero(ids[0]))
-        features = {"input_ids": ids, "input_mask": (np.arange(len(row)) < length).astype(np.int32)[None].repeat(rows, 0)}
-        masked = pretraining.mask_tokens(features, PretrainingDataConfig(len(row), 20, 0.15, whole_word_mask=True),
+        features = {"input_ids": ids,
+                    "input_mask": (np.arange(len(row)) < length).astype(np.int32)[None].repeat(rows, 0)}
+        masked = pretraining.mask_tokens(features,
+                                         PretrainingDataConfig(len(row), 20, 0.15, whole_word_mask=True),
                                          9, 4, [0, 1, 2, 3, 4], np.random.default_rng(0), ~word_start)
         weights = masked["masked_lm_weights"] > 0
         chosen = [set(p[w].tolist()) for p, w in zip(masked["masked_lm_positions"], weights, strict=True)]
@@ -265,7 +269,8 @@ def test_token_masking_budget_and_rates(real_documents, tokenizer):
 
 def _read_records(paths, max_seq_length, max_predictions):
     batches = [b for path in paths
-               for b in pretraining.tfrecord_dataset(path, 256, max_seq_length, max_predictions, is_training=False)]
+               for b in pretraining.tfrecord_dataset(path, 256, max_seq_length, max_predictions,
+                                                     is_training=False)]
     return {name: np.concatenate([b[model_name].numpy() for b in batches])
             for name, model_name in pretraining.FEATURE_TO_INPUT.items()}
 
@@ -278,7 +283,8 @@ def test_written_shards_are_the_examples_whatever_the_threads(real_documents, to
     stats = pretraining.write_pretraining_data(corpus, one, *args, threads=1, chunk_size=500)
     three = [str(tmp_path / f"three-{i}.tfrecord") for i in range(3)]
     stats_three = pretraining.write_pretraining_data(corpus, three, *args, threads=3, chunk_size=500)
-    assert sorted(os.listdir(tmp_path)) == ["one.tfrecord"] + [os.path.basename(p) for p in three]  # no .tmp left
+    # No .tmp left.
+    assert sorted(os.listdir(tmp_path)) == ["one.tfrecord"] + [os.path.basename(p) for p in three]
     for paths in (one, three):
         got = _read_records(paths, 64, 10)
         for name in pretraining.FEATURE_TO_INPUT:
@@ -303,7 +309,8 @@ def test_more_shards_than_examples(tmp_path):
     corpus = pretraining.TokenizedCorpus.from_documents([[[7, 8, 9]], [[10, 11]]])
     outputs = [str(tmp_path / f"s{i}") for i in range(5)]
     ids = SimpleNamespace(vocab_size=20, cls_id=2, sep_id=3, mask_id=4, special_ids=[0, 1, 2, 3, 4])
-    stats = pretraining.write_pretraining_data(corpus, outputs, ids, PretrainingDataConfig(16, 3, 0.15, 0.0, 1, seed=1))
+    stats = pretraining.write_pretraining_data(corpus, outputs, ids,
+                                               PretrainingDataConfig(16, 3, 0.15, 0.0, 1, seed=1))
     assert [s["examples"] for s in stats] == [0, 0, 1, 0, 1]
     assert all(os.path.exists(p) for p in outputs)
     got = _read_records(outputs, 16, 3)
@@ -315,7 +322,8 @@ def test_text_dataset_remasks_each_epoch(tokenizer):
     documents = [document[:2] for document in iter_documents(max_bytes=400_000)]
 
     def stream(seed):
-        return pretraining.text_dataset(lambda: iter(documents), tokenizer, _stream_config(64, 10, seed), batch_size=8)
+        return pretraining.text_dataset(lambda: iter(documents), tokenizer, _stream_config(64, 10, seed),
+                                        batch_size=8)
 
     per_epoch = sum(1 for _ in pretraining.text_dataset(
         lambda: iter(documents), tokenizer, _stream_config(64, 10, seed=1), 8, is_training=False))
@@ -329,7 +337,8 @@ def test_text_dataset_remasks_each_epoch(tokenizer):
         weights = batch["masked_lm_weights"] > 0
         for row in range(8):
             unmasked = batch["input_word_ids"][row].copy()
-            unmasked[batch["masked_lm_positions"][row][weights[row]]] = batch["masked_lm_ids"][row][weights[row]]
+            unmasked[batch["masked_lm_positions"][row][weights[row]]] = (
+                batch["masked_lm_ids"][row][weights[row]])
             key = (unmasked.tobytes(), batch["input_type_ids"][row].tobytes())
             masks.setdefault(key, []).append(batch["masked_lm_positions"][row].tobytes())
     repeated = [positions for positions in masks.values() if len(positions) > 1]
@@ -423,7 +432,8 @@ def test_text_dataset_pairs_as_the_static_path(tokenizer):
     expected = static["next_sentence_labels"].mean()
     per_epoch = len(static["a_start"]) // 50 // 32
     dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, _stream_config(64, 10, seed=4), 32)
-    labels = np.concatenate([b["next_sentence_labels"] for b in dataset.take(8 * per_epoch).as_numpy_iterator()])
+    labels = np.concatenate([b["next_sentence_labels"]
+                             for b in dataset.take(8 * per_epoch).as_numpy_iterator()])
     assert 0.5 < expected < 0.65, expected
     assert abs(labels.mean() - expected) < 0.035, (labels.mean(), expected)
 
@@ -447,8 +457,8 @@ def test_text_dataset_random_segments_come_from_anywhere(tokenizer):
     document_of = {tokenizer.vocab.index(w): d for d, w in enumerate(words)}
 
     def distances(shuffle_buffer):
-        dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, _stream_config(16, 2, seed=1), 16,
-                                           is_training=False, stream=pretraining.StreamOptions(
+        dataset = pretraining.text_dataset(lambda: iter(documents), tokenizer, _stream_config(16, 2, seed=1),
+                                           16, is_training=False, stream=pretraining.StreamOptions(
                                                document_buffer=10, chunk_documents=5,
                                                document_shuffle_buffer=shuffle_buffer))
         found = []
@@ -468,8 +478,8 @@ def test_text_dataset_random_segments_come_from_anywhere(tokenizer):
 
 
 def _whole_words_kept(examples, tokenizer):
-    """Fraction of "##" pieces right after a non-special piece (so of its word) masked exactly when that piece is,
-    and their number."""
+    """Fraction of "##" pieces right after a non-special piece (so of its word) masked exactly when that
+    piece is, and their number."""
     weights = examples["masked_lm_weights"] > 0
     rows = np.nonzero(weights)[0]
     original = examples["input_ids"].copy()
@@ -501,8 +511,9 @@ def test_text_dataset_whole_word_masking(tokenizer):
 def test_text_dataset_bad_input(tmp_path, tokenizer):
     def stream(*paths, **kwargs):
         files = [str(p) for p in paths]
-        return pretraining.text_dataset(lambda: pretraining.read_documents(files), tokenizer, _stream_config(32, 5),
-                                        4, is_training=False, source=f"--input_files={','.join(files)}", **kwargs)
+        return pretraining.text_dataset(lambda: pretraining.read_documents(files), tokenizer,
+                                        _stream_config(32, 5), 4, is_training=False,
+                                        source=f"--input_files={','.join(files)}", **kwargs)
 
     # Single-sentence documents, an empty file and a 20,000-word line: every B from another document,
     # the long line cut to the sequence length.
@@ -516,7 +527,8 @@ def test_text_dataset_bad_input(tmp_path, tokenizer):
 
     one_doc = tmp_path / "one.txt"
     one_doc.write_text("First sentence here.\nSecond one.\n")
-    with pytest.raises(tf.errors.InvalidArgumentError, match=f"--input_files={empty},{one_doc}: found 1 document"):
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=f"--input_files={empty},{one_doc}: found 1 document"):
         list(stream(empty, one_doc))
     bad = tmp_path / "latin1.txt"
     bad.write_bytes("ok line\n\nna\u00efve caf\u00e9\n".encode("latin-1"))
@@ -560,8 +572,8 @@ def test_text_is_not_taken_for_tfrecords(tmp_path, tokenizer):
 def _masked_by_both_paths(features, tokenizer, whole_word):
     """The same packed rows masked by the numpy path (static) and by MaskedLMMasker (tf, dynamic)."""
     config = PretrainingDataConfig(128, 20, 0.15, whole_word_mask=whole_word)
-    static = pretraining.mask_tokens(features, config, tokenizer.vocab_size, tokenizer.mask_id, tokenizer.special_ids,
-                                     np.random.default_rng(1),
+    static = pretraining.mask_tokens(features, config, tokenizer.vocab_size, tokenizer.mask_id,
+                                     tokenizer.special_ids, np.random.default_rng(1),
                                      continuation_pieces(tokenizer.vocab) if whole_word else None)
     masker = MaskedLMMasker(tokenizer.vocab_size, tokenizer.mask_id, tokenizer.special_ids, 20, 0.15,
                             whole_word_mask=whole_word, vocab=tokenizer.vocab if whole_word else None, seed=1)
@@ -583,20 +595,24 @@ def test_numpy_and_tf_masking_are_one_rule(real_documents, tokenizer):
     assert len(lengths) > 500
     for whole_word in (False, True):
         static, dynamic = _masked_by_both_paths(features, tokenizer, whole_word)
-        stats = [pretraining.example_statistics(examples, tokenizer.mask_id) for examples in (static, dynamic)]
+        stats = [pretraining.example_statistics(examples, tokenizer.mask_id)
+                 for examples in (static, dynamic)]
         counts = [(examples["masked_lm_weights"] > 0).sum(1) for examples in (static, dynamic)]
         for name in ("masked_fraction", "mask_token_fraction", "kept_fraction", "random_token_fraction"):
             assert abs(stats[0][name] - stats[1][name]) < 0.015, (whole_word, name, stats)
-        assert abs(stats[0]["mask_token_fraction"] - 0.8) < 0.02 and abs(stats[1]["kept_fraction"] - 0.1) < 0.02
+        assert (abs(stats[0]["mask_token_fraction"] - 0.8) < 0.02
+                and abs(stats[1]["kept_fraction"] - 0.1) < 0.02)
         for examples in (static, dynamic):  # never special ids, [UNK] included
             assert not np.isin(examples["masked_lm_ids"][examples["masked_lm_weights"] > 0],
                                list(tokenizer.special_ids)).any()
         if whole_word:  # never past the budget; every word whole; "##" pieces as often among the targets
             assert all((c <= budget).all() for c in counts)
-            assert abs(counts[0].mean() - counts[1].mean()) < 0.02 * budget.mean(), (counts[0].mean(), counts[1].mean())
+            assert abs(counts[0].mean() - counts[1].mean()) < 0.02 * budget.mean(), (
+                counts[0].mean(), counts[1].mean())
             kept = [_whole_words_kept(examples, tokenizer) for examples in (static, dynamic)]
             assert kept[0] == kept[1] == (1.0, kept[0][1]) and kept[0][1] > 500, kept
-            pieces = [continuation_pieces(tokenizer.vocab)[e["masked_lm_ids"][e["masked_lm_weights"] > 0]].mean()
+            is_piece = continuation_pieces(tokenizer.vocab)
+            pieces = [is_piece[e["masked_lm_ids"][e["masked_lm_weights"] > 0]].mean()
                       for e in (static, dynamic)]
             assert pieces[0] > 0.05 and abs(pieces[0] - pieces[1]) < 0.015, pieces
         else:

@@ -1,4 +1,5 @@
-"""tf.train.Example bytes encoded from numpy: the same messages as the proto API, readable by parse_example."""
+"""tf.train.Example bytes encoded from numpy: the same messages as the proto API, readable by
+parse_example."""
 
 import numpy as np
 import pytest
@@ -14,7 +15,8 @@ def _proto_example(row):
         if np.issubdtype(values.dtype, np.floating):
             feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values.tolist()))
         else:
-            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values.astype(np.int64).tolist()))
+            feature[name] = tf.train.Feature(
+                int64_list=tf.train.Int64List(value=values.astype(np.int64).tolist()))
     return tf.train.Example(features=tf.train.Features(feature=feature))
 
 
@@ -73,7 +75,8 @@ def test_a_tfrecord_file_is_told_by_its_content(tmp_path):
     data = path.read_bytes()
     others = {"short.txt": b"Hi.\n\nYo.\n", "blank.txt": b"   \n", "empty.tfrecord": b"",
               "text.txt": b"A first sentence, longer than a record header.\n\nAnother document.\n",
-              "truncated.tfrecord": data[:20], "corrupt.tfrecord": data[:12] + bytes([data[12] ^ 1]) + data[13:]}
+              "truncated.tfrecord": data[:20],
+              "corrupt.tfrecord": data[:12] + bytes([data[12] ^ 1]) + data[13:]}
     for name, content in others.items():
         (tmp_path / name).write_bytes(content)
         assert not tfrecord.is_tfrecord_file(str(tmp_path / name)), name

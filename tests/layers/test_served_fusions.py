@@ -44,7 +44,8 @@ def test_served_encoder_runs_fused_dense_ops(tiny_config, tmp_path):
     version_dir = export_saved_model(encoder, str(tmp_path), signature="token_ids", warmup=False)
     counts = _optimized_op_types(version_dir, seq_length=8)
     if not any(op.startswith("_Mkl") for op in counts):
-        pytest.skip("this TensorFlow runs without oneDNN's graph rewrites (TF_ENABLE_ONEDNN_OPTS=0 or not x86)")
+        pytest.skip("this TensorFlow runs without oneDNN's graph rewrites (TF_ENABLE_ONEDNN_OPTS=0 or not "
+                    "x86)")
     layers = tiny_config.num_hidden_layers
     fused = sum(n for op, n in counts.items() if op.endswith("FusedMatMul"))
     unfused = {op: n for op, n in counts.items() if op in ("MatMul", "_MklMatMul", "BiasAdd", "Erf", "Erfc")}

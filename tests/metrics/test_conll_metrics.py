@@ -1,4 +1,5 @@
-"""conlleval chunk rules and scores on hand-computed cases, and against a transcription of its counting loop."""
+"""conlleval chunk rules and scores on hand-computed cases, and against a transcription of its counting
+loop."""
 
 import random
 
@@ -27,7 +28,8 @@ def test_chunk_rule_quirks():
     assert conll.extract_chunks(["S-PER", "S-PER"]) == [("PER", 0, 1)]
     assert conll.extract_chunks(["B-PER", "E-PER", "B-PER", "E-PER"]) == [("PER", 0, 3)]
     assert conll.extract_chunks(["S-PER", "S-PER"], iobes=True) == [("PER", 0, 0), ("PER", 1, 1)]
-    assert conll.extract_chunks(["B-PER", "E-PER", "B-PER", "E-PER"], iobes=True) == [("PER", 0, 1), ("PER", 2, 3)]
+    assert conll.extract_chunks(["B-PER", "E-PER", "B-PER", "E-PER"], iobes=True) == [("PER", 0, 1),
+                                                                                      ("PER", 2, 3)]
     assert conll.extract_chunks(["B-LOC", "E-LOC", "S-PER", "O", "S-PER", "I-PER"], iobes=True) == [
         ("LOC", 0, 1), ("PER", 2, 2), ("PER", 4, 4), ("PER", 5, 5)]
 
@@ -44,7 +46,8 @@ def test_scores_hand_computed():
     assert result["per_type"]["PER"]["f1"] == 1.0
     assert result["per_type"]["LOC"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "true_chunks": 1,
                                          "predicted_chunks": 0, "correct_chunks": 0}
-    assert result["per_type"]["ORG"]["predicted_chunks"] == 2 and result["per_type"]["ORG"]["true_chunks"] == 1
+    assert (result["per_type"]["ORG"]["predicted_chunks"] == 2
+            and result["per_type"]["ORG"]["true_chunks"] == 1)
     assert sorted(result["per_type"]) == ["LOC", "ORG", "PER"]
 
 
@@ -113,7 +116,8 @@ def _conlleval_pl(lines):
 
 
 def _lines(gold_sentences, guessed_sentences):
-    """The file conlleval.pl reads: one `token gold guessed` line per token, a blank line after each sentence."""
+    """The file conlleval.pl reads: one `token gold guessed` line per token, a blank line after each
+    sentence."""
     lines = []
     for gold_sentence, guessed_sentence in zip(gold_sentences, guessed_sentences, strict=True):
         lines += [f"w {g} {p}" for g, p in zip(gold_sentence, guessed_sentence, strict=True)] + [""]
@@ -141,8 +145,8 @@ def test_matches_conlleval_pl_on_random_tags():
         pred = [[g if rng.random() < 0.7 else rng.choice(tags) for g in sentence] for sentence in gold]
         result = conll.conlleval(gold, pred)
         found_gold, found_guessed, correct, right_tags, tokens, per_type = _conlleval_pl(_lines(gold, pred))
-        assert (result["true_chunks"], result["predicted_chunks"], result["correct_chunks"], result["tokens"]) == (
-            found_gold, found_guessed, correct, tokens), (gold, pred)
+        assert (result["true_chunks"], result["predicted_chunks"], result["correct_chunks"],
+                result["tokens"]) == (found_gold, found_guessed, correct, tokens), (gold, pred)
         assert result["accuracy"] == (right_tags / tokens if tokens else 0.0)
         # The script prints the types of found chunks only (a correct chunk may be credited to another).
         assert {t: v["correct_chunks"] for t, v in result["per_type"].items()} == {

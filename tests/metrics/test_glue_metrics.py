@@ -59,9 +59,12 @@ def test_against_scipy_and_sklearn_when_installed():
 
 
 def test_compute_metrics_per_task():
-    assert glue.compute_metrics("CoLA", [1, 1, 0, 0], [1, 0, 0, 0]) == pytest.approx({"mcc": 1 / math.sqrt(3)})
-    assert glue.compute_metrics("MRPC", [1, 1, 0], [1, 0, 0]) == pytest.approx({"accuracy": 2 / 3, "f1": 2 / 3})
-    assert glue.compute_metrics("qqp", ["1", "0"], ["1", "1"]) == pytest.approx({"accuracy": 0.5, "f1": 2 / 3})
+    assert glue.compute_metrics("CoLA", [1, 1, 0, 0], [1, 0, 0, 0]) == pytest.approx(
+        {"mcc": 1 / math.sqrt(3)})
+    assert glue.compute_metrics("MRPC", [1, 1, 0], [1, 0, 0]) == pytest.approx(
+        {"accuracy": 2 / 3, "f1": 2 / 3})
+    assert glue.compute_metrics("qqp", ["1", "0"], ["1", "1"]) == pytest.approx(
+        {"accuracy": 0.5, "f1": 2 / 3})
     assert set(glue.compute_metrics("sts-b", [0.1, 2.0, 4.0], [0.0, 2.5, 5.0])) == {"pearson", "spearmanr"}
     mnli = glue.compute_metrics("mnli", ["entailment", "neutral", "neutral"], [1, 2, 0])
     assert mnli == pytest.approx({"accuracy": 2 / 3})

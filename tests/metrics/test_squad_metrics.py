@@ -1,4 +1,5 @@
-"""The official SQuAD v1.1/v2.0 scores on hand-computed cases, and v2.0 against the official script's logic."""
+"""The official SQuAD v1.1/v2.0 scores on hand-computed cases, and v2.0 against the official script's
+logic."""
 
 import collections
 import random
@@ -133,4 +134,5 @@ def test_v2_matches_official_semantics_on_random_cases():
         threshold = rng.choice([0.0, 0.5, 1.0])
         result = squad.evaluate_v2(_dataset(*questions), predictions, na_probs, threshold)
         expected = _official_v2(_dataset(*questions), predictions, na_probs, threshold)
-        assert {k: v for k, v in result.items() if not k.endswith("total")} == pytest.approx(expected), questions
+        assert {k: v for k, v in result.items() if not k.endswith("total")} == pytest.approx(expected), (
+            questions)

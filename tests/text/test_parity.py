@@ -1,6 +1,7 @@
 """Bit-exact parity of BertTokenizer with Google's original FullTokenizer on 1.5 MB of mixed text.
 
-Reference: transformers' Python BERT tokenizer adjusted to the original (tests/text/tokenization_reference.py).
+Reference: transformers' Python BERT tokenizer adjusted to the original
+(tests/text/tokenization_reference.py).
 """
 
 import pytest

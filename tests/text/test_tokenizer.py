@@ -175,7 +175,8 @@ def test_tf_data_and_saved_model(tmp_path, uncased_tokenizer):
 _ASCII_EDGE_CASES = [
     "", " ", "   \t\n\r ", "Hello, World!", "a" * 100, "b" * 101 + " ok " + "C" * 250 + "!",
     "".join(chr(c) for c in range(0x20, 0x7F)), "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", "x.y:z--w",
-    "[CLS] ##ing [UNK] un##aff", "MiXeD CaSe\tTABS\nnew\rline", "  leading and trailing  ", "don't 3.14 e-mail",
+    "[CLS] ##ing [UNK] un##aff", "MiXeD CaSe\tTABS\nnew\rline", "  leading and trailing  ",
+    "don't 3.14 e-mail",
 ]  # fmt: skip
 
 

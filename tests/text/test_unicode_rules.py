@@ -12,7 +12,8 @@ def test_basic_tokenize_matches_original(corpus_lines):
               "\U000f0000\ue000x \u0378", "\u1fefa", "\x00\x01\ufffd", "x" * 101]  # fmt: skip
     for lower_case in (True, False):
         reference = OriginalBasicTokenizer(do_lower_case=lower_case)
-        differ = [line for line in lines if unicode_rules.basic_tokenize(line, lower_case) != reference.tokenize(line)]
+        differ = [line for line in lines
+                  if unicode_rules.basic_tokenize(line, lower_case) != reference.tokenize(line)]
         assert not differ, (len(differ), differ[:2])
     assert len("".join(lines)) > 250_000  # characters: a quarter of the corpus
 

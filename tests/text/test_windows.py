@@ -8,7 +8,8 @@ from keras_bert.data.squad import is_max_context
 from keras_bert.text.windows import pick_max_context, piece_windows
 
 
-@pytest.mark.parametrize("num_pieces, window, stride", [(766, 510, 255), (1000, 510, 255), (37, 8, 3), (5, 8, 4)])
+@pytest.mark.parametrize("num_pieces, window, stride",
+                         [(766, 510, 255), (1000, 510, 255), (37, 8, 3), (5, 8, 4)])
 def test_each_piece_comes_from_the_window_run_squad_would_pick(num_pieces, window, stride):
     pieces = tf.RaggedTensor.from_row_lengths(tf.range(num_pieces, dtype=tf.int32), [num_pieces])
     windows = piece_windows(pieces, window, stride)

@@ -44,7 +44,8 @@ class OriginalBasicTokenizer(hf_bert.BasicTokenizer):
 
 
 class OriginalFullTokenizer:
-    """Python reference: `tokenize(text) -> list of ids`, as Google's FullTokenizer + convert_tokens_to_ids."""
+    """Python reference: `tokenize(text) -> list of ids`, as Google's FullTokenizer +
+    convert_tokens_to_ids."""
 
     def __init__(self, vocab, lower_case):
         self.vocab = {token: index for index, token in enumerate(vocab)}

@@ -23,7 +23,8 @@ def test_nan_loss_raises_naming_the_step_before_later_callbacks():
     y = np.zeros((8, 1), np.float32)
     y[4] = np.inf  # the third batch of 2: steps 1-2 are finite
     after = _CountSteps()
-    with pytest.raises(TrainingDivergedError, match=r"training loss is (nan|inf) at step 3: the model diverged"):
+    with pytest.raises(TrainingDivergedError,
+                       match=r"training loss is (nan|inf) at step 3: the model diverged"):
         model.fit(x, y, batch_size=2, epochs=1, shuffle=False, callbacks=[FailOnNaN(), after], verbose=0)
     assert after.steps == 2
     finite = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])

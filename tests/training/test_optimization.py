@@ -102,7 +102,8 @@ def test_fused_update_matches_keras_adamw(strategy):
     with distribute.get_strategy("mirrored").scope():
         assert not ours._fused()  # mirrored variables: Keras' own update
     # Keras' own AdamW squares a sparse gradient's rows before summing a repeated id's (g^2 + g^2, not
-    # (2g)^2); ours (fused or not) takes it as the dense tensor it stands for, as Keras does given that tensor.
+    # (2g)^2); ours (fused or not) takes it as the dense tensor it stands for, as Keras does given that
+    # tensor.
     _, reference = run(lambda: _keras_adamw(1e-2, 0.1), dense=True)
     for name in start:
         np.testing.assert_allclose(fused[name], reference[name], rtol=2e-6, atol=1e-7, err_msg=name)

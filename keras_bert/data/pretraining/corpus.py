@@ -36,7 +36,8 @@ class TokenizedCorpus(NamedTuple):
     def append(self, other):
         """This corpus followed by the documents of `other`."""
         return TokenizedCorpus(np.concatenate([self.tokens, other.tokens]),
-                               np.concatenate([self.sentence_starts, other.sentence_starts[1:] + len(self.tokens)]),
+                               np.concatenate([self.sentence_starts,
+                                               other.sentence_starts[1:] + len(self.tokens)]),
                                np.concatenate([self.document_starts,
                                                other.document_starts[1:] + self.document_starts[-1]]))
 
@@ -87,7 +88,8 @@ def tokenize_corpus(documents, tokenizer, batch_lines=4096, parallel=True):
     lines = tf.constant(lines, tf.string)
     if parallel and len(lines) > batch_lines:
         dataset = tf.data.Dataset.from_tensor_slices(lines).batch(batch_lines)
-        dataset = dataset.map(lambda batch: _ids_and_lengths(tokenizer(batch)), num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = dataset.map(lambda batch: _ids_and_lengths(tokenizer(batch)),
+                              num_parallel_calls=tf.data.AUTOTUNE)
         parts = list(dataset.prefetch(tf.data.AUTOTUNE).as_numpy_iterator())
     else:
         parts = [[t.numpy() for t in _ids_and_lengths(tokenizer(lines[start:start + batch_lines]))]

@@ -42,8 +42,8 @@ def read_documents(files, stats=None):
                 try:
                     line = raw.decode("utf-8").strip()
                 except UnicodeDecodeError as e:
-                    raise ValueError(f"{path}:{line_number}: not valid UTF-8 ({e.reason} at byte {e.start} of the "
-                                     "line); the corpus must be UTF-8 text") from None
+                    raise ValueError(f"{path}:{line_number}: not valid UTF-8 ({e.reason} at byte {e.start} "
+                                     "of the line); the corpus must be UTF-8 text") from None
                 if line:
                     document.append(line)
                     seen_text = True

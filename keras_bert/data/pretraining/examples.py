@@ -12,7 +12,8 @@ from keras_bert.text import masking
 
 
 class ExampleBuilder:
-    """The shuffled NSP spans of a corpus, cut into chunks of `chunk_size` examples, built one chunk at a time.
+    """The shuffled NSP spans of a corpus, cut into chunks of `chunk_size` examples, built one chunk at a
+    time.
 
     Args:
         documents: a `TokenizedCorpus` or lists of token-id sequences (at least 2 documents with text).
@@ -46,8 +47,8 @@ class ExampleBuilder:
         spans = {name: values[start:start + self.chunk_size] for name, values in self.spans.items()}
         features = pairing.pack_spans(self.tokens, spans, self.config.max_seq_length)
         rng = np.random.default_rng([self.config.seed, chunk])
-        return masking_lib.mask_tokens(features, self.config, self.vocab_size, self.mask_id, self.special_ids, rng,
-                                       self.continuation)
+        return masking_lib.mask_tokens(features, self.config, self.vocab_size, self.mask_id, self.special_ids,
+                                       rng, self.continuation)
 
 
 def create_pretraining_examples(documents, tokenizer, config, source="corpus", chunk_size=8192):

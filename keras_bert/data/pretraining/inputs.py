@@ -55,7 +55,8 @@ def _documents_fn(source, is_training):
             yield from read_documents(source.files, stats)
             if stats.get("empty_files"):
                 # Named without its value ("--input_files", not the whole glob list).
-                logger.warning("%s: skipped %d file(s) with no text", name.split("=")[0], stats["empty_files"])
+                logger.warning("%s: skipped %d file(s) with no text", name.split("=")[0],
+                               stats["empty_files"])
 
         name = source.name or ",".join(source.files)
         return documents_fn, name
@@ -78,8 +79,9 @@ def pretraining_dataset_fn(source, tokenizer, config, batch_size, is_training, p
     if source.files and holds_tfrecords(source.files):
         def tfrecord_fn(context):
             return tfrecord_dataset(source.files, context.get_per_replica_batch_size(batch_size),
-                                    config.max_seq_length, config.max_predictions_per_seq, is_training=is_training,
-                                    seed=config.seed, input_context=context, pad_to_multiple_of=pad_to_multiple_of)
+                                    config.max_seq_length, config.max_predictions_per_seq,
+                                    is_training=is_training, seed=config.seed, input_context=context,
+                                    pad_to_multiple_of=pad_to_multiple_of)
         return tfrecord_fn
     documents_fn, name = _documents_fn(source, is_training)
     check_documents(list(itertools.islice(documents_fn(), 2)), name)  # fail now, not at the first step

@@ -62,9 +62,9 @@ def tfrecord_dataset(file_patterns, batch_size, max_seq_length, max_predictions_
             (`keras_bert.data.padding`); seq is then the batch's length.
 
     Raises ValueError (`check_tfrecord_files`) for a file that is not TFRecords, or only empty files when
-    training. Returns: `tf.data.Dataset` of dicts: `input_word_ids`, `input_mask`, `input_type_ids` int32 [b, seq],
-    `masked_lm_positions`, `masked_lm_ids` int32 [b, max_pred], `masked_lm_weights` float32 [b, max_pred],
-    `next_sentence_labels` int32 [b].
+    training. Returns: `tf.data.Dataset` of dicts: `input_word_ids`, `input_mask`, `input_type_ids` int32
+    [b, seq], `masked_lm_positions`, `masked_lm_ids` int32 [b, max_pred], `masked_lm_weights` float32
+    [b, max_pred], `next_sentence_labels` int32 [b].
     """
     files = expand_patterns(file_patterns)
     check_tfrecord_files(files, is_training)
@@ -88,8 +88,10 @@ def tfrecord_dataset(file_patterns, batch_size, max_seq_length, max_predictions_
     if pad_to_multiple_of:  # parse in batches, then regroup by length
         dataset = dataset.batch(1024).map(lambda records: tf.io.parse_example(records, spec),
                                           num_parallel_calls=tf.data.AUTOTUNE).unbatch()
-        dataset = padding.bucket_by_length(dataset, batch_size, max_seq_length, pad_to_multiple_of, is_training)
-        dataset = dataset.map(lambda features: padding.trim_padding(_to_model_names(features), pad_to_multiple_of),
+        dataset = padding.bucket_by_length(dataset, batch_size, max_seq_length, pad_to_multiple_of,
+                                           is_training)
+        dataset = dataset.map(lambda features: padding.trim_padding(_to_model_names(features),
+                                                                    pad_to_multiple_of),
                               num_parallel_calls=tf.data.AUTOTUNE)
     else:
         dataset = dataset.batch(batch_size, drop_remainder=is_training)

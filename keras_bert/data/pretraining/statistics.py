@@ -9,9 +9,11 @@ def count_statistics(examples, mask_id):
     rows = np.nonzero(weights)[0]
     shown = examples["input_ids"][rows, examples["masked_lm_positions"][weights]]
     original = examples["masked_lm_ids"][weights]
-    return {"examples": len(examples["input_ids"]), "random_next": int(examples["next_sentence_labels"].sum()),
+    return {"examples": len(examples["input_ids"]),
+            "random_next": int(examples["next_sentence_labels"].sum()),
             "real_tokens": int(examples["input_mask"].sum()), "masked": len(shown),
-            "mask_token": int(np.sum(shown == mask_id)), "kept": int(np.sum((shown == original) & (shown != mask_id))),
+            "mask_token": int(np.sum(shown == mask_id)),
+            "kept": int(np.sum((shown == original) & (shown != mask_id))),
             "random_token": int(np.sum((shown != original) & (shown != mask_id)))}
 
 

@@ -23,7 +23,8 @@ def write_examples(examples, path):
     return tfrecord.write_examples_file({name: examples[name] for name in FEATURE_TO_INPUT}, path)
 
 
-def write_pretraining_data(corpus, outputs, tokenizer, config, source="corpus", threads=None, chunk_size=8192):
+def write_pretraining_data(corpus, outputs, tokenizer, config, source="corpus", threads=None,
+                           chunk_size=8192):
     """Builds the pre-training examples of a whole corpus and writes them as TFRecord shards.
 
     The arguments are those of `create_pretraining_examples` (`corpus` a `TokenizedCorpus`). Its examples,
@@ -47,7 +48,8 @@ def write_pretraining_data(corpus, outputs, tokenizer, config, source="corpus", 
             first, last = max(bounds[shard], start) - start, min(bounds[shard + 1], stop) - start
             if first < last:
                 part = {name: values[first:last] for name, values in examples.items()}
-                parts.append((shard, buffer, offsets[first:last + 1], count_statistics(part, tokenizer.mask_id)))
+                parts.append((shard, buffer, offsets[first:last + 1],
+                              count_statistics(part, tokenizer.mask_id)))
             if bounds[shard + 1] >= stop:
                 break
         return parts
@@ -76,7 +78,8 @@ def create_pretraining_files(files, outputs, tokenizer, config, source=None, thr
     """Reads and tokenizes the corpus `files` (`read_documents`, `tokenize_corpus`) and writes its examples
     to the `outputs` shards (`write_pretraining_data`); `source` (default: the files) names them in errors.
 
-    Returns (one statistics dict per output, a corpus summary dict: documents, sentences, tokens, empty_files).
+    Returns (one statistics dict per output, a corpus summary dict: documents, sentences, tokens,
+    empty_files).
     """
     read_stats = {}
     corpus = tokenize_corpus(read_documents(files, read_stats), tokenizer)
