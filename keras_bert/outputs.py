@@ -192,18 +192,18 @@ class Claim:
         self.path, self.lock, self.existed, self.created = path, lock, existed, created
 
     def release(self, succeeded=True):
-        if self.lock is None:
-            return
-        _HELD[self.lock] -= 1
-        if not _HELD[self.lock]:
-            del _HELD[self.lock]
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self.lock)
-        self.lock = None
+        if self.lock is not None:
+            _HELD[self.lock] -= 1
+            if not _HELD[self.lock]:
+                del _HELD[self.lock]
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(self.lock)
+            self.lock = None
         if not succeeded:
             for directory in self.created:
                 with contextlib.suppress(OSError):
                     os.rmdir(directory)  # only an empty one goes
+            self.created = []
 
     def __enter__(self):
         return self
@@ -241,7 +241,7 @@ def _check_free(path, kind, overwrite, label, flag):
     if not os.path.lexists(path):
         return
     if os.path.isdir(path) != (kind == "dir"):
-        raise UserInputError(f"{label} is a {'directory' if kind == 'file' else 'file'}; expected a {kind}")
+        raise UserInputError(f"{label} is a {'directory, not a file' if kind == 'file' else 'file, not a directory'}")
     entries = _contents(path) if kind == "dir" else [os.path.basename(path)]
     if entries and not overwrite:
         shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")

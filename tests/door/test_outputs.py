@@ -115,6 +115,25 @@ def test_an_output_file_that_is_an_input_is_refused_with_the_input_intact(run_in
     assert _leftovers(tmp_path) == [] and not os.path.exists(tmp_path / "out")
 
 
+@pytest.mark.parametrize("name", ["build_vocab", "create_pretraining_data", "extract_features"])
+def test_an_output_file_that_exists_or_is_being_written_is_refused(run_in_process, script_inputs, tmp_path, name):
+    text, flags, vocab = script_inputs
+    output = tmp_path / "output"
+    argv = {"build_vocab": [f"--input_files={text}"],
+            "create_pretraining_data": [f"--input_file={text}", f"--vocab_file={vocab}"],
+            "extract_features": [*flags, f"--input_file={text}", f"--output_dir={tmp_path / 'out'}"]}[name]
+    with _other_writer(str(output), kind="file") as pid:
+        status, stderr = run_in_process(name, *argv, f"--output_file={output}")
+    assert status == 1 and stderr.startswith(f"error: --output_file={output} is being written by another run "
+                                             f"(pid {pid} on {socket.gethostname()}: ")
+    output.write_bytes(b"an earlier output")
+    status, stderr = run_in_process(name, *argv, f"--output_file={output}")
+    assert (status, stderr) == (1, f"error: --output_file={output} exists: pass --overwrite to replace it, or "
+                                   f"choose another --output_file\n")
+    assert output.read_bytes() == b"an earlier output" and not os.path.exists(tmp_path / "out")
+    assert _leftovers(tmp_path) == []
+
+
 def test_an_existing_output_file_is_replaced_only_with_overwrite(run_in_process, script_inputs, tmp_path):
     text, _, _ = script_inputs
     vocab = tmp_path / "vocab_out.txt"
