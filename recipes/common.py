@@ -74,10 +74,13 @@ def setup():
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     keras.utils.set_random_seed(FLAGS.seed)
     keras.mixed_precision.set_global_policy(FLAGS.dtype)
-    claim_output_dir("output_dir" if "output_dir" in FLAGS else "model_dir", ["init_checkpoint"])
+    flag = "output_dir" if "output_dir" in FLAGS else "model_dir"
+    claim_output_dir(flag, ["init_checkpoint"], check_only=True)  # refused before waiting for the workers
     compat.fix_keras_multi_worker()
     with flag_errors("distribution_strategy", "worker_wait_s"):
-        return distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.worker_wait_s)
+        strategy = distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.worker_wait_s)
+    claim_output_dir(flag, ["init_checkpoint"])  # made once the run starts: a stopped wait leaves nothing
+    return strategy
 
 
 def define_overwrite_flag():

@@ -16,7 +16,7 @@ RUN_MARKER = ".keras_bert_run"  # in an output directory: the recipe writing the
 RESUMING_RECIPES = ("pretrain",)  # a rerun continues from the run's checkpoints
 
 
-def claim_output_dir(flag, input_flags=()):
+def claim_output_dir(flag, input_flags=(), check_only=False):
     """The output-directory rules of every recipe, for the directory of --`flag`: refused when it is,
     contains or lies inside the path of one of `input_flags` (writing would destroy the input), or while
     another run writes it (its lock, named); refused when not empty (the marker aside), unless it holds a run
@@ -24,7 +24,8 @@ def claim_output_dir(flag, input_flags=()):
     from before the marker) or --overwrite is given: then its old files are set aside and removed once the
     run writes its own (never merged with them). Creates it and marks it as this recipe's; when the run ends
     (or fails, or is stopped by SIGTERM) having written nothing there, the directory is left as it was (or
-    not there). A non-chief multi-worker task only checks the inputs: the chief claims the directory."""
+    not there). A non-chief multi-worker task only checks the inputs: the chief claims the directory.
+    `check_only`: raise what the claim would raise, and leave the directory as it is."""
     path, recipe = FLAGS[flag].value, logs.recipe_name()
     label = f"--{flag}={path}"
     inputs = {f"--{name}={FLAGS[name].value}": FLAGS[name].value for name in input_flags}
@@ -40,6 +41,8 @@ def claim_output_dir(flag, input_flags=()):
             raise UserInputError(f"{label} is not empty ({', '.join(entries[:3])}{', ...' * (len(entries) > 3)}) "
                                  f"and holds no run of {recipe} to resume: pass --overwrite to replace its files, "
                                  f"or choose another --{flag}")
+        if check_only:
+            return held.release(False)
         os.makedirs(path, exist_ok=True)
         stash = _set_aside(path, entries) if entries and not resumable else None
         if owner != recipe:

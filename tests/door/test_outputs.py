@@ -324,10 +324,15 @@ def test_two_runs_into_one_fresh_directory_one_is_refused_naming_the_first(run_i
 
 
 def test_sigterm_before_any_write_leaves_no_directory(run_in_process, tiny_model, tmp_path, monkeypatch):
-    from keras_bert.training import distribute
+    from recipes import common
 
     out = tmp_path / "new" / "out"
-    monkeypatch.setattr(distribute, "get_strategy", lambda *_: os.kill(os.getpid(), signal.SIGTERM))
+
+    def stopped(*_):  # SIGTERM arrives once the directory is claimed, before anything is written there
+        assert os.path.isfile(out / ".keras_bert_run")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(common, "finetuning_tokenizer", stopped)
     with pytest.raises(SystemExit) as stopped:
         run_in_process("run_classifier", *_classifier_flags(tmp_path, tiny_model), f"--output_dir={out}")
     assert stopped.value.code == 128 + signal.SIGTERM
