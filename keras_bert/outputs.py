@@ -132,9 +132,15 @@ def _noun(flag):
 
 
 def _contents(path):
-    """The entries of directory `path`, less the temporaries a dead writer of ours left there."""
+    """The entries of directory `path`, less its lock and the temporaries a dead writer of ours left there."""
     remove_stale(path)
-    return sorted(os.listdir(path))
+    return sorted(name for name in os.listdir(path) if name != LOCK_SUFFIX)
+
+
+def parent_writable(path):
+    """Whether the directory holding `path` takes new entries (not so for a volume mounted in a read-only
+    root: its output directory is then locked and filled from inside)."""
+    return os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
 
 
 def _makedirs(directory):
@@ -153,6 +159,8 @@ def _lock(path, label, flag):
     """Takes the lock of output `path` for this process; returns the lock file. Raises UserInputError naming
     the other writer when a live process holds it."""
     lock = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + LOCK_SUFFIX)
+    if not parent_writable(path) and os.path.isdir(path):
+        lock = os.path.join(path, LOCK_SUFFIX)  # a writable directory in a read-only one (a mounted volume)
     if lock in _HELD:
         _HELD[lock] += 1
         return lock
@@ -256,13 +264,24 @@ def writing_dir(path, inputs=(), overwrite=False):
     there whole. On failure nothing of it is left. Yields the temporary directory's path."""
     with claim(path, inputs, overwrite, "dir") as held:
         parent, name = os.path.split(held.path)
-        tmp = make_temp_dir(parent, prefix=f".tmp-{name}-")
+        inside = not parent_writable(held.path)  # a directory in a read-only one: filled file by file
+        tmp = make_temp_dir(held.path if inside else parent, prefix=f".tmp-{name}-")
         try:
             yield tmp
             seal(tmp)
-            _replace(tmp, held.path)
+            (_move_into if inside else _replace)(tmp, held.path)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _move_into(source, target):
+    """Empties `target` (but for `source` and its lock), then renames each entry of `source` into it."""
+    for name in _contents(target):
+        entry = os.path.join(target, name)
+        if entry != source:
+            shutil.rmtree(entry) if os.path.isdir(entry) and not os.path.islink(entry) else os.remove(entry)
+    for name in os.listdir(source):
+        os.replace(os.path.join(source, name), os.path.join(target, name))
 
 
 def _replace(source, target):

@@ -33,7 +33,7 @@ def claim_output_dir(flag, input_flags=(), check_only=False):
         return outputs.check_inputs(path, inputs, label, flag)
     held = outputs.claim(path, inputs, overwrite=True, kind="dir", label=label, flag=flag)
     try:
-        entries = sorted(e for e in os.listdir(path) if e != RUN_MARKER) if os.path.isdir(path) else []
+        entries = sorted(set(os.listdir(path)) - {RUN_MARKER, outputs.LOCK_SUFFIX}) if os.path.isdir(path) else []
         owner = _marker(path)
         resumable = recipe in RESUMING_RECIPES and (
             owner == recipe or (owner is None and os.path.exists(os.path.join(path, "checkpoints", "checkpoint"))))
@@ -44,7 +44,7 @@ def claim_output_dir(flag, input_flags=(), check_only=False):
         if check_only:
             return held.release(False)
         os.makedirs(path, exist_ok=True)
-        stash = _set_aside(path, entries) if entries and not resumable else None
+        stash = _set_aside(held.path, entries) if entries and not resumable else None
         if owner != recipe:
             with open(os.path.join(path, RUN_MARKER), "w", encoding="utf-8") as f:
                 f.write(recipe + "\n")
@@ -73,16 +73,25 @@ def _marker(path):
 
 
 def _set_aside(path, entries):
-    """Moves `entries` of `path` into a hidden directory beside it (removed as stale if this process dies)."""
-    stash = outputs.make_temp_dir(os.path.dirname(os.path.abspath(path)), f".tmp-{os.path.basename(path)}-old-")
+    """Moves `entries` of `path` into a hidden directory beside it (inside it when its parent is read-only),
+    which the next writer there removes as stale if this process dies; returns that directory."""
+    parent = os.path.dirname(path) if outputs.parent_writable(path) else path
+    stash = outputs.make_temp_dir(parent, f".tmp-{os.path.basename(path)}-old-")
     for name in entries:
         os.rename(os.path.join(path, name), os.path.join(stash, name))
     return stash
 
 
-def _unwritten(path):
-    """Whether no file but the marker is under `path`."""
-    return all(name == RUN_MARKER and root == path for root, _, files in os.walk(path) for name in files)
+def _walk(path, stash):
+    """os.walk(path, topdown=False) less the set-aside directory `stash` (None: none)."""
+    return [(root, files) for root, _, files in os.walk(path, topdown=False)
+            if not (stash and (root + os.sep).startswith(stash + os.sep))]
+
+
+def _unwritten(path, stash):
+    """Whether no file but the marker (and the lock) is under `path`, `stash` aside."""
+    return all(name in (RUN_MARKER, outputs.LOCK_SUFFIX) and root == path
+               for root, files in _walk(path, stash) for name in files)
 
 
 def _finish(held, succeeded, fresh, owner, stash):
@@ -90,7 +99,7 @@ def _finish(held, succeeded, fresh, owner, stash):
     of `owner` when it replaced another (None: there was none), or not there, with the parents the claim
     made); else the set-aside old files are removed. Drops the lock."""
     path = held.path
-    if not fresh or not _unwritten(path):
+    if not fresh or not _unwritten(path, stash):
         if stash:
             shutil.rmtree(stash, ignore_errors=True)
         return held.release(succeeded)
@@ -99,7 +108,7 @@ def _finish(held, succeeded, fresh, owner, stash):
     elif owner:
         with open(os.path.join(path, RUN_MARKER), "w", encoding="utf-8") as f:
             f.write(owner + "\n")
-    for root, _, _ in list(os.walk(path, topdown=False)):
+    for root, _ in _walk(path, stash):
         if root != path:
             os.rmdir(root)  # the empty directories the run made
     if stash:
