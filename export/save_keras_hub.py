@@ -4,8 +4,9 @@
 
 --model_path is a `.keras` file (any keras_bert model; a BertClassifier also becomes a BertTextClassifier
 task preset) or a checkpoint directory in any format `BertEncoder.from_pretrained` reads (its encoder, with
-the vocab.txt beside it as the tokenizer). The files are moved into --output_dir by atomic renames; the
-directory is printed.
+the vocab.txt beside it as the tokenizer). --output_dir may not be, hold or lie inside --model_path; an
+existing non-empty one is refused unless --overwrite (then replaced whole). The preset is written beside it
+and renamed into place; the directory is printed.
 """
 
 import os
@@ -19,10 +20,13 @@ logs.quiet(__name__)  # before TensorFlow loads
 
 from absl import app, flags
 
+from recipes import common
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_path", None, "A .keras model file, or a checkpoint directory (writes its encoder).")
 flags.DEFINE_string("output_dir", None, "The KerasHub preset directory to write.")
 flags.mark_flags_as_required(["model_path", "output_dir"])
+common.define_overwrite_flag()
 
 
 def main(argv):
@@ -32,13 +36,14 @@ def main(argv):
     import keras_bert
 
     path = FLAGS.model_path
-    if path.endswith(".keras"):
-        if not os.path.isfile(path):
-            raise app.UsageError(f"--model_path={path}: no such .keras file")
-        model = keras.saving.load_model(path, compile=False)
-    else:
-        model = keras_bert.BertEncoder.from_pretrained(path)
-    print(keras_bert.save_keras_hub(model, FLAGS.output_dir))
+    with common.claim_output("output_dir", "dir", paths=["model_path"]):
+        if path.endswith(".keras"):
+            if not os.path.isfile(path):
+                raise app.UsageError(f"--model_path={path}: no such .keras file")
+            model = keras.saving.load_model(path, compile=False)
+        else:
+            model = keras_bert.BertEncoder.from_pretrained(path)
+        print(keras_bert.save_keras_hub(model, FLAGS.output_dir, overwrite=FLAGS.overwrite))
 
 
 if __name__ == "__main__":

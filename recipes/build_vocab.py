@@ -20,6 +20,7 @@ from absl import app, flags, logging
 
 from keras_bert.text import vocab as vocab_lib
 from keras_bert.text import vocab_learner
+from recipes import common
 
 flags.DEFINE_list("input_files", None, "Comma-separated text files or globs, one example per line.")
 flags.DEFINE_string("output_file", None, "Where to write vocab.txt.")
@@ -28,6 +29,7 @@ flags.DEFINE_bool("do_lower_case", True, "Learn an uncased vocab (lower-case + s
 flags.DEFINE_integer("max_lines", None, "Read at most this many lines (default: all).")
 flags.DEFINE_integer("min_frequency", 2, "A learned piece must occur at least this many times.")
 flags.DEFINE_integer("max_unique_chars", 1000, "Keep only the most frequent characters.")
+common.define_overwrite_flag()
 FLAGS = flags.FLAGS
 
 
@@ -35,15 +37,16 @@ def main(argv):
     del argv
     if not FLAGS.input_files or not FLAGS.output_file:
         raise app.UsageError("--input_files and --output_file are required.")
-    vocab = vocab_learner.learn_wordpiece_vocab(
-        FLAGS.input_files,
-        vocab_size=FLAGS.vocab_size,
-        lower_case=FLAGS.do_lower_case,
-        max_lines=FLAGS.max_lines,
-        min_frequency=FLAGS.min_frequency,
-        max_unique_chars=FLAGS.max_unique_chars,
-    )
-    vocab_lib.save_vocab(vocab, FLAGS.output_file)
+    with common.output_file("output_file", globs=["input_files"]) as tmp:
+        vocab = vocab_learner.learn_wordpiece_vocab(
+            FLAGS.input_files,
+            vocab_size=FLAGS.vocab_size,
+            lower_case=FLAGS.do_lower_case,
+            max_lines=FLAGS.max_lines,
+            min_frequency=FLAGS.min_frequency,
+            max_unique_chars=FLAGS.max_unique_chars,
+        )
+        vocab_lib.save_vocab(vocab, tmp)
     logging.info("wrote %d tokens to %s", len(vocab), FLAGS.output_file)
 
 

@@ -17,7 +17,7 @@ from keras_bert import compat
 from keras_bert.config import PRESETS, BertConfig
 from keras_bert.errors import UserInputError
 from keras_bert.training import distribute, optimization
-from recipes import logs
+from recipes.run_dir import claim_output_dir
 
 FLAGS = flags.FLAGS
 logger = logging.getLogger("keras_bert")
@@ -74,86 +74,18 @@ def setup():
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     keras.utils.set_random_seed(FLAGS.seed)
     keras.mixed_precision.set_global_policy(FLAGS.dtype)
-    claim_output_dir("output_dir" if "output_dir" in FLAGS else "model_dir", ["init_checkpoint"])
+    flag = "output_dir" if "output_dir" in FLAGS else "model_dir"
+    claim_output_dir(flag, ["init_checkpoint"], check_only=True)  # refused before waiting for the workers
     compat.fix_keras_multi_worker()
     with flag_errors("distribution_strategy", "worker_wait_s"):
-        return distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.worker_wait_s)
-
-
-RUN_MARKER = ".keras_bert_run"  # in an output directory: the recipe writing there
-RESUMING_RECIPES = ("pretrain",)  # a rerun continues from the run's checkpoints
+        strategy = distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.worker_wait_s)
+    claim_output_dir(flag, ["init_checkpoint"])  # made once the run starts: a stopped wait leaves nothing
+    return strategy
 
 
 def define_overwrite_flag():
-    flags.DEFINE_bool("overwrite", False, "Write into a non-empty output directory that holds no resumable run of "
-                      "this recipe, replacing its files (without it such a directory is refused).")
-
-
-def claim_output_dir(flag, input_flags=()):
-    """The output-directory rules of every recipe, for the directory of --`flag`: refused when it is, or
-    contains, the path of one of `input_flags` (writing would destroy the input); refused when not empty
-    (the marker aside), unless it holds a run of this recipe that resumes (`RESUMING_RECIPES`: one it marked,
-    or an unmarked one with checkpoints/, from before the marker) or --overwrite is given. Creates it and
-    marks it as this recipe's; if the run then fails before writing anything else there, the directory is
-    left as it was."""
-    path, recipe = FLAGS[flag].value, logs.recipe_name()
-    for name in input_flags:
-        source = FLAGS[name].value
-        if source and _within(source, path):
-            raise UserInputError(f"--{flag}={path} is or contains the input --{name}={source}: writing there "
-                                 f"would replace it; choose another --{flag}")
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise UserInputError(f"--{flag}={path} is a file, not a directory")
-    if not _is_chief_task(json.loads(os.environ.get("TF_CONFIG") or "{}")):
-        return os.makedirs(path, exist_ok=True)  # a multi-worker run: the chief claims it
-    entries = sorted(e for e in os.listdir(path) if e != RUN_MARKER) if os.path.isdir(path) else []
-    owner = _marker(path)
-    resumable = recipe in RESUMING_RECIPES and (
-        owner == recipe or (owner is None and os.path.exists(os.path.join(path, "checkpoints", "checkpoint"))))
-    if entries and not resumable and not FLAGS.overwrite:
-        raise UserInputError(f"--{flag}={path} is not empty ({', '.join(entries[:3])}{', ...' * (len(entries) > 3)})"
-                             f" and holds no run of {recipe} to resume: pass --overwrite to replace its files, "
-                             f"or choose another --{flag}")
-    created = not os.path.exists(path)
-    os.makedirs(path, exist_ok=True)
-    if owner != recipe:
-        with open(os.path.join(path, RUN_MARKER), "w", encoding="utf-8") as f:
-            f.write(recipe + "\n")
-    if not entries and owner is None:
-        logs.AFTER_MAIN.append(lambda succeeded: succeeded or _unclaim(path, created))
-
-
-def _is_chief_task(tf_config):
-    """Whether TF_CONFIG's task is the one that writes (as `distribute.is_chief`); True without TF_CONFIG."""
-    task = tf_config.get("task", {})
-    if "chief" in tf_config.get("cluster", {}):
-        return task.get("type") == "chief"
-    return int(task.get("index", 0)) == 0
-
-
-def _within(inner, outer):
-    inner, outer = os.path.realpath(inner), os.path.realpath(outer)
-    return os.path.commonpath([inner, outer]) == outer
-
-
-def _marker(path):
-    try:
-        with open(os.path.join(path, RUN_MARKER), encoding="utf-8") as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
-def _unclaim(path, created):
-    """After a failed run: removes the marker, the empty directories made under it (and the directory, if the
-    run created it) when no other file was written there."""
-    walk = list(os.walk(path, topdown=False))
-    if [os.path.join(root, name) for root, _, files in walk for name in files] != [os.path.join(path, RUN_MARKER)]:
-        return
-    os.remove(os.path.join(path, RUN_MARKER))
-    for root, _, _ in walk:
-        if root != path or created:
-            os.rmdir(root)
+    flags.DEFINE_bool("overwrite", False, "Replace an existing output (a file, or a non-empty directory that holds "
+                      "no resumable run of this recipe) whole; without it such an output is refused.")
 
 
 def jit_compile(strategy):
@@ -280,6 +212,38 @@ def flag_files(flag):
         return expand_patterns(FLAGS[flag].value)
     except (FileNotFoundError, ValueError) as e:
         raise type(e)(f"--{flag}={FLAGS[flag].value}: {e}") from None
+
+
+def output_inputs(globs=(), paths=()):
+    """{label: path} of the inputs an output may not touch: the files of the `globs` flags (comma-separated
+    files/globs; patterns matching nothing are left to the recipe's own error) and the `paths` flags."""
+    from keras_bert.data.pretraining import expand_patterns
+
+    inputs = {f"--{name}={FLAGS[name].value}": FLAGS[name].value for name in paths}
+    for name in globs:
+        value = FLAGS[name].value or ()
+        for pattern in value.split(",") if isinstance(value, str) else value:
+            with contextlib.suppress(FileNotFoundError, ValueError):
+                inputs.update({f"{path} (of --{name})": path for path in expand_patterns(pattern)})
+    return inputs
+
+
+def claim_output(flag, kind="file", globs=(), paths=()):
+    """`keras_bert.outputs.claim` of --`flag`'s path (a "file" or "dir") against the inputs of `globs` and
+    `paths` (`output_inputs`), with --overwrite; its errors name the flags. Use it as a context manager."""
+    from keras_bert import outputs
+
+    value = FLAGS[flag].value
+    return outputs.claim(value, output_inputs(globs, paths), FLAGS.overwrite, kind, f"--{flag}={value}", flag)
+
+
+def output_file(flag, globs=(), paths=()):
+    """`keras_bert.outputs.writing_file` of --`flag`'s path, claimed as `claim_output` does: a context
+    manager yielding the temporary path to write, renamed to --`flag` on success."""
+    from keras_bert import outputs
+
+    value = FLAGS[flag].value
+    return outputs.writing_file(value, output_inputs(globs, paths), FLAGS.overwrite, f"--{flag}={value}", flag)
 
 
 def require_data_files(eval_file="eval_file"):

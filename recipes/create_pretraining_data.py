@@ -21,10 +21,13 @@ from recipes import logs
 
 logs.quiet(__name__)  # before TensorFlow loads
 
+import contextlib
 import json
 import time
 
 from absl import flags
+
+from recipes import common
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Comma-separated input text files/globs (default: the default corpus).")
@@ -41,6 +44,7 @@ flags.DEFINE_integer("dupe_factor", 10, "Passes over the documents, each with di
 flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens masked.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
 flags.DEFINE_integer("num_workers", 0, "Threads that build and encode examples (0: one per CPU).")
+common.define_overwrite_flag()
 
 
 def output_files(output_file, num_output_shards):
@@ -62,13 +66,24 @@ def run(files, outputs, vocab_file, config, lower_case=True, num_workers=0):
 
 def main(argv):
     del argv
+    from keras_bert import outputs as claims
+
+    outputs = output_files(FLAGS.output_file, FLAGS.num_output_shards)
+    inputs = common.output_inputs(globs=["input_file"], paths=["vocab_file"])
+    with contextlib.ExitStack() as held:  # every shard claimed before any work; each is renamed in when whole
+        for path in outputs:
+            held.enter_context(claims.claim(path, inputs, FLAGS.overwrite, "file", f"--output_file={path}",
+                                            "output_file"))
+        _create(outputs)
+
+
+def _create(outputs):
+    """Writes the pre-training examples of the flags to the `outputs` shards and prints their statistics."""
     from keras_bert.data import default_corpus
     from keras_bert.data.pretraining import PretrainingDataConfig
-    from recipes import common
 
     files = common.flag_files("input_file") if FLAGS.input_file else [default_corpus.default_corpus_path()]
     vocab_file = FLAGS.vocab_file or default_corpus.default_vocab_file(lower_case=FLAGS.do_lower_case)
-    outputs = output_files(FLAGS.output_file, FLAGS.num_output_shards)
     start = time.time()
     config = PretrainingDataConfig(
         max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,

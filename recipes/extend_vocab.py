@@ -38,11 +38,12 @@ def main(argv):
 
     if not FLAGS.init_checkpoint or not FLAGS.input_files or not FLAGS.output_dir:
         raise app.UsageError("--init_checkpoint, --input_files and --output_dir are required.")
-    common.claim_output_dir("output_dir", ["init_checkpoint"])
-    with common.flag_errors("init_checkpoint", "input_files"):
+    with common.claim_output("output_dir", "dir", globs=["input_files"], paths=["init_checkpoint"]), \
+            common.flag_errors("init_checkpoint", "input_files"):
         result = extend_checkpoint_vocab(
             FLAGS.init_checkpoint, FLAGS.input_files, FLAGS.num_new_tokens, FLAGS.output_dir,
-            lower_case=FLAGS.do_lower_case, max_lines=FLAGS.max_lines, min_frequency=FLAGS.min_frequency)
+            lower_case=FLAGS.do_lower_case, max_lines=FLAGS.max_lines, min_frequency=FLAGS.min_frequency,
+            overwrite=FLAGS.overwrite)
     extension = result.extension
     print(f"Added {len(extension.new_ids)} tokens ({extension.num_unused_filled} in [unusedK] slots), "
           f"vocab {extension.old_size} -> {len(extension.vocab)}; domain tokens per word "

@@ -33,12 +33,19 @@ flags.DEFINE_integer("batch_size", 32, "Lines per batch.")
 
 def main(argv):
     del argv
-    from keras_bert.tasks import feature_extraction
-    from keras_bert.text import BertPreprocessor
-
     if not FLAGS.input_file or not FLAGS.output_file:
         raise ValueError("--input_file and --output_file are required")
     common.setup()
+    with common.output_file("output_file", globs=["input_file"], paths=["init_checkpoint", "vocab_file"]) as tmp:
+        pairs = _extract(tmp)
+    print(f"Features of {len(pairs)} lines: {FLAGS.output_file}")
+
+
+def _extract(output_file):
+    """Writes the features of --input_file's lines to `output_file`; returns the lines' (text_a, text_b)."""
+    from keras_bert.tasks import feature_extraction
+    from keras_bert.text import BertPreprocessor
+
     tokenizer = common.finetuning_tokenizer()
     encoder = common.build_encoder(tokenizer.vocab_size)
     layers = [int(layer) for layer in FLAGS.layers]
@@ -47,8 +54,8 @@ def main(argv):
     with common.flag_errors("input_file"):
         pairs = feature_extraction.read_lines(FLAGS.input_file)
     feature_extraction.write_features(encoder, BertPreprocessor(tokenizer, FLAGS.max_seq_length), pairs, layers,
-                                      FLAGS.output_file, FLAGS.batch_size)
-    print(f"Features of {len(pairs)} lines: {FLAGS.output_file}")
+                                      output_file, FLAGS.batch_size)
+    return pairs
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import functools
 import logging
 import os
 import re
+import signal
 import sys
 import threading
 import traceback
@@ -107,20 +108,33 @@ def recipe_name():
 
 
 def call_main(main, argv):
-    """main(argv); an error the user fixes is printed as `error_line` to stderr and gives exit status 1."""
+    """main(argv); an error the user fixes is printed as `error_line` to stderr and gives exit status 1.
+    SIGTERM raises SystemExit(143) in the main thread, so the `AFTER_MAIN` hooks run for a stopped run too."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _stop) if in_main_thread else None
     try:
         result = main(argv)
-    except Exception as e:
+    except BaseException as e:
         for hook in AFTER_MAIN:
             hook(False)
+        if not isinstance(e, Exception):
+            raise
         line = error_line(e)
         if line is None or verbose():
             raise
         print(line, file=sys.stderr, flush=True)
         return 1
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
     for hook in AFTER_MAIN:
         hook(True)
     return result
+
+
+def _stop(signum, frame):
+    del frame
+    raise SystemExit(128 + signum)
 
 
 def error_line(error):

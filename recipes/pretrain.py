@@ -143,7 +143,8 @@ def main(argv):
             if vocab_file is None:  # the vocab of the .keras it started from, beside the result as usual
                 vocab_file = os.path.join(tmp, "vocab.txt")
                 save_vocab(tokenizer.vocab, vocab_file)
-            final = save_pretrained(model, os.path.join(FLAGS.model_dir, "pretrained"), vocab_file)
+            # The run owns its directory: a resumed run replaces the model a finished one saved.
+            final = save_pretrained(model, os.path.join(FLAGS.model_dir, "pretrained"), vocab_file, overwrite=True)
         print(f"Pre-trained model: {final}/model.keras (load with keras_bert.BertEncoder.from_pretrained)")
 
 

@@ -1,12 +1,10 @@
-"""File plumbing shared by the checkpoint writers: atomic file sets and the vocab beside a checkpoint."""
+"""File plumbing shared by the checkpoint readers and writers: the vocab and casing beside a checkpoint."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 
-from keras_bert import tempdirs
 from keras_bert.textfiles import read_json
 
 VOCAB_FILE = "vocab.txt"
@@ -15,26 +13,6 @@ KERAS_HUB_VOCAB = os.path.join("assets", "tokenizer", "vocabulary.txt")
 KERAS_HUB_TOKENIZER, KERAS_HUB_TOKENIZER_CLASS = "tokenizer.json", "keras_hub>BertTokenizer"
 # Where a Hugging Face checkpoint says its casing (BertTokenizer's `do_lower_case`).
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
-
-
-@contextlib.contextmanager
-def atomic_files(directory: str, last: str):
-    """Yields a temporary directory; on success each file in it is moved into `directory` by an atomic
-    rename, `last` (the weights file a loader detects the format by) after the others. A reader never
-    sees a half-written file, and other files already in `directory` are left alone (but for hidden
-    directories a killed save of ours left there, which are removed)."""
-    tmp = tempdirs.make_temp_dir(directory)
-    try:
-        yield tmp
-        tempdirs.seal(tmp)
-        names = sorted(os.listdir(tmp), key=lambda name: name == last)
-        for name in names:
-            target = os.path.join(directory, name)
-            if os.path.isdir(target) and os.path.isdir(os.path.join(tmp, name)):
-                shutil.rmtree(target)  # a directory (KerasHub's assets/) cannot be renamed onto a full one
-            os.replace(os.path.join(tmp, name), target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def copy_vocab(vocab_file: str | None, directory: str) -> None:

@@ -12,7 +12,8 @@ import os
 
 import tensorflow as tf
 
-from keras_bert.checkpoints.files import atomic_files, checkpoint_directory, copy_vocab
+from keras_bert import outputs
+from keras_bert.checkpoints.files import checkpoint_directory, copy_vocab
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
 
@@ -62,15 +63,17 @@ def read_google_checkpoint(prefix: str) -> tuple[BertConfig, CheckpointWeights]:
     return config, CheckpointWeights(path=prefix, arrays=arrays, ignored=ignored)
 
 
-def save_google_checkpoint(model, path_prefix: str, vocab_file: str | None = None) -> str:
+def save_google_checkpoint(model, path_prefix: str, vocab_file: str | None = None, overwrite: bool = False) -> str:
     """Writes `model` (a BertEncoder, a BertPretrainer with its `cls/` heads, or a task model's encoder) as
     a TF1 checkpoint under the original variable names, plus `bert_config.json` (and `vocab.txt` when
     given) in the prefix's directory. Returns `path_prefix`; load it with `tf.train.load_checkpoint`,
-    Google's scripts (`--init_checkpoint`) or `load_encoder` / `load_pretrainer`."""
+    Google's scripts (`--init_checkpoint`) or `load_encoder` / `load_pretrainer`. The prefix's directory is
+    the output (`keras_bert.outputs.writing_dir`): refused when not empty unless `overwrite` (then replaced
+    whole), or when it holds `vocab_file`."""
     encoder, pretrainer = split_model(model)
     arrays = collect_weights(encoder, pretrainer)
     directory, basename = os.path.split(os.path.abspath(path_prefix))
-    with atomic_files(directory, last=basename + ".index") as tmp:
+    with outputs.writing_dir(directory, [vocab_file], overwrite) as tmp:
         tf.raw_ops.SaveV2(
             prefix=os.path.join(tmp, basename),
             tensor_names=list(arrays),

@@ -16,7 +16,8 @@ import re
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
-from keras_bert.checkpoints.files import atomic_files, copy_vocab
+from keras_bert import outputs
+from keras_bert.checkpoints.files import copy_vocab
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
 from keras_bert.textfiles import read_json
@@ -170,11 +171,12 @@ def read_huggingface(directory: str) -> tuple[BertConfig, CheckpointWeights]:
     return config, CheckpointWeights(path=path, arrays=arrays, rename=rename, ignored=ignored)
 
 
-def save_huggingface(model, path: str, vocab_file: str | None = None) -> str:
+def save_huggingface(model, path: str, vocab_file: str | None = None, overwrite: bool = False) -> str:
     """Writes `model` as a Hugging Face directory `path`: `config.json` + `model.safetensors` (+ `vocab.txt`
     when given). A BertPretrainer is written with `BertForPreTraining` keys (`bert.` + `cls.` heads), an
-    encoder with `BertModel` keys; `transformers.BertModel.from_pretrained(path)` loads either. Returns
-    `path`."""
+    encoder with `BertModel` keys; `transformers.BertModel.from_pretrained(path)` loads either. Written
+    beside `path` and renamed into place (`keras_bert.outputs.writing_dir`): a non-empty `path` is refused
+    unless `overwrite` (then replaced whole), as is one holding `vocab_file`. Returns `path`."""
     encoder, pretrainer = split_model(model)
     tensors = {}
     for name, array in collect_weights(encoder, pretrainer).items():
@@ -184,7 +186,7 @@ def save_huggingface(model, path: str, vocab_file: str | None = None) -> str:
         tensors[key] = np.ascontiguousarray(array.T if transpose else array)
     config = encoder.config.to_huggingface_dict()
     config["architectures"] = ["BertForPreTraining" if pretrainer is not None else "BertModel"]
-    with atomic_files(path, last=SAFETENSORS_FILE) as tmp:
+    with outputs.writing_dir(path, [vocab_file], overwrite) as tmp:
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
             json.dump(config, f, indent=2, sort_keys=True)
             f.write("\n")

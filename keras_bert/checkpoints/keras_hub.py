@@ -27,10 +27,10 @@ import h5py
 import keras
 import numpy as np
 
+from keras_bert import outputs
 from keras_bert.checkpoints.files import KERAS_HUB_TOKENIZER as TOKENIZER_FILE
 from keras_bert.checkpoints.files import KERAS_HUB_TOKENIZER_CLASS as TOKENIZER
 from keras_bert.checkpoints.files import KERAS_HUB_VOCAB as VOCAB_ASSET
-from keras_bert.checkpoints.files import atomic_files
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
 from keras_bert.textfiles import read_json
@@ -297,12 +297,14 @@ def _write_h5(path, arrays):
             f.create_dataset(name, data=np.ascontiguousarray(array, np.float32))
 
 
-def save_keras_hub(model, directory) -> str:
+def save_keras_hub(model, directory, overwrite=False) -> str:
     """Writes `model` (a BertEncoder or a task model) as a KerasHub preset directory: its encoder as a
     BertBackbone, its preprocessor's vocab and casing as a BertTokenizer (none without a preprocessor),
     and a BertClassifier's head as a BertTextClassifier task (with its preprocessor's sequence_length).
     `keras_hub.models.BertBackbone.from_preset(directory)` (and BertTokenizer / BertTextClassifier) load it;
-    files are moved in by atomic renames, config.json last. Returns `directory`."""
+    the preset is written beside `directory` and renamed into place (`keras_bert.outputs.writing_dir`): a
+    non-empty `directory` is refused unless `overwrite` (then replaced whole, no stale task files left).
+    Returns `directory`."""
     directory = os.fspath(directory)
     encoder, _ = split_model(model)
     config = encoder.config
@@ -315,7 +317,7 @@ def save_keras_hub(model, directory) -> str:
     if kind not in ("encoder", "classifier"):
         logger.warning("save_keras_hub: the %s head of %s has no KerasHub BERT counterpart; writing the backbone",
                        kind, type(model).__name__)
-    with atomic_files(directory, last=CONFIG_FILE) as tmp:
+    with outputs.writing_dir(directory, (), overwrite) as tmp:
         _write_h5(os.path.join(tmp, WEIGHTS_FILE), arrays)
         _write_json(tmp, METADATA_FILE, {
             "keras_version": keras.version(), "saved_by": "keras_bert.checkpoints.save_keras_hub",

@@ -9,7 +9,8 @@ import zipfile
 
 import keras
 
-from keras_bert.checkpoints.files import atomic_files, copy_vocab
+from keras_bert import outputs
+from keras_bert.checkpoints.files import copy_vocab
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
 
@@ -51,21 +52,25 @@ def read_keras(path: str) -> tuple[BertConfig, CheckpointWeights]:
 def save_without_optimizer(model, path: str) -> None:
     """`model.save(path)` without the optimizer's state (Keras 3 has no `include_optimizer`): a model to
     serve or share is a third of the size (AdamW keeps two slots per weight); training resumes from its own
-    checkpoints, not from this file."""
+    checkpoints, not from this file. Like `model.save`, an existing file is replaced; the new one is written
+    beside it and renamed into place (`keras_bert.outputs.writing_file`), so a killed save leaves the old
+    file or none, never half a zip."""
     optimizer = getattr(model, "optimizer", None)
     model.optimizer = None
     try:
-        model.save(path)
+        with outputs.writing_file(path, overwrite=True) as tmp:
+            model.save(tmp)
     finally:
         model.optimizer = optimizer
 
 
-def save_pretrained(model, directory: str, vocab_file: str | None = None) -> str:
+def save_pretrained(model, directory: str, vocab_file: str | None = None, overwrite: bool = False) -> str:
     """Saves `model` (any keras_bert model) to `directory` as `model.keras` + `bert_config.json` (+ a copy
-    of `vocab_file`). Files are moved in by atomic renames, model.keras last, so `from_pretrained` never
-    reads a half-written save. Returns `directory`."""
+    of `vocab_file`), written beside it and renamed into place (`keras_bert.outputs.writing_dir`), so
+    `from_pretrained` never reads a half-written save. A non-empty `directory` is refused unless
+    `overwrite` (then replaced whole), as is one holding `vocab_file`. Returns `directory`."""
     encoder, _ = split_model(model)
-    with atomic_files(directory, last=MODEL_FILE) as tmp:
+    with outputs.writing_dir(directory, [vocab_file], overwrite) as tmp:
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
             json.dump(encoder.config.to_dict(), f, indent=2, sort_keys=True)
             f.write("\n")

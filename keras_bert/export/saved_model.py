@@ -21,7 +21,7 @@ import shutil
 import keras
 import tensorflow as tf
 
-from keras_bert import tempdirs
+from keras_bert import outputs
 from keras_bert.checkpoints import split_model
 from keras_bert.export.errors import ExportError
 from keras_bert.export.preprocessing import serving_preprocessor
@@ -179,11 +179,11 @@ def publish_version(export_dir, version, write):
     if os.path.exists(version_dir):
         raise ExportError(f"{version_dir} already exists; TF Serving versions are immutable: pass a new "
                           f"version (next free: {next_version(export_dir)}) or remove it")
-    tmp_dir = tempdirs.make_temp_dir(export_dir, prefix=f".tmp-{version}-")
+    tmp_dir = outputs.make_temp_dir(export_dir, prefix=f".tmp-{version}-")
     try:
         write(tmp_dir)
-        tempdirs.seal(tmp_dir)  # readable by a server running as another user, as a plain mkdir would be
-        version_dir = tempdirs.rename_to_free(
+        outputs.seal(tmp_dir)  # readable by a server running as another user, as a plain mkdir would be
+        version_dir = outputs.rename_to_free(
             tmp_dir, version_dir, chosen and (lambda: os.path.join(export_dir, str(next_version(export_dir)))))
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)

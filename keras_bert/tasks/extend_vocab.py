@@ -6,6 +6,7 @@ import logging
 import os
 import tempfile
 
+from keras_bert import outputs
 from keras_bert.checkpoints import (
     assign_encoder,
     detect_format,
@@ -41,7 +42,7 @@ class ExtendedCheckpoint:
 
 
 def extend_checkpoint_vocab(init_checkpoint, files_or_lines, num_new_tokens, output_dir, lower_case=True,
-                            max_lines=None, min_frequency=2):
+                            max_lines=None, min_frequency=2, overwrite=False):
     """Adds the `num_new_tokens` WordPieces that shorten the domain text most to a checkpoint's vocab.
 
     Args:
@@ -55,6 +56,8 @@ def extend_checkpoint_vocab(init_checkpoint, files_or_lines, num_new_tokens, out
         lower_case: whether the checkpoint's tokenizer is uncased.
         max_lines: read at most this many lines of the domain text.
         min_frequency: a new piece must occur at least this many times in the domain text.
+        overwrite: replace a non-empty `output_dir` whole (without it such a directory is refused, before
+            any work, as is one that is, holds or lies inside `init_checkpoint`: `keras_bert.outputs.claim`).
 
     Returns:
         an `ExtendedCheckpoint`. The new tokens fill `[unusedK]` slots first, then are appended; their
@@ -67,10 +70,18 @@ def extend_checkpoint_vocab(init_checkpoint, files_or_lines, num_new_tokens, out
     if vocab_file is None:
         raise FileNotFoundError(f"{init_checkpoint}: no vocab.txt beside the checkpoint; expected the "
                                 f"WordPiece vocab the checkpoint was trained with")
+    with outputs.claim(output_dir, [init_checkpoint, vocab_file], overwrite):
+        return _extend(init_checkpoint, vocab_file, files_or_lines, num_new_tokens, output_dir, overwrite,
+                       dict(lower_case=lower_case, max_lines=max_lines), min_frequency)
+
+
+def _extend(init_checkpoint, vocab_file, files_or_lines, num_new_tokens, output_dir, overwrite, reading,
+            min_frequency):
+    """`extend_checkpoint_vocab` once its output is claimed; `reading`: count_words' keyword arguments."""
     vocab = vocab_lib.load_vocab(vocab_file)
     config, weights = read_checkpoint(init_checkpoint)
     check_vocab_size(config, len(vocab), vocab_file)
-    word_counts = count_words(files_or_lines, lower_case=lower_case, max_lines=max_lines)
+    word_counts = count_words(files_or_lines, **reading)
     chosen = dict(choose_new_tokens(word_counts, vocab, num_new_tokens, min_frequency=min_frequency))
     extension = extend_vocab(vocab, list(chosen), tokens_saved=chosen)
     config, weights = resize_vocab(config, weights, len(extension.vocab), extension.pieces)
@@ -79,7 +90,7 @@ def extend_checkpoint_vocab(init_checkpoint, files_or_lines, num_new_tokens, out
     else:
         model = BertEncoder(config)
         assign_encoder(model, weights)
-    path = _save(model, detect_format(init_checkpoint), output_dir, extension.vocab)
+    path = _save(model, detect_format(init_checkpoint), output_dir, extension.vocab, overwrite)
     logger.info("%s: %d new tokens (%d in [unusedK] slots, %d appended), vocab_size %d -> %d",
                 path, len(chosen), extension.num_unused_filled, len(chosen) - extension.num_unused_filled,
                 len(vocab), len(extension.vocab))
@@ -88,15 +99,14 @@ def extend_checkpoint_vocab(init_checkpoint, files_or_lines, num_new_tokens, out
                               tokens_per_word_after=tokens_per_word(word_counts, extension.vocab))
 
 
-def _save(model, fmt, output_dir, vocab):
+def _save(model, fmt, output_dir, vocab, overwrite):
     """Writes `model` + `vocab` to `output_dir` in the format `fmt`; returns the checkpoint path."""
-    os.makedirs(output_dir, exist_ok=True)
-    # The writers copy vocab.txt in with their atomic renames, so it never sits beside the old weights.
-    with tempfile.TemporaryDirectory(dir=output_dir, prefix=".vocab-") as tmp:
+    # The writers copy vocab.txt in with the rest of the directory they rename into place.
+    with tempfile.TemporaryDirectory(prefix="keras_bert-vocab-") as tmp:
         vocab_file = os.path.join(tmp, "vocab.txt")
         vocab_lib.save_vocab(vocab, vocab_file)
         if fmt == "google":
-            return save_google_checkpoint(model, os.path.join(output_dir, GOOGLE_PREFIX), vocab_file)
+            return save_google_checkpoint(model, os.path.join(output_dir, GOOGLE_PREFIX), vocab_file, overwrite)
         if fmt == "huggingface":
-            return save_huggingface(model, output_dir, vocab_file)
-        return save_pretrained(model, output_dir, vocab_file)
+            return save_huggingface(model, output_dir, vocab_file, overwrite)
+        return save_pretrained(model, output_dir, vocab_file, overwrite)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert import BertConfig, BertEncoder, tempdirs
+from keras_bert import BertConfig, BertEncoder, outputs
 from keras_bert.export import export_saved_model
 from keras_bert.models.serving import checked_inputs, text_spec
 
@@ -51,7 +51,7 @@ def test_version_dir_has_the_umask_modes(encoder, tmp_path, umask, dir_mode, fil
         os.umask(previous)
     modes = _modes(version_dir)
     assert "saved_model.pb" in modes and "variables/variables.index" in modes
-    assert tempdirs.MARKER not in modes
+    assert outputs.MARKER not in modes
     for path, mode in modes.items():
         expected = dir_mode if os.path.isdir(os.path.join(version_dir, path)) else file_mode
         assert mode == expected, (path, oct(mode), oct(expected))
@@ -96,7 +96,7 @@ def test_stale_temporary_directories_of_ours_are_removed(encoder, tmp_path):
         directory.mkdir()
         (directory / "saved_model.pb").write_bytes(b"partial")
         if writer is not None:
-            (directory / tempdirs.MARKER).write_text(f"{socket.gethostname()} {writer}\n")
+            (directory / outputs.MARKER).write_text(f"{socket.gethostname()} {writer}\n")
     version_dir = export_saved_model(encoder, export_dir)
     assert sorted(os.listdir(export_dir)) == [".tmp-1-running", ".tmp-someone-else", "1"]
     assert os.path.basename(version_dir) == "1"
@@ -146,4 +146,4 @@ def test_exports_racing_for_a_version_both_publish(tmp_path):
         assert (pathlib.Path(path) / "saved_model.pb").read_text() == tag
     assert sorted(os.listdir(tmp_path)) == ["1", "2"]
     with pytest.raises(FileExistsError, match=r"/1 was written by another writer meanwhile"):
-        tempdirs.rename_to_free(str(tmp_path / "2"), str(tmp_path / "1"))
+        outputs.rename_to_free(str(tmp_path / "2"), str(tmp_path / "1"))

@@ -67,3 +67,4 @@ def _check(bounded, bounded_err, peer, killed, killed_err, tmp_path):
     killed.send_signal(signal.SIGTERM)
     assert killed.wait(timeout=10) == 128 + signal.SIGTERM
     assert time.monotonic() - sent < 3
+    assert not os.path.exists(tmp_path / "killed")  # stopped before writing: the directory it claimed is gone

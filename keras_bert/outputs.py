@@ -1,0 +1,315 @@
+"""The one guarded writer: every file or directory the library and the scripts write is claimed here.
+
+`claim(path, inputs, overwrite)` is the rule set, in one place: the output may not be, hold or lie inside
+one of its `inputs` (paths compared after resolving symlinks); an existing file or non-empty directory is
+refused unless `overwrite`; and the claim takes an exclusive lock beside the output
+(`<parent>/.<name>.keras_bert_lock`, created with O_EXCL), so a second writer of the same path is refused at
+once, naming the first (a lock whose process is gone is taken over). `writing_file` and `writing_dir`
+write under a hidden temporary name in the same parent and rename it into place: a failed or killed write
+leaves no partial output, and parents the claim created are removed again; with `overwrite` a directory
+is replaced whole, never merged with its stale files.
+
+The temporary directories (`make_temp_dir`) are marked with their writer (`host pid`); the next one made in
+the same parent removes those whose process is gone (another host's: after a day). `mkdtemp` makes them
+0700, so `seal` gives a tree the modes a plain `mkdir`/`open` would have (0777 / 0666 less the umask), so a
+TF Serving process running as another user can read a published version.
+"""
+
+import contextlib
+import errno
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+
+from keras_bert.errors import UserInputError
+
+MARKER = ".keras_bert_writer"
+LOCK_SUFFIX = ".keras_bert_lock"
+_OTHER_HOST_STALE_S = 24 * 3600
+_HELD = {}  # lock path -> how many claims of this process hold it (a library save inside a script's claim)
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _owner_gone(owner_file):
+    """Whether the `host pid` writer named in `owner_file` is gone; False when unreadable or not ours."""
+    try:
+        with open(owner_file, encoding="utf-8") as f:
+            host, pid = f.readline().split()
+        age = time.time() - os.path.getmtime(owner_file)
+    except (OSError, ValueError):
+        return False
+    if host != socket.gethostname():
+        return age > _OTHER_HOST_STALE_S
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, ValueError):
+        return False  # alive under another user, or a malformed pid
+    return False
+
+
+def remove_stale(parent):
+    """Removes the `.tmp-*` directories of `parent` that a dead writer of ours left; returns their paths."""
+    removed = []
+    for name in sorted(os.listdir(parent)) if os.path.isdir(parent) else []:
+        path = os.path.join(parent, name)
+        if name.startswith(".tmp-") and os.path.isdir(path) and _owner_gone(os.path.join(path, MARKER)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def make_temp_dir(parent, prefix=".tmp-"):
+    """A new hidden directory in `parent` (created if missing) marked as ours; stale ones are removed first."""
+    os.makedirs(parent, exist_ok=True)
+    remove_stale(parent)
+    path = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    with open(os.path.join(path, MARKER), "w", encoding="utf-8") as f:
+        f.write(f"{socket.gethostname()} {os.getpid()}\n")
+    return path
+
+
+def seal(path):
+    """Removes the marker of `path` and gives every directory 0777 and every file 0666, less the umask."""
+    os.remove(os.path.join(path, MARKER))
+    mask = _umask()
+    for root, _, files in os.walk(path):  # every directory comes up as a root once
+        os.chmod(root, 0o777 & ~mask)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o666 & ~mask)
+
+
+def rename_to_free(source, target, next_target=None):
+    """os.rename(source, target), returning where `source` went. When another writer published a directory
+    at `target` first: renames to `next_target()` instead, or without `next_target` raises FileExistsError."""
+    while True:
+        try:
+            os.rename(source, target)
+            return target
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            if not next_target:
+                raise FileExistsError(f"{target} was written by another writer meanwhile") from None
+            target = next_target()
+
+
+def within(inner, outer):
+    """Whether path `inner` is `outer` or lies under it, after resolving symlinks and relative parts."""
+    inner, outer = os.path.realpath(inner), os.path.realpath(outer)
+    return os.path.commonpath([inner, outer]) == outer
+
+
+def check_inputs(path, inputs, label=None, flag=None):
+    """Raises UserInputError when `path` is, holds or lies inside one of `inputs` (paths, or a dict
+    {label: path}; None entries are skipped). `label` names the output in the message (default: `path`),
+    `flag` the script flag a user would change (default: "path")."""
+    labelled = inputs.items() if isinstance(inputs, dict) else ((source, source) for source in inputs)
+    for source_label, source in labelled:
+        if not source:
+            continue
+        if within(source, path):
+            relation = "is or contains"
+        elif within(path, source):
+            relation = "lies inside"
+        else:
+            continue
+        raise UserInputError(f"{label or path} {relation} the input {source_label}: writing there would replace "
+                             f"it; choose another {_noun(flag)}")
+
+
+def _noun(flag):
+    return f"--{flag}" if flag else "path"
+
+
+def _contents(path):
+    """The entries of directory `path`, less its lock and the temporaries a dead writer of ours left there."""
+    remove_stale(path)
+    return sorted(name for name in os.listdir(path) if name != LOCK_SUFFIX)
+
+
+def parent_writable(path):
+    """Whether the directory holding `path` takes new entries (not so for a volume mounted in a read-only
+    root: its output directory is then locked and filled from inside)."""
+    return os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+
+
+def _makedirs(directory):
+    """os.makedirs(directory); returns the directories it created, deepest first."""
+    created = []
+    while directory and not os.path.exists(directory):
+        created.append(directory)
+        directory = os.path.dirname(directory)
+    for made in reversed(created):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(made)
+    return created
+
+
+def _lock(path, label, flag):
+    """Takes the lock of output `path` for this process; returns the lock file. Raises UserInputError naming
+    the other writer when a live process holds it."""
+    lock = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + LOCK_SUFFIX)
+    if not parent_writable(path) and os.path.isdir(path):
+        lock = os.path.join(path, LOCK_SUFFIX)  # a writable directory in a read-only one (a mounted volume)
+    if lock in _HELD:
+        _HELD[lock] += 1
+        return lock
+    for _ in range(2):  # a stale lock is removed once, then taken like a free one
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            if not _owner_gone(lock):
+                raise UserInputError(f"{label or path} is being written by another run ({_describe(lock)}); wait "
+                                     f"for it to finish or choose another {_noun(flag)}") from None
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(lock)
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(f"{socket.gethostname()} {os.getpid()}\n{' '.join(sys.argv)[:300]}\n")
+        _HELD[lock] = 1
+        return lock
+    raise UserInputError(f"{label or path}: another run took its lock {lock} meanwhile")
+
+
+def _describe(lock):
+    try:
+        with open(lock, encoding="utf-8") as f:
+            host, pid = f.readline().split()
+            command = f.readline().strip()
+    except (OSError, ValueError):
+        return f"lock {lock}"
+    return f"pid {pid} on {host}" + (f": {command}" if command else "")
+
+
+class Claim:
+    """An output held by this process (from `claim`): `path`, `existed` (it was there before the claim)
+    and `created` (the parent directories the claim made). `release(succeeded)` drops the lock and, after
+    a failure, removes those parents when they are still empty."""
+
+    def __init__(self, path, lock, existed, created):
+        self.path, self.lock, self.existed, self.created = path, lock, existed, created
+
+    def release(self, succeeded=True):
+        if self.lock is not None:
+            _HELD[self.lock] -= 1
+            if not _HELD[self.lock]:
+                del _HELD[self.lock]
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(self.lock)
+            self.lock = None
+        if not succeeded:
+            for directory in self.created:
+                with contextlib.suppress(OSError):
+                    os.rmdir(directory)  # only an empty one goes
+            self.created = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, *_):
+        self.release(kind is None)
+
+
+def claim(path, inputs=(), overwrite=False, kind="dir", label=None, flag=None):
+    """Claims output `path` (kind "dir" or "file") for this process and returns its `Claim`, the lock held.
+
+    Raises UserInputError (nothing created, no lock kept) when `path` is, holds or lies inside one of
+    `inputs` (`check_inputs`), is of the other kind, or exists (a file; a directory: not empty) without
+    `overwrite`, or when another live process holds its lock. `label` / `flag` name the output and the flag
+    to change in the messages (default: the path; "path")."""
+    path = os.path.abspath(os.fspath(path))
+    check_inputs(path, inputs, label, flag)
+    created = _makedirs(os.path.dirname(path))
+    try:
+        lock = _lock(path, label, flag)
+    except BaseException:
+        Claim(path, None, False, created).release(False)
+        raise
+    result = Claim(path, lock, os.path.lexists(path), created)
+    try:
+        _check_free(path, kind, overwrite, label, flag)
+    except BaseException:
+        result.release(False)
+        raise
+    return result
+
+
+def _check_free(path, kind, overwrite, label, flag):
+    label, hint = label or path, "--overwrite" if flag else "overwrite=True"
+    if not os.path.lexists(path):
+        return
+    if os.path.isdir(path) != (kind == "dir"):
+        raise UserInputError(f"{label} is a {'directory, not a file' if kind == 'file' else 'file, not a directory'}")
+    entries = _contents(path) if kind == "dir" else [os.path.basename(path)]
+    if entries and not overwrite:
+        shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+        what = f"is not empty ({shown})" if kind == "dir" else "exists"
+        raise UserInputError(f"{label} {what}: pass {hint} to replace it, or choose another {_noun(flag)}")
+
+
+@contextlib.contextmanager
+def writing_dir(path, inputs=(), overwrite=False):
+    """Claims directory `path` (`claim`) and yields a new hidden directory beside it to write into; on
+    success its tree gets the umask's modes (`seal`) and is renamed to `path`, replacing a directory that was
+    there whole. On failure nothing of it is left. Yields the temporary directory's path."""
+    with claim(path, inputs, overwrite, "dir") as held:
+        parent, name = os.path.split(held.path)
+        inside = not parent_writable(held.path)  # a directory in a read-only one: filled file by file
+        tmp = make_temp_dir(held.path if inside else parent, prefix=f".tmp-{name}-")
+        try:
+            yield tmp
+            seal(tmp)
+            (_move_into if inside else _replace)(tmp, held.path)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _move_into(source, target):
+    """Empties `target` (but for `source` and its lock), then renames each entry of `source` into it."""
+    for name in _contents(target):
+        entry = os.path.join(target, name)
+        if entry != source:
+            shutil.rmtree(entry) if os.path.isdir(entry) and not os.path.islink(entry) else os.remove(entry)
+    for name in os.listdir(source):
+        os.replace(os.path.join(source, name), os.path.join(target, name))
+
+
+def _replace(source, target):
+    """Renames directory `source` to `target`; an existing `target` is moved aside first and removed after."""
+    if not os.path.lexists(target):
+        return os.rename(source, target)
+    old = f"{source}-replaced"
+    os.rename(target, old)
+    try:
+        os.rename(source, target)
+    except BaseException:
+        os.rename(old, target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def writing_file(path, inputs=(), overwrite=False, label=None, flag=None):
+    """Claims file `path` (`claim`) and yields a hidden temporary path beside it to write; on success the file
+    gets the umask's mode and is renamed to `path` (replacing an existing one only with `overwrite`, checked
+    at the claim). On failure the temporary file is removed and no output is left."""
+    with claim(path, inputs, overwrite, "file", label, flag) as held:
+        parent, name = os.path.split(held.path)
+        tmp = os.path.join(parent, f".tmp-{name}")  # ours alone while the lock is held; a killed write's is replaced
+        try:
+            yield tmp
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, held.path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tmp)
