@@ -17,7 +17,7 @@ from recipes import logs
 
 logs.quiet(__name__)  # before TensorFlow loads
 
-from absl import app, flags
+from absl import flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_path", None, "A .keras model file, or a checkpoint directory (writes its encoder).")
@@ -27,17 +27,11 @@ flags.mark_flags_as_required(["model_path", "output_dir"])
 
 def main(argv):
     del argv
-    import keras
-
     import keras_bert
+    from recipes.common import flag_errors
 
-    path = FLAGS.model_path
-    if path.endswith(".keras"):
-        if not os.path.isfile(path):
-            raise app.UsageError(f"--model_path={path}: no such .keras file")
-        model = keras.saving.load_model(path, compile=False)
-    else:
-        model = keras_bert.BertEncoder.from_pretrained(path)
+    with flag_errors("model_path"):
+        model = keras_bert.load_pretrained_model(FLAGS.model_path)
     print(keras_bert.save_keras_hub(model, FLAGS.output_dir))
 
 

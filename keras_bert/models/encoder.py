@@ -192,6 +192,17 @@ def load_pretrained(pretrained, dtype=None):
     return saved, encoder
 
 
+def load_pretrained_model(path, seq_length=None, lower_case=None, dtype=None):
+    """The model at `path` as it is: a `.keras` save's whole model (any keras_bert class), else the
+    `BertEncoder` of the checkpoint (any format); with the preprocessor `resolve_pretrained(path,
+    seq_length, lower_case)` gives. What the export and KerasHub CLIs' --model_path loads."""
+    pretrained = resolve_pretrained(path, seq_length, lower_case)
+    saved, encoder = load_pretrained(pretrained, dtype)
+    model = encoder if saved is None else saved
+    model.preprocessor = pretrained.preprocessor
+    return model
+
+
 def load_encoder(path, dtype=None):
     """A `BertEncoder` with the weights at `path` (any supported format; heads in the checkpoint are
     ignored). `dtype` is the Keras dtype policy to build with (e.g. "mixed_bfloat16"); default float32.
