@@ -3,6 +3,7 @@
 expected, the same in the library and through the CLIs (one `error:` line, exit status 1, nothing written).
 The recipes' tokenizer is the one `from_pretrained` gives, and label arguments agree with a checkpoint head."""
 
+import inspect
 import json
 import os
 import shutil
@@ -172,3 +173,12 @@ def test_a_preset_copy_without_its_task_loads_as_an_encoder(cased_preset, tmp_pa
     encoder = BertEncoder.from_pretrained(str(backbone))
     # No preprocessor.json: the default length, capped at the 32 position embeddings.
     assert encoder.preprocessor.seq_length == 32 and _ids(encoder.preprocessor)[:4] == [2, 5, 7, 3]
+
+
+def test_every_from_pretrained_takes_the_same_arguments_in_the_same_order():
+    from keras_bert import BertMultipleChoice, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+
+    classes = [BertEncoder, BertPretrainer, BertClassifier, BertSpanLabeler, BertTokenClassifier, BertMultipleChoice]
+    for cls in classes:
+        names = list(inspect.signature(cls.from_pretrained).parameters)
+        assert names[:4] == ["path", "seq_length", "lower_case", "dtype"], (cls.__name__, names)
