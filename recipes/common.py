@@ -313,7 +313,7 @@ def checkpoint_preprocessor(model_class=None):
     with flag_errors("init_checkpoint", *(name for name in ("vocab_file", "do_lower_case") if FLAGS[name].present)):
         pretrained = resolve_pretrained(FLAGS.init_checkpoint, lower_case=FLAGS.do_lower_case, vocab_file=given)
     own = pretrained.preprocessor
-    if own is None or pretrained.format != "keras":
+    if not pretrained.trained_preprocessor:
         return own
     source = f"--init_checkpoint={FLAGS.init_checkpoint}"
     if given:

@@ -49,6 +49,8 @@ class Pretrained:
         class_name: the model class of a `.keras` save, else None.
         labels: the label names a `.keras` save carries (or its labels.json), else None.
         head: a KerasHub BertTextClassifier's {"num_classes", "dropout", "kernel", "bias"}, else None.
+        trained_preprocessor: True when `preprocessor` is the one a `.keras` save was trained with (not
+            built from a vocab file).
     """
 
     path: str
@@ -59,6 +61,7 @@ class Pretrained:
     class_name: str | None = None
     labels: list | None = None
     head: dict | None = None
+    trained_preprocessor: bool = False
 
 
 def resolve_pretrained(path, seq_length=None, lower_case=None, vocab_file=None) -> Pretrained:
@@ -81,7 +84,7 @@ def resolve_pretrained(path, seq_length=None, lower_case=None, vocab_file=None) 
     fmt = detect_format(path)
     config = read_config(path, fmt)
     if fmt == "keras":
-        return _resolve_saved(path, config, seq_length, lower_case)
+        return _resolve_saved(path, config, seq_length, lower_case, vocab_file)
     if fmt == "keras_hub":
         stated = keras_hub_text(path)  # None: a preset without tokenizer.json
         head = keras_hub_head(path)
@@ -92,15 +95,15 @@ def resolve_pretrained(path, seq_length=None, lower_case=None, vocab_file=None) 
     return Pretrained(path, fmt, config, preprocessor, casing, head=head)
 
 
-def _resolve_saved(path, config, seq_length, lower_case):
+def _resolve_saved(path, config, seq_length, lower_case, vocab_file):
     """`resolve_pretrained` of a `.keras` save: its own preprocessor (packed to `seq_length`), else the
-    vocab.txt beside it."""
+    vocab.txt beside it (or `vocab_file`)."""
     saved = saved_config(path)
     values = saved.get("config", {})
     own = values.get("preprocessor") or values.get("encoder", {}).get("config", {}).get("preprocessor")
     if own is None:
         casing = checkpoint_lower_case(path, lower_case)
-        preprocessor = _vocab_preprocessor(path, config, seq_length, casing)
+        preprocessor = _vocab_preprocessor(path, config, seq_length, casing, vocab_file)
     else:
         preprocessor = keras.saving.deserialize_keras_object(own)
         if lower_case is not None and bool(lower_case) != preprocessor.tokenizer.lower_case:
@@ -110,7 +113,7 @@ def _resolve_saved(path, config, seq_length, lower_case):
             preprocessor = BertPreprocessor(preprocessor.tokenizer, check_seq_length(config, seq_length))
         casing = preprocessor.tokenizer.lower_case
     return Pretrained(path, "keras", config, preprocessor, casing, class_name=saved.get("class_name"),
-                      labels=saved_labels(keras_file(path), values))
+                      labels=saved_labels(keras_file(path), values), trained_preprocessor=own is not None)
 
 
 def saved_labels(model_file, values):
