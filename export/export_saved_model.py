@@ -81,28 +81,27 @@ flags.mark_flags_as_required(["model_path", "export_dir"])
 
 
 def load_model(path):
-    """A keras_bert model from a .keras file, or the encoder of a checkpoint directory (with the preprocessor
-    of the vocab.txt beside it, cased and packed as the flags say, unless --vocab_file replaces it)."""
-    import keras
+    """The keras_bert model of --model_path (`keras_bert.load_pretrained_model`): a .keras file's model as it
+    is, or the encoder of a checkpoint directory (with the preprocessor of the vocab.txt beside it, cased and
+    packed as the flags say, unless --vocab_file replaces it)."""
+    import keras_bert
+    from keras_bert.checkpoints import keras_file
 
-    import keras_bert  # noqa: F401  (registers the classes .keras files name)
-
-    if path.endswith(".keras"):
-        if not os.path.isfile(path):
-            raise app.UsageError(f"--model_path={path}: no such .keras file")
-        return keras.saving.load_model(path, compile=False)  # exported for inference: no optimizer needed
-    if FLAGS.vocab_file:
+    with_flags = not keras_file(path)  # a .keras model's own preprocessor: the flags override it later
+    if with_flags and FLAGS.vocab_file:
         return keras_bert.load_encoder(path)
-    return keras_bert.BertEncoder.from_pretrained(path, seq_length=FLAGS.max_seq_length,
-                                                  lower_case=FLAGS.do_lower_case)
+    return keras_bert.load_pretrained_model(path, FLAGS.max_seq_length if with_flags else None,
+                                            FLAGS.do_lower_case if with_flags else None)
 
 
 def read_calibration_file(path):
-    """The non-empty lines of --calibration_file (UTF-8)."""
+    """The non-empty lines of --calibration_file (UTF-8; an error names the file and line)."""
+    from keras_bert.textfiles import read_text
+
     if not os.path.isfile(path):
         raise app.UsageError(f"--calibration_file={path}: no such file")
-    with open(path, encoding="utf-8") as f:
-        texts = [line.rstrip("\n") for line in f if line.strip()]
+    lines = read_text(path).replace("\r\n", "\n").replace("\r", "\n").split("\n")  # as open()'s newlines
+    texts = [line for line in lines if line.strip()]
     if not texts:
         raise app.UsageError(f"--calibration_file={path}: no non-empty line; expected one text a line")
     return texts
@@ -128,11 +127,14 @@ def main(argv):
     from keras_bert.export import ExportError, export_saved_model
     from keras_bert.export.preprocessing import DEFAULT_SEQ_LENGTH, preprocessor_with_overrides
     from keras_bert.export.tfhub import export_tfhub
+    from recipes.common import flag_errors
 
     if (FLAGS.quantize or FLAGS.dtype != "float32") and FLAGS.format == "tfhub":
         raise app.UsageError("--quantize and --dtype are for --format=serving exports")
-    calibration_texts = read_calibration_file(FLAGS.calibration_file) if FLAGS.calibration_file else None
-    model = load_model(FLAGS.model_path)
+    with flag_errors("calibration_file"):
+        calibration_texts = read_calibration_file(FLAGS.calibration_file) if FLAGS.calibration_file else None
+    with flag_errors("model_path"):
+        model = load_model(FLAGS.model_path)
     takes_text = FLAGS.signature != "token_ids" or FLAGS.format == "tfhub"
     try:
         preprocessor = preprocessor_with_overrides(model, FLAGS.vocab_file, FLAGS.do_lower_case,

@@ -18,7 +18,7 @@ from recipes import logs
 
 logs.quiet(__name__)  # before TensorFlow loads
 
-from absl import app, flags
+from absl import flags
 
 from recipes import common
 
@@ -31,18 +31,11 @@ common.define_overwrite_flag()
 
 def main(argv):
     del argv
-    import keras
-
     import keras_bert
 
-    path = FLAGS.model_path
     with common.claim_output("output_dir", "dir", paths=["model_path"]):
-        if path.endswith(".keras"):
-            if not os.path.isfile(path):
-                raise app.UsageError(f"--model_path={path}: no such .keras file")
-            model = keras.saving.load_model(path, compile=False)
-        else:
-            model = keras_bert.BertEncoder.from_pretrained(path)
+        with common.flag_errors("model_path"):
+            model = keras_bert.load_pretrained_model(FLAGS.model_path)
         print(keras_bert.save_keras_hub(model, FLAGS.output_dir, overwrite=FLAGS.overwrite))
 
 

@@ -16,7 +16,7 @@ from keras_bert.checkpoints import (
 )
 from keras_bert.config import PRESETS, BertConfig
 from keras_bert.models.classifier import BertClassifier
-from keras_bert.models.encoder import BertEncoder, load_encoder
+from keras_bert.models.encoder import BertEncoder, load_encoder, load_pretrained_model
 from keras_bert.models.multiple_choice import BertMultipleChoice
 from keras_bert.models.pretrainer import BertPretrainer, load_pretrainer
 from keras_bert.models.span_labeler import BertSpanLabeler
@@ -35,6 +35,7 @@ __all__ = [
     "BertTokenClassifier",
     "find_vocab_file",
     "load_encoder",
+    "load_pretrained_model",
     "load_pretrainer",
     "save_google_checkpoint",
     "save_huggingface",

@@ -25,7 +25,8 @@ from recipes import common
 flags.DEFINE_list("input_files", None, "Comma-separated text files or globs, one example per line.")
 flags.DEFINE_string("output_file", None, "Where to write vocab.txt.")
 flags.DEFINE_integer("vocab_size", 30522, "Number of tokens in the vocab (reserved tokens included).")
-flags.DEFINE_bool("do_lower_case", True, "Learn an uncased vocab (lower-case + strip accents first).")
+flags.DEFINE_bool("do_lower_case", None, "Learn an uncased vocab (lower-case + strip accents first); default: "
+                  "true.")
 flags.DEFINE_integer("max_lines", None, "Read at most this many lines (default: all).")
 flags.DEFINE_integer("min_frequency", 2, "A learned piece must occur at least this many times.")
 flags.DEFINE_integer("max_unique_chars", 1000, "Keep only the most frequent characters.")
@@ -41,7 +42,7 @@ def main(argv):
         vocab = vocab_learner.learn_wordpiece_vocab(
             FLAGS.input_files,
             vocab_size=FLAGS.vocab_size,
-            lower_case=FLAGS.do_lower_case,
+            lower_case=FLAGS.do_lower_case is not False,
             max_lines=FLAGS.max_lines,
             min_frequency=FLAGS.min_frequency,
             max_unique_chars=FLAGS.max_unique_chars,

@@ -34,7 +34,8 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
                         "directory, or a keras_bert save (.keras or directory).")
     flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt; default: the one beside --init_checkpoint, "
                         "else a vocab learned on the default corpus.")
-    flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased models).")
+    flags.DEFINE_bool("do_lower_case", None, "Lower-case and strip accents (uncased models); default: the casing "
+                      "--init_checkpoint states, else true.")
     flags.DEFINE_integer("max_seq_length", max_seq_length, "Packed sequence length (tokens).")
     # Optimization.
     flags.DEFINE_integer("train_batch_size", train_batch_size, "Global batch size (all replicas together).")
@@ -131,7 +132,12 @@ def vocab_file():
         raise ValueError(f"--init_checkpoint={FLAGS.init_checkpoint} has no vocab.txt beside it; pass --vocab_file")
     from keras_bert.data.default_corpus import default_vocab_file
 
-    return default_vocab_file(lower_case=FLAGS.do_lower_case)
+    return default_vocab_file(lower_case=lower_case())
+
+
+def lower_case():
+    """--do_lower_case, lower case when unset (a checkpoint's own casing comes from `checkpoint_preprocessor`)."""
+    return FLAGS.do_lower_case is not False
 
 
 def bert_config(vocab_size):
@@ -254,28 +260,31 @@ def require_data_files(eval_file="eval_file"):
             raise ValueError(f"--do_{step} needs --{flag}")
 
 
-def saved_preprocessor(model_class=None):
-    """The preprocessor a `.keras` --init_checkpoint was trained with (vocab, casing, sequence length), or
-    None (another format, or a model without one). Flags given beside it must agree with it: a contradicting
-    --vocab_file or --do_lower_case is refused naming both values; so is --max_seq_length when the saved
-    model is a `model_class` (the task continues), which then defaults to the model's."""
+def checkpoint_preprocessor(model_class=None):
+    """The preprocessor --init_checkpoint states (`keras_bert.models.pretrained.resolve_pretrained`: a `.keras`
+    save's own, else the vocab beside it or --vocab_file, cased as the checkpoint states, else
+    --do_lower_case, with KerasHub's rules for a KerasHub preset), or None (no --init_checkpoint, or no vocab).
+    A --vocab_file or --do_lower_case that contradicts the checkpoint is refused naming both values; so is
+    --max_seq_length when the checkpoint is a `.keras` of `model_class` (the task continues), which then
+    defaults to the model's."""
     from keras_bert.export.preprocessing import check_agrees
-    from keras_bert.models.pretrained import saved_preprocessing
+    from keras_bert.models.pretrained import resolve_pretrained
     from keras_bert.text import BertPreprocessor, BertTokenizer
 
-    with flag_errors("init_checkpoint"):
-        class_name, own = saved_preprocessing(FLAGS.init_checkpoint) if FLAGS.init_checkpoint else (None, None)
-    if own is None:
+    if not FLAGS.init_checkpoint:
         return None
+    given = vocab_file() if FLAGS.vocab_file else None
+    with flag_errors("init_checkpoint", *(name for name in ("vocab_file", "do_lower_case") if FLAGS[name].present)):
+        pretrained = resolve_pretrained(FLAGS.init_checkpoint, lower_case=FLAGS.do_lower_case, vocab_file=given)
+    own = pretrained.preprocessor
+    if not pretrained.trained_preprocessor:
+        return own
     source = f"--init_checkpoint={FLAGS.init_checkpoint}"
-    if FLAGS["vocab_file"].present:
-        given = BertTokenizer(vocab_file(), lower_case=own.tokenizer.lower_case)
+    if given:
         with flag_errors("vocab_file", "init_checkpoint"):
-            check_agrees(own, BertPreprocessor(given, own.seq_length))
-    if FLAGS["do_lower_case"].present and FLAGS.do_lower_case != own.tokenizer.lower_case:
-        raise ValueError(f"--do_lower_case={FLAGS.do_lower_case} but {source} was trained with "
-                         f"lower_case={own.tokenizer.lower_case}")
-    if model_class is None or class_name != model_class.__name__:
+            check_agrees(own, BertPreprocessor(BertTokenizer(given, lower_case=own.tokenizer.lower_case),
+                                               own.seq_length))
+    if model_class is None or pretrained.class_name != model_class.__name__:
         return own
     if FLAGS["max_seq_length"].present and FLAGS.max_seq_length != own.seq_length:
         raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} but {source} was trained with "
@@ -285,15 +294,15 @@ def saved_preprocessor(model_class=None):
 
 
 def finetuning_tokenizer(model_class=None):
-    """The BertTokenizer of the run: a `.keras` --init_checkpoint's own (`saved_preprocessor`; its sequence
-    length too when it holds a `model_class`), else the one of --vocab_file (default: beside
-    --init_checkpoint) and --do_lower_case."""
+    """The BertTokenizer of the run: the one --init_checkpoint states (`checkpoint_preprocessor`; its sequence
+    length too when it is a `.keras` of `model_class`), else the one of --vocab_file (default: the default
+    corpus's learned vocab) and --do_lower_case (default: lower case)."""
     from keras_bert.text import BertTokenizer
 
-    own = saved_preprocessor(model_class)
+    own = checkpoint_preprocessor(model_class)
     if own is not None:
         return own.tokenizer
-    return BertTokenizer(vocab_file(), lower_case=FLAGS.do_lower_case)
+    return BertTokenizer(vocab_file(), lower_case=lower_case())
 
 
 def build_task_model(tokenizer, model_class, make_model):

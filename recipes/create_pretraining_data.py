@@ -35,7 +35,7 @@ flags.DEFINE_string("output_file", "runs/pretraining_data/train.tfrecord",
                     "Comma-separated output TFRecord files; each is one shard.")
 flags.DEFINE_integer("num_output_shards", 1, "With one --output_file: write this many shards NAME-0000i-of-N.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt (default: the default corpus's learned vocab).")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents.")
+flags.DEFINE_bool("do_lower_case", None, "Lower-case and strip accents; default: true.")
 flags.DEFINE_bool("do_whole_word_mask", False, "Mask all the WordPieces of a word together.")
 flags.DEFINE_integer("max_seq_length", 128, "Packed sequence length.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence.")
@@ -83,13 +83,14 @@ def _create(outputs):
     from keras_bert.data.pretraining import PretrainingDataConfig
 
     files = common.flag_files("input_file") if FLAGS.input_file else [default_corpus.default_corpus_path()]
-    vocab_file = FLAGS.vocab_file or default_corpus.default_vocab_file(lower_case=FLAGS.do_lower_case)
+    lower_case = FLAGS.do_lower_case is not False
+    vocab_file = FLAGS.vocab_file or default_corpus.default_vocab_file(lower_case=lower_case)
     start = time.time()
     config = PretrainingDataConfig(
         max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob, dupe_factor=FLAGS.dupe_factor,
         whole_word_mask=FLAGS.do_whole_word_mask, seed=FLAGS.random_seed)
-    shards, summary = run(files, outputs, vocab_file, config, FLAGS.do_lower_case, FLAGS.num_workers)
+    shards, summary = run(files, outputs, vocab_file, config, lower_case, FLAGS.num_workers)
     megabytes = sum(os.path.getsize(f) for f in files) / 1e6
     seconds = time.time() - start
     print(json.dumps(summary, sort_keys=True))

@@ -25,7 +25,8 @@ flags.DEFINE_string("init_checkpoint", None, "The checkpoint to extend (any form
 flags.DEFINE_list("input_files", None, "Comma-separated domain text files or globs.")
 flags.DEFINE_integer("num_new_tokens", 1000, "How many WordPieces to add.", lower_bound=1)
 flags.DEFINE_string("output_dir", None, "Where to write the extended checkpoint.")
-flags.DEFINE_bool("do_lower_case", True, "The checkpoint is uncased (lower-case + strip accents).")
+flags.DEFINE_bool("do_lower_case", None, "The checkpoint is uncased (lower-case + strip accents); default: the "
+                  "casing the checkpoint states, else true.")
 flags.DEFINE_integer("max_lines", None, "Read at most this many domain lines (default: all).")
 flags.DEFINE_integer("min_frequency", 2, "A new piece must occur at least this many times.")
 common.define_overwrite_flag()
@@ -39,7 +40,8 @@ def main(argv):
     if not FLAGS.init_checkpoint or not FLAGS.input_files or not FLAGS.output_dir:
         raise app.UsageError("--init_checkpoint, --input_files and --output_dir are required.")
     with common.claim_output("output_dir", "dir", globs=["input_files"], paths=["init_checkpoint"]), \
-            common.flag_errors("init_checkpoint", "input_files"):
+            common.flag_errors("init_checkpoint", "input_files",
+                               *(["do_lower_case"] if FLAGS["do_lower_case"].present else [])):
         result = extend_checkpoint_vocab(
             FLAGS.init_checkpoint, FLAGS.input_files, FLAGS.num_new_tokens, FLAGS.output_dir,
             lower_case=FLAGS.do_lower_case, max_lines=FLAGS.max_lines, min_frequency=FLAGS.min_frequency,

@@ -85,7 +85,6 @@ def main(argv):
     from keras_bert.checkpoints import save_pretrained
     from keras_bert.models.pretrainer import BertPretrainer
     from keras_bert.tasks.finetuning import check_vocab_size
-    from keras_bert.text import BertTokenizer
     from keras_bert.text.vocab import save_vocab
     from keras_bert.training import (
         CheckpointCallback,
@@ -97,9 +96,7 @@ def main(argv):
     )
 
     strategy = common.setup()
-    own = common.saved_preprocessor()  # a .keras --init_checkpoint carries its vocab and casing
-    vocab_file = None if own else common.vocab_file()
-    tokenizer = own.tokenizer if own else BertTokenizer(vocab_file, lower_case=FLAGS.do_lower_case)
+    tokenizer = common.finetuning_tokenizer()  # what --init_checkpoint states: vocab, casing, rules
     with strategy.scope():
         with common.remat_scope():
             if FLAGS.init_checkpoint:
@@ -107,7 +104,7 @@ def main(argv):
 
                 model = load_pretrainer(FLAGS.init_checkpoint, dtype=FLAGS.dtype)
                 with common.flag_errors("init_checkpoint", "vocab_file"):
-                    check_vocab_size(model.encoder.config, tokenizer.vocab_size, vocab_file)
+                    check_vocab_size(model.encoder.config, tokenizer.vocab_size, tokenizer.vocab_file)
             else:  # common.bert_config checks the config flags against the vocab
                 model = BertPretrainer(common.build_encoder(tokenizer.vocab_size))
         model.compile(optimizer=common.build_optimizer(FLAGS.num_train_steps),
@@ -140,11 +137,11 @@ def main(argv):
     print("Eval results: " + ", ".join(f"{k} = {v:.4f}" for k, v in sorted(results.items())))
     if chief:
         with tempfile.TemporaryDirectory() as tmp:
-            if vocab_file is None:  # the vocab of the .keras it started from, beside the result as usual
-                vocab_file = os.path.join(tmp, "vocab.txt")
-                save_vocab(tokenizer.vocab, vocab_file)
+            vocab_file = os.path.join(tmp, "vocab.txt")  # the run's vocab, beside the result as usual
+            save_vocab(tokenizer.vocab, vocab_file)
             # The run owns its directory: a resumed run replaces the model a finished one saved.
-            final = save_pretrained(model, os.path.join(FLAGS.model_dir, "pretrained"), vocab_file, overwrite=True)
+            final = save_pretrained(model, os.path.join(FLAGS.model_dir, "pretrained"), vocab_file,
+                                    overwrite=True)
         print(f"Pre-trained model: {final}/model.keras (load with keras_bert.BertEncoder.from_pretrained)")
 
 

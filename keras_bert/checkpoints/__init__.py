@@ -16,10 +16,23 @@ import logging
 import os
 
 from keras_bert.checkpoints.files import find_lower_case, find_vocab_file
-from keras_bert.checkpoints.google import checkpoint_prefix, read_google_checkpoint, save_google_checkpoint
-from keras_bert.checkpoints.huggingface import is_huggingface_directory, read_huggingface, save_huggingface
+from keras_bert.checkpoints.google import (
+    checkpoint_prefix,
+    google_config,
+    read_google_checkpoint,
+    save_google_checkpoint,
+)
+from keras_bert.checkpoints.huggingface import (
+    huggingface_config,
+    is_huggingface_directory,
+    read_huggingface,
+    save_huggingface,
+)
 from keras_bert.checkpoints.keras_hub import (
+    BACKBONE,
     is_keras_hub_directory,
+    keras_hub_backbone,
+    keras_hub_config,
     keras_hub_head,
     keras_hub_text,
     read_keras_hub,
@@ -34,11 +47,14 @@ from keras_bert.checkpoints.mapping import (
 )
 from keras_bert.checkpoints.ours import (
     keras_file,
+    keras_zip,
     load_keras,
     load_keras_model,
     read_keras,
     save_pretrained,
     save_without_optimizer,
+    saved_config,
+    saved_encoder_config,
 )
 from keras_bert.config import BertConfig
 
@@ -53,16 +69,19 @@ __all__ = [
     "find_lower_case",
     "find_vocab_file",
     "keras_file",
+    "keras_zip",
     "keras_hub_head",
     "keras_hub_text",
     "load_keras",
     "load_keras_model",
     "read_checkpoint",
+    "read_config",
     "report_missing_heads",
     "report_unused",
     "save_google_checkpoint",
     "save_huggingface",
     "save_keras_hub",
+    "saved_config",
     "save_pretrained",
     "save_without_optimizer",
     "split_model",
@@ -83,6 +102,9 @@ def detect_format(path: str) -> str:
         return "huggingface"
     if checkpoint_prefix(path):
         return "google"
+    backbone = keras_hub_backbone(path) if os.path.isdir(path) else None
+    if backbone is not None:
+        raise CheckpointError(f"{os.path.join(path, 'config.json')}: a {backbone} preset; only {BACKBONE} is read")
     found = sorted(os.listdir(path))[:8] if os.path.isdir(path) else [os.path.basename(path)]
     raise CheckpointError(
         f"{path}: unknown checkpoint format (found {found}); expected a Google TF1 checkpoint "
@@ -105,6 +127,20 @@ def read_checkpoint(path) -> tuple[BertConfig, CheckpointWeights]:
     if fmt == "keras_hub":
         return read_keras_hub(path)
     return read_google_checkpoint(checkpoint_prefix(path))
+
+
+def read_config(path, fmt=None) -> BertConfig:
+    """The BertConfig of the checkpoint at `path` (format `fmt`, default `detect_format(path)`), read from
+    its config file alone (a `.keras` save's config.json inside the zip), no weights."""
+    path = os.fspath(path)
+    fmt = fmt or detect_format(path)
+    if fmt == "keras":
+        return saved_encoder_config(saved_config(path), keras_file(path))
+    if fmt == "huggingface":
+        return huggingface_config(path)
+    if fmt == "keras_hub":
+        return keras_hub_config(path)
+    return google_config(checkpoint_prefix(path))
 
 
 def report_unused(weights: CheckpointWeights, used: set[str]) -> None:

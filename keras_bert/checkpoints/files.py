@@ -8,9 +8,8 @@ import shutil
 from keras_bert.textfiles import read_json
 
 VOCAB_FILE = "vocab.txt"
-# Where a KerasHub preset keeps its vocab and casing (keras_bert.checkpoints.keras_hub reads the rest).
+# Where a KerasHub preset keeps its vocab (keras_bert.checkpoints.keras_hub reads the rest).
 KERAS_HUB_VOCAB = os.path.join("assets", "tokenizer", "vocabulary.txt")
-KERAS_HUB_TOKENIZER, KERAS_HUB_TOKENIZER_CLASS = "tokenizer.json", "keras_hub>BertTokenizer"
 # Where a Hugging Face checkpoint says its casing (BertTokenizer's `do_lower_case`).
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
@@ -39,13 +38,13 @@ def find_vocab_file(path: str) -> str | None:
 
 
 def find_lower_case(path: str) -> bool | None:
-    """The casing a checkpoint's own files state: `do_lower_case` of the Hugging Face
-    `tokenizer_config.json` beside it (True/False), or `lowercase` of a KerasHub preset's tokenizer.json,
-    or None when no file says it. Raises ValueError naming the file when it is not JSON or `do_lower_case`
-    is not a boolean."""
+    """The casing a Hugging Face checkpoint's files state: `do_lower_case` of the `tokenizer_config.json`
+    beside it (True/False), or None when no file says it (a KerasHub preset's is read with its tokenizer:
+    `keras_hub_text`). Raises ValueError naming the file when it is not JSON or `do_lower_case` is not a
+    boolean."""
     config_file = os.path.join(checkpoint_directory(path), TOKENIZER_CONFIG_FILE)
     if not os.path.isfile(config_file):
-        return _keras_hub_lower_case(os.path.join(checkpoint_directory(path), KERAS_HUB_TOKENIZER))
+        return None
     config = read_json(config_file)  # DataFormatError (a ValueError) naming the file:line when not JSON
     if not isinstance(config, dict):
         raise ValueError(f"{config_file}: expected a JSON object, got {type(config).__name__}")
@@ -53,13 +52,3 @@ def find_lower_case(path: str) -> bool | None:
     if value is not None and not isinstance(value, bool):
         raise ValueError(f"{config_file}: do_lower_case is {value!r}; expected true or false")
     return value
-
-
-def _keras_hub_lower_case(config_file):
-    """`lowercase` of a KerasHub tokenizer.json (None for a Hugging Face tokenizer.json, or no file)."""
-    if not os.path.isfile(config_file):
-        return None
-    config = read_json(config_file)
-    if not isinstance(config, dict) or config.get("registered_name") != KERAS_HUB_TOKENIZER_CLASS:
-        return None
-    return bool(config["config"].get("lowercase", False))

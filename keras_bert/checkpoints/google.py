@@ -37,15 +37,20 @@ def checkpoint_prefix(path: str) -> str | None:
     return indexes[0][: -len(".index")] if len(indexes) == 1 else None
 
 
-def read_google_checkpoint(prefix: str) -> tuple[BertConfig, CheckpointWeights]:
-    """Reads `bert_config.json` beside `prefix` and every non-optimizer variable of the checkpoint."""
+def google_config(prefix: str) -> BertConfig:
+    """The `bert_config.json` beside the TF1 checkpoint `prefix`; CheckpointError naming the file."""
     config_file = os.path.join(checkpoint_directory(prefix), CONFIG_FILE)
     if not os.path.isfile(config_file):
         raise CheckpointError(f"{prefix}: TF1 checkpoint without {CONFIG_FILE}; expected {config_file}")
     try:
-        config = BertConfig.from_json_file(config_file)
+        return BertConfig.from_json_file(config_file)
     except ValueError as e:  # the message names the file; CheckpointError says which loader failed
         raise CheckpointError(str(e)) from None
+
+
+def read_google_checkpoint(prefix: str) -> tuple[BertConfig, CheckpointWeights]:
+    """Reads `bert_config.json` beside `prefix` and every non-optimizer variable of the checkpoint."""
+    config = google_config(prefix)
     arrays, ignored = {}, []
     try:
         reader = tf.train.load_checkpoint(prefix)

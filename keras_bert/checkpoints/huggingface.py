@@ -137,8 +137,8 @@ def huggingface_key(name: str) -> tuple[str, bool]:
     return key, leaf == "kernel"
 
 
-def read_huggingface(directory: str) -> tuple[BertConfig, CheckpointWeights]:
-    """Reads `config.json` and the weights of a Hugging Face BERT directory."""
+def huggingface_config(directory: str) -> BertConfig:
+    """The `config.json` of a Hugging Face BERT directory; CheckpointError naming the file."""
     config_file = os.path.join(directory, CONFIG_FILE)
     try:
         values = read_json(config_file)
@@ -149,6 +149,12 @@ def read_huggingface(directory: str) -> tuple[BertConfig, CheckpointWeights]:
     if position_type != "absolute":
         raise CheckpointError(f"{config_file}: position_embedding_type={position_type!r}; only 'absolute' "
                               f"position embeddings are supported")
+    return config
+
+
+def read_huggingface(directory: str) -> tuple[BertConfig, CheckpointWeights]:
+    """Reads `config.json` and the weights of a Hugging Face BERT directory."""
+    config = huggingface_config(directory)
     path = weights_file(directory)
     state = _load_state_dict(path)
     prefix = "bert." if any(key.startswith("bert.") for key in state) else ""

@@ -28,8 +28,6 @@ import keras
 import numpy as np
 
 from keras_bert import outputs
-from keras_bert.checkpoints.files import KERAS_HUB_TOKENIZER as TOKENIZER_FILE
-from keras_bert.checkpoints.files import KERAS_HUB_TOKENIZER_CLASS as TOKENIZER
 from keras_bert.checkpoints.files import KERAS_HUB_VOCAB as VOCAB_ASSET
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
@@ -43,6 +41,7 @@ SHARDED_INDEX_FILE = "model.weights.json"
 METADATA_FILE = "metadata.json"
 TASK_FILE, TASK_WEIGHTS_FILE, PREPROCESSOR_FILE = "task.json", "task.weights.h5", "preprocessor.json"
 BACKBONE = "keras_hub>BertBackbone"
+TOKENIZER_FILE, TOKENIZER = "tokenizer.json", "keras_hub>BertTokenizer"
 CLASSIFIER, CLASSIFIER_PREPROCESSOR = "keras_hub>BertTextClassifier", "keras_hub>BertTextClassifierPreprocessor"
 _LAYER_NORM_EPS = 1e-12  # fixed in KerasHub's BertBackbone
 # The tokenizer.json values our BertTokenizer reproduces; any other value is refused.
@@ -113,15 +112,33 @@ def _read_json(directory, name, registered=None):
     return values
 
 
-def is_keras_hub_directory(directory) -> bool:
-    """True for a directory whose config.json is a KerasHub BertBackbone's."""
+def _settings(directory, name, registered=None):
+    """The "config" object of the KerasHub preset file `name` (checked as `_read_json`); CheckpointError
+    naming the file when it has none."""
+    values = _read_json(directory, name, registered)
+    settings = values.get("config") if isinstance(values, dict) else None
+    if not isinstance(settings, dict):
+        raise CheckpointError(f"{os.path.join(directory, name)}: no \"config\" object; expected the "
+                              f"{values.get('registered_name') or 'KerasHub'} settings under \"config\"")
+    return settings
+
+
+def keras_hub_backbone(directory) -> str | None:
+    """The `registered_name` of a KerasHub backbone preset's config.json in `directory` (e.g.
+    "keras_hub>BertBackbone"), or None when there is no such file or it names no keras_hub class."""
     path = os.path.join(directory, CONFIG_FILE)
     if not os.path.isfile(path):
-        return False
+        return None
     try:
-        return read_json(path).get("registered_name") == BACKBONE
+        name = read_json(path).get("registered_name")
     except (ValueError, AttributeError):
-        return False
+        return None
+    return name if isinstance(name, str) and name.startswith("keras_hub>") else None
+
+
+def is_keras_hub_directory(directory) -> bool:
+    """True for a directory whose config.json is a KerasHub BertBackbone's."""
+    return keras_hub_backbone(directory) == BACKBONE
 
 
 def _weight_files(directory):
@@ -151,11 +168,11 @@ def _read_arrays(paths):
     return arrays
 
 
-def read_keras_hub(directory) -> tuple[BertConfig, CheckpointWeights]:
-    """(config, weights under Google's names) of a KerasHub BERT preset directory's backbone."""
-    values = _read_json(directory, CONFIG_FILE, BACKBONE)["config"]
+def keras_hub_config(directory) -> BertConfig:
+    """The BertConfig of a KerasHub BERT preset directory's config.json; CheckpointError naming the file."""
+    values = _settings(directory, CONFIG_FILE, BACKBONE)
     try:
-        config = BertConfig(
+        return BertConfig(
             vocab_size=values["vocabulary_size"], num_hidden_layers=values["num_layers"],
             num_attention_heads=values["num_heads"], hidden_size=values["hidden_dim"],
             intermediate_size=values["intermediate_dim"], hidden_act="gelu_tanh",
@@ -164,6 +181,11 @@ def read_keras_hub(directory) -> tuple[BertConfig, CheckpointWeights]:
             type_vocab_size=values.get("num_segments", 2), layer_norm_eps=_LAYER_NORM_EPS)
     except (KeyError, ValueError, TypeError) as e:
         raise CheckpointError(f"{os.path.join(directory, CONFIG_FILE)}: not a BertBackbone config: {e}") from None
+
+
+def read_keras_hub(directory) -> tuple[BertConfig, CheckpointWeights]:
+    """(config, weights under Google's names) of a KerasHub BERT preset directory's backbone."""
+    config = keras_hub_config(directory)
     files = _weight_files(directory)
     stored = _read_arrays(files)
     table = variable_table(config.num_hidden_layers)
@@ -183,16 +205,23 @@ def _classifier_head(directory):
     if not os.path.isfile(os.path.join(directory, TASK_FILE)):
         return None
     task = _read_json(directory, TASK_FILE)
-    if task.get("registered_name") != CLASSIFIER:
+    if not isinstance(task, dict) or task.get("registered_name") != CLASSIFIER:
+        found = task.get("registered_name") if isinstance(task, dict) else type(task).__name__
         logger.info("%s: task %s has no keras_bert counterpart; its head is not loaded",
-                    os.path.join(directory, TASK_FILE), task.get("registered_name"))
+                    os.path.join(directory, TASK_FILE), found)
         return None
-    values = task["config"]
+    values = _settings(directory, TASK_FILE)
+    num_classes, dropout = values.get("num_classes"), values.get("dropout", 0.1)
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+        raise CheckpointError(f"{os.path.join(directory, TASK_FILE)}: num_classes is {num_classes!r}; expected a "
+                              f"positive integer")
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        raise CheckpointError(f"{os.path.join(directory, TASK_FILE)}: dropout is {dropout!r}; expected a number "
+                              f"in [0, 1)")
     stored = _read_arrays([os.path.join(directory, TASK_WEIGHTS_FILE)])
-    if "layers/dense/vars/0" not in stored:
+    if "layers/dense/vars/0" not in stored or "layers/dense/vars/1" not in stored:
         raise CheckpointError(f"{os.path.join(directory, TASK_WEIGHTS_FILE)}: no logits layer (layers/dense)")
-    return {"num_classes": int(values["num_classes"]), "dropout": float(values.get("dropout", 0.1)),
-            "activation": values.get("activation") or "linear",
+    return {"num_classes": num_classes, "dropout": float(dropout), "activation": values.get("activation") or "linear",
             "kernel": stored["layers/dense/vars/0"], "bias": stored["layers/dense/vars/1"]}
 
 
@@ -215,15 +244,15 @@ def keras_hub_head(path):
 
 
 def keras_hub_text(path):
-    """{"vocab_file", "lower_case", "strip_accents", "rules", "seq_length" (or None)} of the KerasHub preset at
-    `path` (its tokenizer.json and task preprocessor.json), or None when `path` is no preset with a
-    tokenizer. Raises CheckpointError naming the file and key for settings our BertTokenizer cannot
+    """{"vocab_file", "lower_case", "strip_accents", "rules", "seq_length" (or None), "seq_length_source" (the
+    file and key to name)} of the KerasHub preset at `path` (its tokenizer.json and task preprocessor.json),
+    or None when `path` is no preset with a tokenizer. Raises CheckpointError naming the file and key for settings our BertTokenizer cannot
     reproduce (no splitting, another suffix or oov token, special tokens in strings)."""
     path = os.fspath(path)
     if not (os.path.isdir(path) and is_keras_hub_directory(path)
             and os.path.isfile(os.path.join(path, TOKENIZER_FILE))):
         return None
-    values = _read_json(path, TOKENIZER_FILE, TOKENIZER)["config"]
+    values = _settings(path, TOKENIZER_FILE, TOKENIZER)
     for key, expected in _FIXED_TOKENIZER.items():
         if values.get(key, expected) not in (expected, [] if expected is None else expected):
             raise CheckpointError(f"{os.path.join(path, TOKENIZER_FILE)}: {key}={values[key]!r}; keras_bert's "
@@ -237,8 +266,11 @@ def keras_hub_text(path):
                    (", NFKC case folding ('ß' -> 'ss')" if lower_case else ""))
     seq_length = None
     if os.path.isfile(os.path.join(path, PREPROCESSOR_FILE)):
-        preprocessor = _read_json(path, PREPROCESSOR_FILE)["config"]
+        preprocessor = _settings(path, PREPROCESSOR_FILE)
         seq_length = preprocessor.get("sequence_length")
+        if seq_length is not None and (isinstance(seq_length, bool) or not isinstance(seq_length, int)):
+            raise CheckpointError(f"{os.path.join(path, PREPROCESSOR_FILE)}: sequence_length is {seq_length!r}; "
+                                  f"expected an integer")
         if preprocessor.get("truncate", "round_robin") != "round_robin":
             logger.warning("%s: truncate=%r; keras_bert truncates pairs round-robin (longest first)",
                            os.path.join(path, PREPROCESSOR_FILE), preprocessor["truncate"])
@@ -246,7 +278,8 @@ def keras_hub_text(path):
     if not os.path.isfile(vocab_file):
         raise CheckpointError(f"{path}: KerasHub preset with {TOKENIZER_FILE} but no {VOCAB_ASSET}")
     return {"vocab_file": vocab_file, "lower_case": lower_case, "strip_accents": strip_accents,
-            "rules": "keras_hub", "seq_length": seq_length}
+            "rules": "keras_hub", "seq_length": seq_length,
+            "seq_length_source": f"{os.path.join(path, PREPROCESSOR_FILE)}: sequence_length"}
 
 
 def _serialized(registered, module, config, dtype="float32"):

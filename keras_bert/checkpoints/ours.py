@@ -26,14 +26,49 @@ def keras_file(path: str) -> str | None:
     return candidate if os.path.isdir(path) and os.path.isfile(candidate) else None
 
 
-def load_keras_model(path: str):
-    """The whole keras_bert model (uncompiled) of the `.keras` save at `path` (the file, or a directory
-    holding model.keras). Raises CheckpointError naming the file when it is not a complete zip."""
-    model_file = keras_file(path)
-    if not zipfile.is_zipfile(model_file):  # Keras would say "File not found" of a truncated file
+def keras_zip(path: str) -> str:
+    """The `.keras` file of our save at `path` (as `keras_file`), checked to be a complete zip archive.
+    Raises FileNotFoundError when there is none, CheckpointError naming the file when it is no zip (Keras
+    itself would say "File not found" of a file that exists)."""
+    model_file = keras_file(os.fspath(path))
+    if model_file is None:
+        raise FileNotFoundError(f"{path}: no such .keras file (nor a directory holding {MODEL_FILE})")
+    if not zipfile.is_zipfile(model_file):
         raise CheckpointError(f"{model_file}: not a complete .keras (zip) file; is it truncated or still "
                               f"being written?")
-    return keras.saving.load_model(model_file, compile=False)
+    return model_file
+
+
+def saved_config(path: str) -> dict:
+    """The serialized model ({"class_name", "config", ...}) of the `.keras` save at `path` (as `keras_zip`),
+    read from its config.json without building the model."""
+    model_file = keras_zip(path)
+    with zipfile.ZipFile(model_file) as archive:
+        try:
+            return json.loads(archive.read("config.json"))
+        except (KeyError, ValueError) as e:
+            raise CheckpointError(f"{model_file}: no readable config.json inside ({e})") from None
+
+
+def saved_encoder_config(saved: dict, source: str) -> BertConfig:
+    """The encoder's BertConfig in `saved` (a serialized keras_bert model, as `saved_config`); CheckpointError
+    naming `source` when it holds no BertEncoder."""
+    stack = [saved]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("class_name") == "BertEncoder" and isinstance(item.get("config"), dict):
+                return BertConfig.from_dict(item["config"]["config"], source=source)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    raise CheckpointError(f"{source}: a {saved.get('class_name')} with no BertEncoder; expected a keras_bert model")
+
+
+def load_keras_model(path: str):
+    """The whole keras_bert model (uncompiled) of the `.keras` save at `path` (the file, or a directory
+    holding model.keras), checked first by `keras_zip`."""
+    return keras.saving.load_model(keras_zip(path), compile=False)
 
 
 def load_keras(path: str):

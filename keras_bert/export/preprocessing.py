@@ -3,30 +3,17 @@ nothing is repeated at export; a preprocessor given beside it is an override and
 the vocabulary and casing (a different sequence length is allowed)."""
 
 from keras_bert.export.errors import ExportError
+from keras_bert.models.pretrained import DEFAULT_SEQ_LENGTH
+from keras_bert.models.pretrained import check_agrees as agrees
 from keras_bert.text import BertPreprocessor, BertTokenizer
-
-# Packed length of an export of a model that has no preprocessor of its own, when none is given.
-DEFAULT_SEQ_LENGTH = 128
-
-
-def _vocab_source(tokenizer):
-    return tokenizer.vocab_file or "its vocabulary"
 
 
 def check_agrees(model_preprocessor, preprocessor):
-    """Raises ExportError naming both values when `preprocessor` has another vocabulary (size, or the
-    first differing token) or casing than `model_preprocessor`, the model's own."""
-    own, other = model_preprocessor.tokenizer, preprocessor.tokenizer
-    if other.vocab_size != own.vocab_size:
-        raise ExportError(f"the vocab {_vocab_source(other)} has {other.vocab_size} tokens but the model was "
-                          f"trained with {own.vocab_size} ({_vocab_source(own)})")
-    if other.vocab != own.vocab:
-        index = next(i for i, (a, b) in enumerate(zip(own.vocab, other.vocab, strict=True)) if a != b)
-        raise ExportError(f"the vocab {_vocab_source(other)} has {other.vocab[index]!r} at id {index} but the "
-                          f"model was trained with {own.vocab[index]!r} there ({_vocab_source(own)})")
-    if other.lower_case != own.lower_case:
-        raise ExportError(f"lower_case={other.lower_case} but the model was trained with "
-                          f"lower_case={own.lower_case}")
+    """`keras_bert.models.pretrained.check_agrees`, raising ExportError."""
+    try:
+        agrees(model_preprocessor, preprocessor)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
 
 
 def serving_preprocessor(model, preprocessor=None):

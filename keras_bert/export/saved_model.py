@@ -26,6 +26,7 @@ from keras_bert.checkpoints import split_model
 from keras_bert.export.errors import ExportError
 from keras_bert.export.preprocessing import serving_preprocessor
 from keras_bert.export.serving_form import serving_form
+from keras_bert.models.pretrained import check_seq_length
 from keras_bert.models.serving import ServingOptions, traced_function
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
@@ -62,9 +63,10 @@ def check_compatible(model, preprocessor):
         raise ExportError(f"vocab size mismatch: {source} has {tokenizer.vocab_size} tokens but the model's "
                           f"config.vocab_size is {config.vocab_size}; export with the vocab the model was "
                           "trained with")
-    if preprocessor.seq_length > config.max_position_embeddings:
-        raise ExportError(f"preprocessor seq_length {preprocessor.seq_length} exceeds the model's "
-                          f"max_position_embeddings {config.max_position_embeddings}")
+    try:
+        check_seq_length(config, preprocessor.seq_length, "the preprocessor's seq_length")
+    except ValueError as e:
+        raise ExportError(str(e)) from None
 
 
 def build_archive(model, preprocessor=None, signature=None, example_seq_length=None, options=None):

@@ -10,6 +10,7 @@ from keras_bert.checkpoints import (
     assign_encoder,
     detect_format,
     load_keras,
+    load_keras_model,
     read_checkpoint,
     report_unused,
     split_model,
@@ -18,7 +19,7 @@ from keras_bert.config import BertConfig
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.transformer import TransformerBlock, attention_bias
-from keras_bert.models.pretrained import checkpoint_lower_case, load_saved_model, with_pretrained_preprocessor
+from keras_bert.models.pretrained import resolve_pretrained
 from keras_bert.models.serving import INPUT_NAMES, Serving
 from keras_bert.models.text_task import TextTask
 
@@ -155,16 +156,16 @@ class BertEncoder(Serving, TextTask, keras.Model):
         return cls(**cls._text_from_config(dict(config)))
 
     @classmethod
-    def from_pretrained(cls, path, dtype=None, seq_length=None, lower_case=None):
-        """Loads an encoder from a Google TF1 checkpoint, a Hugging Face directory or our own save (see
-        `load_encoder`), with a preprocessor when one is known, so `predict` also takes raw text: a saved
-        model's own (packed to `seq_length` if given), else the `vocab.txt` beside `path` packed to
-        `seq_length` (default min(128, max_position_embeddings)) with the casing the checkpoint's files state
-        (HF tokenizer_config.json), else `lower_case` (default True). No vocab.txt: no preprocessor."""
-        saved, encoder, casing = load_pretrained(path, dtype, lower_case)
-        if saved is not None and encoder.preprocessor is None:  # a task model's is on the task model
-            encoder.preprocessor = getattr(saved, "preprocessor", None)
-        return with_pretrained_preprocessor(encoder, path, seq_length, lower_case, casing)
+    def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None):
+        """Loads an encoder from a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset or our
+        own save, with the preprocessor `resolve_pretrained(path, seq_length, lower_case)` gives (a saved
+        model's own, else the `vocab.txt` beside `path`, cased as the checkpoint states, else `lower_case`,
+        default True; packed to `seq_length`, default min(128, max_position_embeddings)), so `predict` also
+        takes raw text; None without a vocab. `dtype`: the Keras dtype policy to build with."""
+        pretrained = resolve_pretrained(path, seq_length, lower_case)
+        _, encoder = load_pretrained(pretrained, dtype)
+        encoder.preprocessor = pretrained.preprocessor
+        return encoder
 
 
 def sentence_embedding(sequence_output, input_mask, pooling, normalize):
@@ -182,16 +183,24 @@ def sentence_embedding(sequence_output, input_mask, pooling, normalize):
     return pooled
 
 
-def load_pretrained(path, dtype=None, lower_case=None):
-    """What `BertEncoder.from_pretrained` and the task models' start from: (saved, encoder, casing).
-    `casing` is the checkpoint's (`checkpoint_lower_case`: a `lower_case` its tokenizer_config.json
-    contradicts is refused before any loading); `saved` the whole keras_bert model of a `.keras` save (None
-    for the other formats, and with a `dtype`, which rebuilds the encoder); `encoder` its encoder, else
-    `load_encoder(path, dtype)`."""
-    casing = checkpoint_lower_case(path, lower_case)
-    saved = load_saved_model(path) if dtype is None else None
-    encoder = split_model(saved)[0] if saved is not None else load_encoder(path, dtype=dtype)
-    return saved, encoder, casing
+def load_pretrained(pretrained, dtype=None):
+    """(saved, encoder) of a `Pretrained` (`resolve_pretrained`): `saved` is the whole keras_bert model of a
+    `.keras` save (None for the other formats, and with a `dtype`, which rebuilds the encoder); `encoder`
+    its encoder, else `load_encoder(pretrained.path, dtype)`."""
+    saved = load_keras_model(pretrained.path) if pretrained.format == "keras" and dtype is None else None
+    encoder = split_model(saved)[0] if saved is not None else load_encoder(pretrained.path, dtype=dtype)
+    return saved, encoder
+
+
+def load_pretrained_model(path, seq_length=None, lower_case=None, dtype=None):
+    """The model at `path` as it is: a `.keras` save's whole model (any keras_bert class), else the
+    `BertEncoder` of the checkpoint (any format); with the preprocessor `resolve_pretrained(path,
+    seq_length, lower_case)` gives. What the export and KerasHub CLIs' --model_path loads."""
+    pretrained = resolve_pretrained(path, seq_length, lower_case)
+    saved, encoder = load_pretrained(pretrained, dtype)
+    model = encoder if saved is None else saved
+    model.preprocessor = pretrained.preprocessor
+    return model
 
 
 def load_encoder(path, dtype=None):

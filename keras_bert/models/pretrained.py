@@ -1,146 +1,231 @@
-"""The text preprocessing a checkpoint comes with: the `vocab.txt` beside it and the casing its own files
-state, packed to a sequence length — what `from_pretrained` gives a model so it takes raw strings."""
+"""One way a checkpoint enters: `resolve_pretrained(path, ...)` detects its format, checks its files and
+reads what it states (config, KerasHub classifier head, text preprocessing: vocab, casing, KerasHub or
+Google rules, sequence length; label names) into a frozen `Pretrained`, before any model is built. The
+models' `from_pretrained`, the recipes' --init_checkpoint and the export CLIs' --model_path all go
+through it; the weights are read by `keras_bert.checkpoints.read_checkpoint` when a model is built. This
+module knows no model class."""
 
-import json
+from __future__ import annotations
+
+import dataclasses
 import logging
 import os
-import zipfile
 
 import keras
 
 from keras_bert.checkpoints import (
+    detect_format,
     find_lower_case,
     find_vocab_file,
     keras_file,
     keras_hub_head,
     keras_hub_text,
-    load_keras_model,
-    split_model,
+    read_config,
+    saved_config,
 )
+from keras_bert.config import BertConfig
 from keras_bert.text import BertPreprocessor, BertTokenizer
+from keras_bert.text.vocab import load_vocab
+from keras_bert.textfiles import read_json
 
 logger = logging.getLogger("keras_bert")
 
 # The paper's fine-tuning length (run_classifier's max_seq_length); capped at the position embeddings.
 DEFAULT_SEQ_LENGTH = 128
+LABELS_FILE = "labels.json"  # beside a fine-tuned model.keras: {"labels": [...]}
 
 
-def checkpoint_lower_case(path, lower_case=None):
+@dataclasses.dataclass(frozen=True)
+class Pretrained:
+    """What the checkpoint at `path` states, read and checked by `resolve_pretrained`.
+
+    Attributes:
+        path: the checkpoint as given (a file, directory or TF1 prefix).
+        format: "keras", "keras_hub", "huggingface" or "google".
+        config: the encoder's `BertConfig`.
+        preprocessor: the `BertPreprocessor` raw text goes through (a `.keras` save's own, else the vocab
+            beside `path` cased as the checkpoint states), or None: the model takes token ids only.
+        lower_case: the casing in force (the preprocessor's; else what was asked, else True).
+        class_name: the model class of a `.keras` save, else None.
+        labels: the label names a `.keras` save carries (or its labels.json), else None.
+        head: a KerasHub BertTextClassifier's {"num_classes", "dropout", "kernel", "bias"}, else None.
+        trained_preprocessor: True when `preprocessor` is the one a `.keras` save was trained with (not
+            built from a vocab file).
+    """
+
+    path: str
+    format: str
+    config: BertConfig
+    preprocessor: BertPreprocessor | None
+    lower_case: bool
+    class_name: str | None = None
+    labels: list | None = None
+    head: dict | None = None
+    trained_preprocessor: bool = False
+
+
+def resolve_pretrained(path, seq_length=None, lower_case=None, vocab_file=None) -> Pretrained:
+    """The `Pretrained` of the checkpoint at `path` (Google TF1, Hugging Face, KerasHub preset, or a
+    keras_bert save: `.keras` file or directory).
+
+    Args:
+        path: the checkpoint.
+        seq_length: packed length (default: a `.keras` save's own, a KerasHub preprocessor.json's, else
+            min(DEFAULT_SEQ_LENGTH, max_position_embeddings)); checked against the position embeddings.
+        lower_case: casing; None means the checkpoint's (a `.keras` save's tokenizer, HF
+            tokenizer_config.json `do_lower_case`, KerasHub tokenizer.json `lowercase`), else True. A value
+            that contradicts the checkpoint is a ValueError naming both.
+        vocab_file: a vocab.txt to use instead of the one beside `path` (a `.keras` save's own vocab is
+            kept; `check_agrees` compares a given one with it).
+
+    Raises FileNotFoundError / CheckpointError / ValueError naming the file (and key) that is wrong.
+    """
+    path = os.fspath(path)
+    fmt = detect_format(path)
+    config = read_config(path, fmt)
+    if fmt == "keras":
+        return _resolve_saved(path, config, seq_length, lower_case, vocab_file)
+    if fmt == "keras_hub":
+        stated = keras_hub_text(path)  # None: a preset without tokenizer.json
+        head = keras_hub_head(path)
+    else:
+        stated, head = None, None
+    casing = checkpoint_lower_case(path, lower_case, stated)
+    preprocessor = _vocab_preprocessor(path, config, seq_length, casing, vocab_file, stated)
+    return Pretrained(path, fmt, config, preprocessor, casing, head=head)
+
+
+def _resolve_saved(path, config, seq_length, lower_case, vocab_file):
+    """`resolve_pretrained` of a `.keras` save: its own preprocessor (packed to `seq_length`), else the
+    vocab.txt beside it (or `vocab_file`)."""
+    saved = saved_config(path)
+    values = saved.get("config", {})
+    own = values.get("preprocessor") or values.get("encoder", {}).get("config", {}).get("preprocessor")
+    if own is None:
+        casing = checkpoint_lower_case(path, lower_case)
+        preprocessor = _vocab_preprocessor(path, config, seq_length, casing, vocab_file)
+    else:
+        preprocessor = keras.saving.deserialize_keras_object(own)
+        if lower_case is not None and bool(lower_case) != preprocessor.tokenizer.lower_case:
+            raise ValueError(f"lower_case={lower_case} but {keras_file(path)} was trained with "
+                             f"lower_case={preprocessor.tokenizer.lower_case}")
+        if seq_length is not None and int(seq_length) != preprocessor.seq_length:
+            preprocessor = BertPreprocessor(preprocessor.tokenizer, check_seq_length(config, seq_length))
+        casing = preprocessor.tokenizer.lower_case
+    return Pretrained(path, "keras", config, preprocessor, casing, class_name=saved.get("class_name"),
+                      labels=saved_labels(keras_file(path), values), trained_preprocessor=own is not None)
+
+
+def saved_labels(model_file, values):
+    """The label names of the `.keras` file `model_file` whose serialized config is `values`: the model's
+    own, else the labels.json beside it, else None."""
+    if values.get("labels") is not None:
+        return values["labels"]
+    labels_file = os.path.join(os.path.dirname(model_file), LABELS_FILE)
+    if not os.path.isfile(labels_file):
+        return None
+    labels = read_json(labels_file)
+    if not isinstance(labels, dict) or not isinstance(labels.get("labels"), list):
+        raise ValueError(f'{labels_file}: expected {{"labels": [...]}}')
+    return labels["labels"]
+
+
+def checkpoint_lower_case(path, lower_case=None, keras_hub=None):
     """The casing of the checkpoint at `path`: what its files state (HF `tokenizer_config.json`
-    `do_lower_case`), else `lower_case`, else True. Raises ValueError naming both values when `lower_case`
-    contradicts the checkpoint's files."""
-    stated = find_lower_case(path)
+    `do_lower_case`, or `keras_hub["lower_case"]`, a KerasHub preset's `keras_hub_text`), else `lower_case`,
+    else True. Raises ValueError naming both values when `lower_case` contradicts the checkpoint's files."""
+    stated = find_lower_case(path) if keras_hub is None else keras_hub["lower_case"]
     if stated is None:
         return True if lower_case is None else bool(lower_case)
     if lower_case is not None and bool(lower_case) != stated:
+        source = "tokenizer_config.json" if keras_hub is None else "tokenizer.json"
         raise ValueError(f"lower_case={lower_case} but {path} states do_lower_case={stated} "
-                         "(tokenizer_config.json); a model must be fed text cased as in its pre-training")
+                         f"({source}); a model must be fed text cased as in its pre-training")
     return stated
 
 
-def sequence_length(config, seq_length=None):
-    """`seq_length` (default: DEFAULT_SEQ_LENGTH capped at the model's max_position_embeddings); ValueError
-    when it exceeds the position embeddings."""
+def _vocab_preprocessor(path, config, seq_length, casing, vocab_file=None, keras_hub=None):
+    """A `BertPreprocessor` of `vocab_file` (default: the vocab beside `path`; a KerasHub preset's
+    assets/tokenizer/vocabulary.txt with its character rules and packed length), or None when there is
+    none. The vocab's size is checked against `config` before a tokenizer is built."""
+    if keras_hub is not None:
+        vocab_file = vocab_file or keras_hub["vocab_file"]
+        if seq_length is None and keras_hub["seq_length"] is not None:
+            seq_length = check_seq_length(config, keras_hub["seq_length"], keras_hub["seq_length_source"])
+    vocab_file = vocab_file or find_vocab_file(path)
+    if vocab_file is None:
+        logger.info("%s: no vocab.txt beside the checkpoint; the model takes token ids only", path)
+        return None
+    check_vocab_size(config, len(load_vocab(vocab_file)), vocab_file)
+    rules = {} if keras_hub is None else {"strip_accents": keras_hub["strip_accents"], "rules": keras_hub["rules"]}
+    return BertPreprocessor(BertTokenizer(vocab_file, lower_case=casing, **rules),
+                            check_seq_length(config, seq_length))
+
+
+def check_seq_length(config, seq_length=None, name="seq_length"):
+    """`seq_length` as an int (None: DEFAULT_SEQ_LENGTH capped at `config.max_position_embeddings`); raises
+    ValueError naming `name` (e.g. a flag or a file's key) unless 3 <= seq_length <= max_position_embeddings."""
     if seq_length is None:
         return min(DEFAULT_SEQ_LENGTH, config.max_position_embeddings)
     if not 3 <= int(seq_length) <= config.max_position_embeddings:
-        raise ValueError(f"seq_length={seq_length}; expected 3 <= seq_length <= the model's "
+        raise ValueError(f"{name}={seq_length}; expected 3 <= seq_length <= the model's "
                          f"max_position_embeddings={config.max_position_embeddings}")
     return int(seq_length)
 
 
-def pretrained_preprocessor(path, config, seq_length=None, casing=True):
-    """A `BertPreprocessor` of the `vocab.txt` beside the checkpoint at `path` (lower-cased when `casing`,
-    the checkpoint's casing that `checkpoint_lower_case` gives; length as `sequence_length`), or None when
-    there is no vocab.txt. A KerasHub preset's tokenizer.json and preprocessor.json (its character rules,
-    strip_accents, sequence_length) are honoured. Raises ValueError naming the file when its size is not the model's
-    `config.vocab_size`."""
-    vocab_file = find_vocab_file(path)
-    if vocab_file is None:
-        logger.info("%s: no vocab.txt beside the checkpoint; the model takes token ids only", path)
-        return None
-    keras_hub = keras_hub_text(path)  # a KerasHub preset: its character rules and packed length too
-    if keras_hub is not None and seq_length is None:
-        seq_length = keras_hub["seq_length"]
-    rules = {} if keras_hub is None else {"strip_accents": keras_hub["strip_accents"], "rules": keras_hub["rules"]}
-    tokenizer = BertTokenizer(vocab_file, lower_case=casing, **rules)
-    if tokenizer.vocab_size != config.vocab_size:
-        raise ValueError(f"{vocab_file} has {tokenizer.vocab_size} tokens but the checkpoint's vocab_size is "
-                         f"{config.vocab_size}")
-    return BertPreprocessor(tokenizer, sequence_length(config, seq_length))
+def check_vocab_size(config, vocab_size, vocab_file=None):
+    """Raises ValueError when the vocab file's `vocab_size` tokens are not the `config.vocab_size` the
+    model's embeddings have (`vocab_file`: the path, named in the message)."""
+    if config.vocab_size != vocab_size:
+        named = f" {vocab_file}" if vocab_file else ""
+        raise ValueError(f"the model has vocab_size={config.vocab_size} but the vocab file{named} has "
+                         f"{vocab_size} tokens")
 
 
-def resized(preprocessor, config, seq_length=None, lower_case=None):
-    """`preprocessor` (a model's own) packed to `seq_length` when one is given; ValueError when
-    `lower_case` contradicts its tokenizer's casing."""
-    tokenizer = preprocessor.tokenizer
-    if lower_case is not None and bool(lower_case) != tokenizer.lower_case:
-        raise ValueError(f"lower_case={lower_case} but the saved model's tokenizer has "
-                         f"lower_case={tokenizer.lower_case}")
-    if seq_length is None or int(seq_length) == preprocessor.seq_length:
-        return preprocessor
-    return BertPreprocessor(tokenizer, sequence_length(config, seq_length))
+def _vocab_source(tokenizer):
+    return tokenizer.vocab_file or "its vocabulary"
 
 
-def saved_config(path):
-    """The serialized model ({"class_name", "config", ...}) of the `.keras` save at `path` (the file or a
-    directory holding model.keras), read without building the model; None for the other formats."""
-    model_file = keras_file(os.fspath(path)) if path else None
-    if model_file is None or not zipfile.is_zipfile(model_file):
-        return None
-    with zipfile.ZipFile(model_file) as archive:
-        return json.loads(archive.read("config.json"))
+def check_agrees(model_preprocessor, preprocessor):
+    """Raises ValueError naming both values when `preprocessor` has another vocabulary (size, or the
+    first differing token) or casing than `model_preprocessor`, the model's own."""
+    own, other = model_preprocessor.tokenizer, preprocessor.tokenizer
+    if other.vocab_size != own.vocab_size:
+        raise ValueError(f"the vocab {_vocab_source(other)} has {other.vocab_size} tokens but the model was "
+                         f"trained with {own.vocab_size} ({_vocab_source(own)})")
+    if other.vocab != own.vocab:
+        index = next(i for i, (a, b) in enumerate(zip(own.vocab, other.vocab, strict=True)) if a != b)
+        raise ValueError(f"the vocab {_vocab_source(other)} has {other.vocab[index]!r} at id {index} but the "
+                         f"model was trained with {own.vocab[index]!r} there ({_vocab_source(own)})")
+    if other.lower_case != own.lower_case:
+        raise ValueError(f"lower_case={other.lower_case} but the model was trained with "
+                         f"lower_case={own.lower_case}")
 
 
-def saved_preprocessing(path):
-    """(class name, preprocessor) of the `.keras` save at `path`, from one read of its config: the model's
-    class and the `BertPreprocessor` it was trained with (vocab and casing inside; None when it has none).
-    (None, None) for the other checkpoint formats."""
-    saved = saved_config(path) or {}
-    preprocessor = saved.get("config", {}).get("preprocessor")
-    if preprocessor is not None:
-        preprocessor = keras.saving.deserialize_keras_object(preprocessor)
-    return saved.get("class_name"), preprocessor
-
-
-def load_saved_model(path):
-    """The whole keras_bert model of a `.keras` save at `path` (the file or a directory holding
-    model.keras), or None for the other checkpoint formats."""
-    return load_keras_model(path) if keras_file(os.fspath(path)) else None
-
-
-def with_pretrained_preprocessor(model, path, seq_length=None, lower_case=None, casing=None):
-    """`model` (encoder or task model, loaded from the checkpoint at `path`) with a preprocessor: the one it
-    has (packed to `seq_length` if given), else the one of the vocab.txt beside `path` (None if absent),
-    cased `casing` when the caller has `checkpoint_lower_case(path, lower_case)` already, else as it says.
-    Returns `model`."""
-    config = split_model(model)[0].config
-    if model.preprocessor is not None:
-        model.preprocessor = resized(model.preprocessor, config, seq_length, lower_case)
-    else:
-        casing = checkpoint_lower_case(path, lower_case) if casing is None else casing
-        model.preprocessor = pretrained_preprocessor(path, config, seq_length, casing)
-    return model
-
-
-def pretrained_head_args(cls, path, kwargs):
-    """`kwargs` completed with the head arguments of a KerasHub BertTextClassifier preset at `path`
-    (num_classes, dropout) when `cls` is the BertClassifier it maps onto; else `kwargs`."""
-    head = keras_hub_head(path) if cls.task_kind == "classifier" else None
+def head_args(pretrained, task_kind, kwargs):
+    """`kwargs` (a task model's head arguments) completed with the KerasHub classifier head's num_classes and
+    dropout when `task_kind` is "classifier" and `kwargs` names no class count (neither `num_classes` nor
+    `labels`); else `kwargs`."""
+    head = pretrained.head if task_kind == "classifier" else None
     if head is None:
         return kwargs
+    if "num_classes" in kwargs or "labels" in kwargs:
+        return {"dropout": head["dropout"], **kwargs}
     return {"num_classes": head["num_classes"], "dropout": head["dropout"], **kwargs}
 
 
-def load_pretrained_head(model, path):
+def load_head(model, pretrained, kwargs):
     """Copies a KerasHub BertTextClassifier preset's logits layer into a BertClassifier `model` whose
-    num_classes matches (a different num_classes keeps its fresh head, with a warning)."""
-    head = keras_hub_head(path) if model.task_kind == "classifier" else None
+    num_classes matches; a different class count (from `kwargs`' num_classes or labels) keeps the fresh
+    head, with a warning naming both counts."""
+    head = pretrained.head if model.task_kind == "classifier" else None
     if head is None:
         return
     if head["num_classes"] != model.num_classes:
-        logger.warning("%s holds a %d-class classifier; num_classes=%d asked for, so the head starts fresh",
-                       path, head["num_classes"], model.num_classes)
+        asked = (f"labels={list(kwargs['labels'])} ({len(kwargs['labels'])} classes)" if "labels" in kwargs
+                 else f"num_classes={model.num_classes}")
+        logger.warning("%s holds a %d-class classifier; %s asked for, so the head starts fresh",
+                       pretrained.path, head["num_classes"], asked)
         return
     layer = model.get_layer("classifier")
     layer.kernel.assign(head["kernel"])

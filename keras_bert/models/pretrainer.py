@@ -20,7 +20,7 @@ from keras_bert.checkpoints import (
 from keras_bert.layers.heads import MaskedLMHead
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder, encoder_inputs
-from keras_bert.models.pretrained import with_pretrained_preprocessor
+from keras_bert.models.pretrained import resolve_pretrained
 from keras_bert.models.task_base import EncoderTaskModel
 
 # Feature names of a pre-training example (the original TFRecord's, with TF Hub names for the inputs).
@@ -200,10 +200,13 @@ class BertPretrainer(EncoderTaskModel):
         return {}
 
     @classmethod
-    def from_pretrained(cls, path, dtype=None, seq_length=None, lower_case=None):
-        """Loads encoder and heads from a Google TF1 checkpoint, a Hugging Face directory or our save
-        (see `load_pretrainer`), with a preprocessor as `BertEncoder.from_pretrained` gives one."""
-        return with_pretrained_preprocessor(load_pretrainer(path, dtype=dtype), path, seq_length, lower_case)
+    def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None):
+        """Loads encoder and heads from a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset
+        or our save (see `load_pretrainer`), with a preprocessor as `BertEncoder.from_pretrained` gives one."""
+        pretrained = resolve_pretrained(path, seq_length, lower_case)
+        model = load_pretrainer(path, dtype=dtype)
+        model.preprocessor = pretrained.preprocessor
+        return model
 
 
 def load_pretrainer(path, dtype=None):

@@ -7,11 +7,7 @@ from keras_bert.execution import ChoosesExecution
 from keras_bert.models.accumulation import GradientAccumulation
 from keras_bert.models.encoder import load_pretrained
 from keras_bert.models.lora import LoraAdaptation
-from keras_bert.models.pretrained import (
-    load_pretrained_head,
-    pretrained_head_args,
-    with_pretrained_preprocessor,
-)
+from keras_bert.models.pretrained import head_args, load_head, resolve_pretrained
 from keras_bert.models.serving import Serving
 from keras_bert.models.text_task import TextTask
 
@@ -52,12 +48,15 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
         """This task model on the encoder of the checkpoint at `path`, ready for raw text.
 
         Args:
-            path: a Google TF1 checkpoint, a Hugging Face directory or our own save (`.keras` or directory);
-                a `.keras` of this same class loads as it is (head and labels included).
+            path: a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset or our own save
+                (`.keras` or directory); a `.keras` of this same class loads as it is (head and labels
+                included); a KerasHub BertTextClassifier's head is taken when its class count is asked for
+                (or none is: `labels=` / `num_classes=` of another count start a fresh head, with a warning).
             seq_length: packed length of the preprocessor (default: a saved model's own, else
                 min(128, max_position_embeddings)).
-            lower_case: casing when the checkpoint's files do not state it (HF tokenizer_config.json
-                `do_lower_case` wins; a contradicting value is a ValueError); default True.
+            lower_case: casing when the checkpoint does not state it (a saved tokenizer, HF
+                tokenizer_config.json `do_lower_case`, KerasHub tokenizer.json; a contradicting value is a
+                ValueError naming both); default True.
             dtype: Keras dtype policy to build with (e.g. "mixed_bfloat16"); default float32.
             lora_rank: when given, `enable_lora(lora_rank)`: the encoder frozen, rank-R updates of its
                 projections trained with the head (merged again by `save` and the export).
@@ -66,7 +65,8 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
         The preprocessor is a saved model's own, else the `vocab.txt` beside `path`; with neither, the
         model takes token-id dicts only.
         """
-        saved, encoder, casing = load_pretrained(path, dtype, lower_case)
+        pretrained = resolve_pretrained(path, seq_length, lower_case)
+        saved, encoder = load_pretrained(pretrained, dtype)
         if isinstance(saved, cls):
             for name in HEAD_ARGS:
                 if name in kwargs and getattr(saved, name, None) != _plain(kwargs[name]):
@@ -74,12 +74,9 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
                                      f"{name}={kwargs[name]} was asked for")
             model = saved
         else:
-            model = cls(encoder, **pretrained_head_args(cls, path, kwargs))
-            load_pretrained_head(model, path)  # a KerasHub task preset's head, where it maps onto ours
-            model.preprocessor = getattr(saved, "preprocessor", None)
-            if model.preprocessor is None:
-                model.preprocessor = encoder.preprocessor
-        model = with_pretrained_preprocessor(model, path, seq_length, lower_case, casing)
+            model = cls(encoder, **head_args(pretrained, cls.task_kind, kwargs))
+            load_head(model, pretrained, kwargs)  # a KerasHub task preset's head, where it maps onto ours
+        model.preprocessor = pretrained.preprocessor
         return _with_lora(model, lora_rank)
 
 

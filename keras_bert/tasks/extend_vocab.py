@@ -10,7 +10,6 @@ from keras_bert import outputs
 from keras_bert.checkpoints import (
     assign_encoder,
     detect_format,
-    find_vocab_file,
     read_checkpoint,
     save_google_checkpoint,
     save_huggingface,
@@ -18,8 +17,8 @@ from keras_bert.checkpoints import (
 )
 from keras_bert.checkpoints.vocab_resize import resize_vocab
 from keras_bert.models.encoder import BertEncoder
+from keras_bert.models.pretrained import resolve_pretrained
 from keras_bert.models.pretrainer import pretrainer_from_weights
-from keras_bert.tasks.finetuning import check_vocab_size
 from keras_bert.text import vocab as vocab_lib
 from keras_bert.text.vocab_extension import choose_new_tokens, extend_vocab, tokens_per_word
 from keras_bert.text.vocab_learner import count_words
@@ -41,7 +40,7 @@ class ExtendedCheckpoint:
     tokens_per_word_after: float
 
 
-def extend_checkpoint_vocab(init_checkpoint, files_or_lines, num_new_tokens, output_dir, lower_case=True,
+def extend_checkpoint_vocab(init_checkpoint, files_or_lines, num_new_tokens, output_dir, lower_case=None,
                             max_lines=None, min_frequency=2, overwrite=False):
     """Adds the `num_new_tokens` WordPieces that shorten the domain text most to a checkpoint's vocab.
 
@@ -53,7 +52,8 @@ def extend_checkpoint_vocab(init_checkpoint, files_or_lines, num_new_tokens, out
             `init_checkpoint` (Google `bert_model.ckpt` + `bert_config.json`, Hugging Face `config.json` +
             `model.safetensors`, or our `model.keras`; other files of the input, such as tokenizer.json, are
             not copied).
-        lower_case: whether the checkpoint's tokenizer is uncased.
+        lower_case: whether the checkpoint's tokenizer is uncased; None: as the checkpoint states (its saved
+            tokenizer, tokenizer_config.json or tokenizer.json), else True. A contradiction is a ValueError.
         max_lines: read at most this many lines of the domain text.
         min_frequency: a new piece must occur at least this many times in the domain text.
         overwrite: replace a non-empty `output_dir` whole (without it such a directory is refused, before
@@ -66,22 +66,22 @@ def extend_checkpoint_vocab(init_checkpoint, files_or_lines, num_new_tokens, out
         are written when `init_checkpoint` has them.
     """
     init_checkpoint, output_dir = os.fspath(init_checkpoint), os.fspath(output_dir)
-    vocab_file = find_vocab_file(init_checkpoint)
-    if vocab_file is None:
+    pretrained = resolve_pretrained(init_checkpoint, lower_case=lower_case)  # vocab size and casing checked
+    if pretrained.preprocessor is None:
         raise FileNotFoundError(f"{init_checkpoint}: no vocab.txt beside the checkpoint; expected the "
                                 f"WordPiece vocab the checkpoint was trained with")
+    vocab_file = pretrained.preprocessor.tokenizer.vocab_file
     with outputs.claim(output_dir, [init_checkpoint, vocab_file], overwrite):
-        return _extend(init_checkpoint, vocab_file, files_or_lines, num_new_tokens, output_dir, overwrite,
-                       dict(lower_case=lower_case, max_lines=max_lines), min_frequency)
+        return _extend(init_checkpoint, pretrained, files_or_lines, num_new_tokens, output_dir, overwrite,
+                       max_lines, min_frequency)
 
 
-def _extend(init_checkpoint, vocab_file, files_or_lines, num_new_tokens, output_dir, overwrite, reading,
+def _extend(init_checkpoint, pretrained, files_or_lines, num_new_tokens, output_dir, overwrite, max_lines,
             min_frequency):
-    """`extend_checkpoint_vocab` once its output is claimed; `reading`: count_words' keyword arguments."""
-    vocab = vocab_lib.load_vocab(vocab_file)
+    """`extend_checkpoint_vocab` once its output is claimed (`pretrained`: its `resolve_pretrained`)."""
+    vocab = list(pretrained.preprocessor.tokenizer.vocab)
     config, weights = read_checkpoint(init_checkpoint)
-    check_vocab_size(config, len(vocab), vocab_file)
-    word_counts = count_words(files_or_lines, **reading)
+    word_counts = count_words(files_or_lines, lower_case=pretrained.lower_case, max_lines=max_lines)
     chosen = dict(choose_new_tokens(word_counts, vocab, num_new_tokens, min_frequency=min_frequency))
     extension = extend_vocab(vocab, list(chosen), tokens_saved=chosen)
     config, weights = resize_vocab(config, weights, len(extension.vocab), extension.pieces)

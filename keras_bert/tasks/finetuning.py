@@ -4,6 +4,10 @@ against the vocab, sequence length and classes of the task, and the step arithme
 
 from keras_bert.checkpoints import keras_file, load_keras_model
 from keras_bert.models.encoder import BertEncoder, load_encoder
+from keras_bert.models.pretrained import check_seq_length, check_vocab_size
+
+__all__ = ["build_encoder", "build_task_model", "check_num_classes", "check_seq_length", "check_vocab_size",
+           "finetuning_steps"]
 
 
 def build_task_model(model_class, make_model, init_checkpoint=None, config=None, dtype=None):
@@ -31,22 +35,6 @@ def build_encoder(init_checkpoint=None, config=None, dtype=None):
     if init_checkpoint:
         return load_encoder(init_checkpoint, dtype=dtype)
     return BertEncoder(config, dtype=dtype)
-
-
-def check_vocab_size(config, vocab_size, vocab_file=None):
-    """Raises ValueError when the vocab file's `vocab_size` tokens are not the `config.vocab_size` the
-    model's embeddings have (`vocab_file`: the path, named in the message)."""
-    if config.vocab_size != vocab_size:
-        named = f" {vocab_file}" if vocab_file else ""
-        raise ValueError(f"the model has vocab_size={config.vocab_size} but the vocab file{named} has "
-                         f"{vocab_size} tokens")
-
-
-def check_seq_length(config, seq_length):
-    """Raises ValueError when `seq_length` exceeds the model's position embeddings."""
-    if seq_length > config.max_position_embeddings:
-        raise ValueError(f"sequence length {seq_length} exceeds the model's max_position_embeddings="
-                         f"{config.max_position_embeddings}")
 
 
 def check_num_classes(model, labels):

@@ -3,11 +3,8 @@
 import json
 import os
 
-from keras_bert.checkpoints import keras_file
-from keras_bert.models.pretrained import saved_config
-from keras_bert.textfiles import read_json
-
-LABELS_FILE = "labels.json"
+from keras_bert.checkpoints import keras_file, saved_config
+from keras_bert.models.pretrained import LABELS_FILE, saved_labels
 
 
 def write_labels(directory, labels):
@@ -28,8 +25,4 @@ def read_labels(model_path):
     model_file = model_path and keras_file(model_path)
     if not model_file:
         return None
-    labels = (saved_config(model_file) or {}).get("config", {}).get("labels")
-    if labels is not None:
-        return labels
-    path = os.path.join(os.path.dirname(model_file), LABELS_FILE)
-    return read_json(path)["labels"] if os.path.isfile(path) else None
+    return saved_labels(model_file, saved_config(model_file).get("config", {}))

@@ -44,7 +44,7 @@ def test_checks_name_the_values_they_reject(tiny_config):
         finetuning.check_num_classes(classifier, ["a", "b", "c"])
     with pytest.raises(ValueError, match="vocab_size=60 but the vocab file v.txt has 59 tokens"):
         finetuning.check_vocab_size(tiny_config, 59, "v.txt")
-    with pytest.raises(ValueError, match="sequence length 65 exceeds the model's max_position_embeddings=64"):
+    with pytest.raises(ValueError, match="seq_length=65; expected 3 <= seq_length <= the model's max_position_embeddings=64"):
         finetuning.check_seq_length(tiny_config, 65)
 
 
