@@ -80,11 +80,15 @@ def _filter_stderr():
     atexit.register(restore)
 
 
+_QUIET = []  # once quiet() has run: the stderr filter is set up once per process
+
+
 def quiet(module_name):
     """Sets the quiet defaults when `module_name` is "__main__" (a script run, not an import) and the user
     did not ask for `verbose()` logs. Call it before importing TensorFlow, keras or keras_bert."""
-    if module_name != "__main__" or verbose():
+    if module_name != "__main__" or verbose() or _QUIET:
         return
+    _QUIET.append(module_name)
     _filter_stderr()
     # Run once absl has parsed the flags: it raises its verbosity to INFO then, unless --verbosity was given.
     app.call_after_init(_quiet_python_logs)
@@ -97,8 +101,11 @@ _SCRIPT_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspat
 
 
 def run(main):
-    """The scripts' entry point: `app.run(main)` with `call_main`'s one-line errors."""
-    app.run(functools.partial(call_main, main))
+    """The scripts' entry point: `app.run(main)` with one-line errors, those of the flags' checks when
+    absl parses the command line (`recipes.flags.parse`) and `call_main`'s."""
+    from recipes import flags as shared_flags
+
+    app.run(functools.partial(call_main, main), flags_parser=shared_flags.parse)
 
 
 def recipe_name():
