@@ -62,7 +62,8 @@ shared_flags.define_one("dtype", choices=("float32", "bfloat16"), help="The Kera
                         "float32); faster only where the serving CPU has avx512_bf16/amx_bf16.")
 shared_flags.check_together(["dtype", "quantize", "format"], lambda values: "--quantize and --dtype are for "
                             "--format=serving exports" if values["format"] == "tfhub" and
-                            (values["quantize"] or values["dtype"] != "float32") else None)
+                            (values["quantize"] or values["dtype"] != "float32") else None,
+                            shown=["format", "quantize", "dtype"])
 flags.DEFINE_bool("check", True, "Then run export/check_servable.py on the export (TF Serving's C++ loader).")
 flags.DEFINE_enum("long_text", "truncate", ["truncate", "windows"],
                   "Classifier texts over --max_seq_length: truncate, or average the logits of strided windows.")

@@ -19,6 +19,7 @@ from absl import flags
 
 FLAGS = flags.FLAGS
 _PROBLEMS = []  # the messages of the checks that failed during this parse, in the order they ran
+_TYPED = {}  # flag name -> `--name=value` as the command line being parsed spells it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,8 +206,21 @@ def _checker(problem, names, show_value=True):
 
 
 def given(*names):
-    """`--a=1, --b=x` for the flags `names` as they are now (a bool as `--flag` / `--noflag`)."""
-    return ", ".join(FLAGS[name].serialize() or f"--{name}=" for name in names)
+    """`--a=1, --b=x` for the flags `names`: as typed on the command line being parsed, else as they are now
+    (a bool as `--flag` / `--noflag`)."""
+    return ", ".join(_TYPED.get(name) or FLAGS[name].serialize() or f"--{name}=" for name in names)
+
+
+def _typed(argv):
+    """{flag name: `--name=value` as the last `--name=value` of `argv` spells it}."""
+    typed = {}
+    for arg in argv[1:]:
+        if arg == "--":
+            break
+        if arg.startswith("-") and "=" in arg:
+            name = arg.lstrip("-").split("=", 1)[0]
+            typed[name] = f"--{name}={arg.split('=', 1)[1]}"
+    return typed
 
 
 def required(*names):
@@ -278,6 +292,8 @@ def parse(argv):
     """absl's flags parser for `logs.run`: parses `argv` and runs every check; a bad flag prints one line
     `error: ... (given as --flag=value)` to stderr and exits with status 1, before the script does anything."""
     del _PROBLEMS[:]
+    _TYPED.clear()
+    _TYPED.update(_typed(argv))
     try:
         return FLAGS(argv)
     except flags.Error as e:
