@@ -6,8 +6,8 @@
 Each concept has one type, one help text and one set of checks (ranges, files that must exist, files that
 must not be directories); the checks are absl validators, so a bad value stops the script when its command
 line is parsed, before any work, with one line `error: <what is wrong> (given as --flag=value)` (`parse`,
-the flags parser of `logs.run`). Checks over several flags (`check_together`: `define_data_files`, `define_answer_rules`) run there
-too.
+the flags parser of `logs.run`). Checks over several flags (`check_together`, e.g. `define_data_files`)
+run there too.
 """
 
 import dataclasses
@@ -262,7 +262,7 @@ ANSWER_RULE_HELP = {
 
 def define_answer_rules():
     """The flags of `keras_bert.data.squad_answers.AnswerRules`, one per field with its default; integers
-    must be positive, and --max_query_length must leave a context piece in a --max_seq_length window."""
+    must be positive."""
     from keras_bert.data.squad_answers import AnswerRules
 
     kinds = {int: "integer", bool: "bool", float: "float"}
@@ -271,14 +271,6 @@ def define_answer_rules():
         _DEFINE[kind](field.name, field.default, ANSWER_RULE_HELP[field.name])
         if kind == "integer":
             check(field.name, at_least(1))
-    check_together(["max_query_length", "max_seq_length"], _room_for_context)
-
-
-def _room_for_context(values):
-    if values["max_seq_length"] is None or values["max_query_length"] + 4 <= values["max_seq_length"]:
-        return None
-    return (f"--max_query_length={values['max_query_length']} leaves no context piece in a window of "
-            f"--max_seq_length={values['max_seq_length']}: expected max_query_length <= max_seq_length - 4")
 
 
 def answer_rules():

@@ -9,6 +9,7 @@
     an integer kernel without oneDNN);
   - absl/TensorFlow Python INFO lines (`functional_saver.py`, `builder_impl.py`): once absl has parsed the
     flags its verbosity is set to WARNING; the `keras_bert` logger keeps INFO.
+keras_bert's own log lines (its summaries and warnings) print as `LEVEL message`, not in absl's format.
 `KERAS_BERT_VERBOSE=1`, or absl's own `--verbosity`/`-v` flag, shows everything.
 
 `run(main)`, every script's `__main__` line, prints an error the user fixes (their data, files, flags or
@@ -53,6 +54,18 @@ def _quiet_python_logs():
     logging.getLogger("keras_bert").setLevel(logging.INFO)
 
 
+FORMAT = "%(levelname)s %(message)s"  # the keras_bert logger's lines in every script (not absl's format)
+
+
+def _project_format():
+    logger = logging.getLogger("keras_bert")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(FORMAT))
+    logger.addHandler(handler)
+    logger.propagate = False  # not also through absl's handler on the root logger
+    logger.setLevel(logging.INFO)
+
+
 def _filter_stderr():
     """Points file descriptor 2 at a pipe whose lines a thread copies to the real stderr, less `_CPP_NOISE`."""
     sys.stderr.flush()
@@ -86,9 +99,12 @@ _QUIET = []  # once quiet() has run: the stderr filter is set up once per proces
 def quiet(module_name):
     """Sets the quiet defaults when `module_name` is "__main__" (a script run, not an import) and the user
     did not ask for `verbose()` logs. Call it before importing TensorFlow, keras or keras_bert."""
-    if module_name != "__main__" or verbose() or _QUIET:
+    if module_name != "__main__" or _QUIET:
         return
     _QUIET.append(module_name)
+    _project_format()
+    if verbose():
+        return
     _filter_stderr()
     # Run once absl has parsed the flags: it raises its verbosity to INFO then, unless --verbosity was given.
     app.call_after_init(_quiet_python_logs)

@@ -31,7 +31,7 @@ def _base(script, paths, out):
         "pretrain": [f"--model_dir={out}"],
         "run_classifier": [f"--output_dir={out}", f"--train_file={data}", f"--eval_file={data}"],
         "run_squad": [f"--output_dir={out}", f"--train_file={data}", f"--predict_file={data}",
-                      "--max_query_length=16", "--max_seq_length=64"],
+                      "--max_seq_length=64"],
         "run_ner": [f"--output_dir={out}", f"--train_file={data}", f"--eval_file={data}"],
         "run_multiple_choice": [f"--output_dir={out}", f"--train_file={data}", f"--eval_file={data}"],
         "extract_features": [f"--output_dir={out}", f"--input_file={data}", f"--output_file={out}/f.jsonl"],
@@ -127,9 +127,6 @@ TOGETHER = [
      "--do_predict"),
     ("run_ner", ["--do_eval", "--eval_file="], "--do_eval needs --eval_file", "--do_eval"),
     ("run_multiple_choice", ["--do_train", "--train_file="], "--do_train needs --train_file", "--do_train"),
-    ("run_squad", ["--max_query_length=70"], "--max_query_length=70 leaves no context piece in a window of "
-     "--max_seq_length=64: expected max_query_length <= max_seq_length - 4",
-     "--max_query_length=70, --max_seq_length=64"),
     ("export.export_saved_model", ["--format=tfhub", "--quantize=int8"], "--quantize and --dtype are for "
      "--format=serving exports", "--format=tfhub, --quantize=int8, --dtype=float32"),
 ]

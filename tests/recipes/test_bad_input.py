@@ -29,7 +29,7 @@ def _cases(tmp_path, tiny_flags):
         "run_ner": [*tiny_flags, f"--train_file={_bad_file(tmp_path, 'bad.txt', 'EU B-ORG', b'@ O')}",
                     "--do_eval=false", f"--output_dir={out}"],
         "run_squad": [*tiny_flags, f"--train_file={_bad_file(tmp_path, 'bad.json', squad[:-1], b'@}')}",
-                      "--do_eval=false", "--max_query_length=16", f"--output_dir={out}"],
+                      "--do_eval=false", f"--output_dir={out}"],
         "run_multiple_choice": [*tiny_flags, f"--train_file={_bad_file(tmp_path, 'bad.csv', 'sent1,label', b'@,0')}",
                                 "--do_eval=false", f"--output_dir={out}"],
         "extract_features": [*tiny_flags, f"--input_file={_bad_file(tmp_path, 'bad.txt', 'a line', b'@')}",
