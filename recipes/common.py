@@ -168,9 +168,7 @@ def flag_errors(*names):
 
 def vocab_file():
     """--vocab_file, else vocab.txt beside --init_checkpoint, else the default corpus's learned vocab."""
-    if FLAGS.vocab_file:
-        if not os.path.isfile(FLAGS.vocab_file):
-            raise FileNotFoundError(f"--vocab_file={FLAGS.vocab_file}: no such file")
+    if FLAGS.vocab_file:  # checked to be a file when the flags were parsed (recipes/flags.py)
         return FLAGS.vocab_file
     if FLAGS.init_checkpoint:
         from keras_bert.checkpoints import find_vocab_file

@@ -9,7 +9,7 @@
     an integer kernel without oneDNN);
   - absl/TensorFlow Python INFO lines (`functional_saver.py`, `builder_impl.py`): once absl has parsed the
     flags its verbosity is set to WARNING; the `keras_bert` logger keeps INFO.
-keras_bert's own log lines (its summaries and warnings) print as `LEVEL message`, not in absl's format.
+keras_bert's own log lines print as the summary alone (INFO) or `WARNING message`, not in absl's format.
 `KERAS_BERT_VERBOSE=1`, or absl's own `--verbosity`/`-v` flag, shows everything.
 
 `run(main)`, every script's `__main__` line, prints an error the user fixes (their data, files, flags or
@@ -54,13 +54,19 @@ def _quiet_python_logs():
     logging.getLogger("keras_bert").setLevel(logging.INFO)
 
 
-FORMAT = "%(levelname)s %(message)s"  # the keras_bert logger's lines in every script (not absl's format)
+class ProjectFormat(logging.Formatter):
+    """The keras_bert logger's lines in every script: a summary (INFO) as its message alone, anything else
+    as `LEVEL message` (`WARNING ...`), never absl's `I1202 06:00:00.1 123 file.py:1]` prefix."""
+
+    def format(self, record):
+        message = super().format(record)
+        return message if record.levelno == logging.INFO else f"{record.levelname} {message}"
 
 
 def _project_format():
     logger = logging.getLogger("keras_bert")
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(FORMAT))
+    handler.setFormatter(ProjectFormat())
     logger.addHandler(handler)
     logger.propagate = False  # not also through absl's handler on the root logger
     logger.setLevel(logging.INFO)
