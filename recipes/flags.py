@@ -168,9 +168,9 @@ def define(*names, **defaults):
         define_one(name, default)
 
 
-def define_one(name, default=_UNSET, help=None, checks=(), choices=None):  # noqa: A002  (absl's word)
-    """Defines concept `name`; `help` replaces its text where the script resolves the default its own way,
-    `checks` are added to its own, `choices` narrows an enum's."""
+def define_one(name, default=_UNSET, help=None, choices=None):  # noqa: A002  (absl's word)
+    """Defines concept `name` (`default`: this script's); `help` replaces its text where the script resolves
+    the default its own way; `choices` narrows an enum's to those this script takes."""
     concept = CONCEPTS[name]
     default = concept.default if default is _UNSET else default
     text = help or concept.help
@@ -178,7 +178,7 @@ def define_one(name, default=_UNSET, help=None, checks=(), choices=None):  # noq
         flags.DEFINE_enum(name, default, list(choices or concept.choices), text)
     else:
         _DEFINE[concept.kind](name, default, text)
-    check(name, *concept.checks, *checks)
+    check(name, *concept.checks)
 
 
 def check(name, *problems):

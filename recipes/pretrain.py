@@ -52,6 +52,9 @@ flags.DEFINE_integer("log_steps", 50, "TensorBoard scalars every this many steps
 shared_flags.check("save_checkpoints_steps", shared_flags.at_least(1))
 shared_flags.check("eval_steps", shared_flags.at_least(0))
 shared_flags.check("log_steps", shared_flags.at_least(1))
+shared_flags.check_together(["num_warmup_steps", "num_train_steps"], lambda values: (
+    f"--num_warmup_steps={values['num_warmup_steps']} exceeds the {values['num_train_steps']} train steps"
+    if values["num_warmup_steps"] > values["num_train_steps"] else None))
 
 
 def input_fn(tokenizer, is_training, batch_size, seed):

@@ -44,6 +44,10 @@ shared_flags.define_data_files({"train_file": "Custom task: training CSV/TSV (te
                                 "eval_file": "Custom task: evaluation CSV/TSV (with labels).",
                                 "predict_file": "Custom task: CSV/TSV to predict (label column optional)."},
                                optional=True)
+shared_flags.check_together(["task_name", "data_dir", "tfds_name"], lambda values: (
+    f"--task_name={values['task_name']} needs --data_dir (the GLUE task's directory)"
+    if values["task_name"] and values["task_name"].lower() != "custom" and not values["data_dir"]
+    and not values["tfds_name"] else None), shown=["task_name"])
 flags.DEFINE_bool("is_regression", False, "Custom task: labels are numbers (one output, MSE loss).")
 
 
@@ -62,9 +66,6 @@ def load_task():
             task = glue.get_glue_task(FLAGS.task_name)
         if task.name == "ax":
             raise ValueError("--task_name=AX has no training data: fine-tune --task_name=MNLI and pass --ax_data_dir")
-        if not FLAGS.data_dir:
-            raise ValueError(f"--task_name={FLAGS.task_name} needs --data_dir (the GLUE {task.display_name} "
-                             "directory)")
         with common.flag_errors("data_dir"):
             return classification.glue_task(task.name, FLAGS.data_dir, ax_data_dir=FLAGS.ax_data_dir, **splits)
     if FLAGS.train_file or FLAGS.eval_file or FLAGS.predict_file:

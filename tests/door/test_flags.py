@@ -127,6 +127,10 @@ TOGETHER = [
      "--do_predict"),
     ("run_ner", ["--do_eval", "--eval_file="], "--do_eval needs --eval_file", "--do_eval"),
     ("run_multiple_choice", ["--do_train", "--train_file="], "--do_train needs --train_file", "--do_train"),
+    ("pretrain", ["--num_train_steps=10", "--num_warmup_steps=20"], "--num_warmup_steps=20 exceeds the 10 train "
+     "steps", "--num_warmup_steps=20, --num_train_steps=10"),
+    ("run_classifier", ["--task_name=MRPC", "--train_file=", "--eval_file="], "--task_name=MRPC needs --data_dir "
+     "(the GLUE task's directory)", "--task_name=MRPC"),
     ("export.export_saved_model", ["--format=tfhub", "--quantize=int8"], "--quantize and --dtype are for "
      "--format=serving exports", "--format=tfhub, --quantize=int8, --dtype=float32"),
 ]
