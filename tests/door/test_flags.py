@@ -42,6 +42,7 @@ def _base(script, paths, out):
         "export.export_saved_model": [f"--model_path={paths['model.keras']}", f"--export_dir={out}"],
         "export.save_keras_hub": [f"--model_path={paths['model.keras']}", f"--output_dir={out}"],
         "export.check_servable": [f"--export_dir={out}"],
+        "export.client": ["--model=bert", "--text=a"],
     }[script]
 
 
@@ -92,6 +93,9 @@ BAD = [
     ("--calibration_file={dir}", ("export.export_saved_model",), "is a directory; expected a file"),
     ("--dtype=float64", (*TRAINING, "quickstart", "export.export_saved_model"), "value should be one of"),
     ("--atol=-1", ("export.check_servable",), "must be at least 0"),
+    ("--version=0", ("export.export_saved_model", "export.client"), "must be at least 1"),
+    ("--port=70000", ("export.client",), "must be in [1, 65535]"),
+    ("--timeout=0", ("export.client",), "must be greater than 0"),
 ]
 CASES = [pytest.param(script, setting, expected, id=f"{script}-{setting}")
          for setting, scripts, expected in BAD for script in scripts]
@@ -150,3 +154,9 @@ def test_flags_that_go_together(run_in_process, tmp_path, script, flags, message
 def test_a_required_flag_left_out(run_in_process, tmp_path, script, flag):
     argv = [a for a in _base(script, _inputs(tmp_path), tmp_path / "out") if not a.startswith(flag + "=")]
     assert run_in_process(script, *argv) == (1, f"error: {flag}: is required\n")
+
+
+def test_an_unknown_flag_is_one_line(run_in_process, tmp_path):
+    argv = _base("run_ner", _inputs(tmp_path), tmp_path / "out")
+    status, stderr = run_in_process("run_ner", *argv, "--trian_file=x")
+    assert status == 1 and stderr.startswith("error: Unknown command line flag 'trian_file'") and stderr.count("\n") == 1
