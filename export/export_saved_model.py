@@ -36,12 +36,12 @@ flags.DEFINE_string("export_dir", None, "Model base path TF Serving watches; the
 shared_flags.required("model_path", "export_dir")
 flags.DEFINE_integer("version", None, "Version number; default: one more than the largest existing one.")
 shared_flags.check("version", shared_flags.at_least(1))
-shared_flags.define_one("vocab_file", help="WordPiece vocab.txt; default: the model's own, else the vocab.txt "
-                        "beside --model_path.")
-shared_flags.define_one("do_lower_case", None, help="Lower-case and strip accents (uncased models); default: the "
-                        "model's own casing, else true.")
-shared_flags.define_one("max_seq_length", None, help="Packed sequence length of the raw-text signatures; default: "
-                        "the model's own, else 128.")
+shared_flags.define_one("vocab_file", help="WordPiece vocab.txt; default: the model's own, else the "
+                        "vocab.txt beside --model_path.")
+shared_flags.define_one("do_lower_case", None, help="Lower-case and strip accents (uncased models); default: "
+                        "the model's own casing, else true.")
+shared_flags.define_one("max_seq_length", None, help="Packed sequence length of the raw-text signatures; "
+                        "default: the model's own, else 128.")
 flags.DEFINE_enum("signature", None, ["text", "text_pair", "token_ids", "question_context"],
                   "What serving_default takes; default: text, question_context (decoded answers) for a span "
                   "labeler, text_pair for multiple choice.")
@@ -57,9 +57,10 @@ flags.DEFINE_string("calibration_file", None,
                     "line (a few hundred): each Dense input gets one constant int8 range from them (faster than "
                     "per-request ranges).")
 shared_flags.check("calibration_file", shared_flags.existing_file)
-shared_flags.define_one("dtype", choices=("float32", "bfloat16"), help="The Keras dtype policy the served model is "
-                        "built under: bfloat16 runs its matmuls in bf16 (LayerNorm, softmax, heads and outputs "
-                        "float32); faster only where the serving CPU has avx512_bf16/amx_bf16.")
+shared_flags.define_one("dtype", choices=("float32", "bfloat16"),
+                        help="The Keras dtype policy the served model is built under: bfloat16 runs its "
+                        "matmuls in bf16 (LayerNorm, softmax, heads and outputs float32); faster only where "
+                        "the serving CPU has avx512_bf16/amx_bf16.")
 shared_flags.check_together(["dtype", "quantize", "format"], lambda values: "--quantize and --dtype are for "
                             "--format=serving exports" if values["format"] == "tfhub" and
                             (values["quantize"] or values["dtype"] != "float32") else None,

@@ -4,4 +4,5 @@ preamble, recipes/preamble.py."""
 import os
 import runpy
 
-runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "recipes", "preamble.py"))
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+runpy.run_path(os.path.join(_ROOT, "recipes", "preamble.py"))

@@ -1,7 +1,8 @@
 """Plumbing shared by every recipe: flags, strategy, dtype policy, seeds, model building, optimizer,
 results files. A recipe calls `define_flags(...)` at import, then in `main`: `strategy = setup()`, ...
 
-Nothing here is specific to a task; task recipes add their own flags next to these.
+Nothing here is specific to a task; task recipes add their own flags next to these. Each flag is a concept
+of `recipes.flags` (its type, help and parse-time checks); the functions here say which a recipe takes.
 """
 
 import contextlib
@@ -35,7 +36,8 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
                       "--init_checkpoint is given; vocab_size comes from the vocab file.")
     # Optimization.
     shared_flags.define("clip_global_norm", "gradient_accumulation_steps", train_batch_size=train_batch_size,
-                        learning_rate=learning_rate, num_warmup_steps=num_warmup_steps, weight_decay=weight_decay)
+                        learning_rate=learning_rate, num_warmup_steps=num_warmup_steps,
+                        weight_decay=weight_decay)
     flags.DEFINE_enum("optimizer", optimizer, ["adamw", "lamb"], "Optimizer.")
     # Execution.
     flags.DEFINE_string("model_dir", model_dir, "Output directory: checkpoints, logs, results, final model.")
@@ -48,8 +50,8 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
                       "unset: the library's choice for --dtype on this machine (XLA, except bf16 on a CPU with bf16 "
                       "hardware: oneDNN matmuls with XLA fusing the ops between them, keras_bert/execution.py).")
     flags.DEFINE_bool("remat", False, "Recompute the feed-forward GELU in the backward pass instead of keeping it "
-                      "(Keras RematScope 'activations'): less peak memory (measured: 3682 -> 3324 MB peak RSS, "
-                      "4-layer BERT-base width, batch 32, seq 128).")
+                      "(Keras RematScope 'activations'): less peak memory (measured: 3682 -> 3324 MB peak "
+                      "RSS, 4-layer BERT-base width, batch 32, seq 128).")
 
 
 def setup():

@@ -34,8 +34,8 @@ shared_flags.define_one("output_file", "runs/pretraining_data/train.tfrecord",
                         help="Comma-separated output TFRecord files; each is one shard.")
 flags.DEFINE_integer("num_output_shards", 1, "With one --output_file: write this many shards NAME-0000i-of-N.")
 shared_flags.check("num_output_shards", shared_flags.at_least(1))
-shared_flags.define("vocab_file", "do_lower_case", "do_whole_word_mask", "max_seq_length", "max_predictions_per_seq",
-                    "masked_lm_prob", "short_seq_prob")
+shared_flags.define("vocab_file", "do_lower_case", "do_whole_word_mask", "max_seq_length",
+                    "max_predictions_per_seq", "masked_lm_prob", "short_seq_prob")
 flags.DEFINE_integer("random_seed", 12345, "Random seed.")
 flags.DEFINE_integer("dupe_factor", 10, "Passes over the documents, each with different pairs and masks.")
 shared_flags.check("dupe_factor", shared_flags.at_least(1))

@@ -1,7 +1,7 @@
 """One definition per flag concept for every script (recipes/*.py, export/*.py), checked when absl parses.
 
     from recipes import flags as shared_flags
-    shared_flags.define("vocab_file", "do_lower_case", max_seq_length=384)   # a keyword: this script's default
+    shared_flags.define("vocab_file", "do_lower_case", max_seq_length=384)  # keyword: the script's default
 
 Each concept has one type, one help text and one set of checks (ranges, files that must exist, files that
 must not be directories); the checks are absl validators, so a bad value stops the script when its command
@@ -98,18 +98,19 @@ CONCEPTS = {
     # Model, vocabulary and text.
     "bert_config_file": Concept("string", None, "bert_config.json of the architecture (Google or HF format).",
                                 (existing_file,)),
-    "init_checkpoint": Concept("string", None, "Initial weights: Google TF1 checkpoint, Hugging Face directory, "
-                               "or a keras_bert save (.keras or directory).", (existing_path,)),
+    "init_checkpoint": Concept("string", None, "Initial weights: Google TF1 checkpoint, Hugging Face "
+                               "directory, or a keras_bert save (.keras or directory).", (existing_path,)),
     "model_path": Concept("string", None, "A .keras model file, or a checkpoint directory (its encoder).",
                           (existing_path,)),
     "vocab_file": Concept("string", None, "WordPiece vocab.txt; default: the model's own, else the vocab.txt "
-                          "beside the checkpoint, else the default corpus's learned vocab.", (existing_file,)),
+                          "beside the checkpoint, else the default corpus's learned vocab.",
+                          (existing_file,)),
     "do_lower_case": Concept("bool", True, "Lower-case and strip accents (uncased models)."),
     "max_seq_length": Concept("integer", 128, "Packed sequence length in pieces, [CLS] and [SEP] included.",
                               (at_least(3),)),
     "dtype": Concept("enum", "float32", "The Keras dtype policy the model is built under: mixed_bfloat16 / "
-                     "mixed_float16 compute in 16 bits with float32 weights, bfloat16 keeps the weights in bf16 too; "
-                     "LayerNorm, softmax, losses and heads stay float32.",
+                     "mixed_float16 compute in 16 bits with float32 weights, bfloat16 keeps the weights in "
+                     "bf16 too; LayerNorm, softmax, losses and heads stay float32.",
                      choices=("float32", "mixed_bfloat16", "mixed_float16")),
     # Optimization and schedule.
     "train_batch_size": Concept("integer", 32, "Global batch size (all replicas together).", POSITIVE),
@@ -118,26 +119,29 @@ CONCEPTS = {
     "num_warmup_steps": Concept("integer", 0, "Linear warmup steps.", NON_NEGATIVE),
     "warmup_proportion": Concept("float", 0.1, "Fraction of the train steps with linear warmup (used when "
                                  "--num_warmup_steps is 0).", (within(0, 1),)),
-    "num_train_epochs": Concept("float", 3.0, "Passes over the training data (fractions allowed).", (above(0),)),
+    "num_train_epochs": Concept("float", 3.0, "Passes over the training data (fractions allowed).",
+                                (above(0),)),
     "num_train_steps": Concept("integer", 1000, "Total optimizer steps.", POSITIVE),
-    "weight_decay": Concept("float", 0.01, "Decoupled weight decay (not on LayerNorm and biases).", NON_NEGATIVE),
+    "weight_decay": Concept("float", 0.01, "Decoupled weight decay (not on LayerNorm and biases).",
+                            NON_NEGATIVE),
     "clip_global_norm": Concept("float", 1.0, "Clip the (all-replica) gradient to this global norm; 0: off.",
                                 NON_NEGATIVE),
-    "gradient_accumulation_steps": Concept("integer", 1, "Compute each step's --train_batch_size batch in this "
-                                           "many sequential micro-batches (less memory, same step: gradients "
-                                           "summed exactly).", POSITIVE),
-    "steps_per_execution": Concept("integer", 1, "Train steps per call into the compiled function.", POSITIVE),
-    "pad_to_multiple_of": Concept("integer", 0, "Cut each batch's padding to its longest sequence rounded up to "
-                                  "this multiple (0: pad to --max_seq_length). Pre-training also batches "
-                                  "sequences of similar length together; fine-tuning trims training batches "
-                                  "(classifier and multiple choice: evaluation too). Each batch length compiles "
-                                  "its own XLA step.", NON_NEGATIVE),
+    "gradient_accumulation_steps": Concept(
+        "integer", 1, "Compute each step's --train_batch_size batch in this many sequential micro-batches "
+        "(less memory, same step: gradients summed exactly).", POSITIVE),
+    "steps_per_execution": Concept("integer", 1, "Train steps per call into the compiled function.",
+                                   POSITIVE),
+    "pad_to_multiple_of": Concept(
+        "integer", 0, "Cut each batch's padding to its longest sequence rounded up to this multiple (0: pad "
+        "to --max_seq_length). Pre-training also batches sequences of similar length together; fine-tuning "
+        "trims training batches (classifier and multiple choice: evaluation too). Each batch length "
+        "compiles its own XLA step.", NON_NEGATIVE),
     "lora_rank": Concept("integer", 0, "LoRA: freeze the encoder and train rank-R updates of its projections "
                          "(plus the task head); the saved model has them merged. 0: full fine-tuning.",
                          NON_NEGATIVE),
     "seed": Concept("integer", 42, "Seed for weights init, dropout and data order."),
-    "worker_wait_s": Concept("float", 600, "multi_worker_mirrored: seconds to wait for every TF_CONFIG worker "
-                             "to start before giving up with an error.", (above(0),)),
+    "worker_wait_s": Concept("float", 600, "multi_worker_mirrored: seconds to wait for every TF_CONFIG "
+                             "worker to start before giving up with an error.", (above(0),)),
     # Pre-training data.
     "max_predictions_per_seq": Concept("integer", 20, "Masked positions per sequence.", POSITIVE),
     "masked_lm_prob": Concept("float", 0.15, "Fraction of tokens masked.", (within(0, 1),)),
@@ -148,8 +152,8 @@ CONCEPTS = {
     "min_frequency": Concept("integer", 2, "A learned piece must occur at least this many times.", POSITIVE),
     # Outputs.
     "output_file": Concept("string", None, "The file to write.", (output_file,)),
-    "overwrite": Concept("bool", False, "Write into a non-empty output directory that holds no resumable run of "
-                         "this recipe, replacing its files (without it such a directory is refused)."),
+    "overwrite": Concept("bool", False, "Write into a non-empty output directory that holds no resumable "
+                         "run of this recipe, replacing its files (without it such a directory is refused)."),
     # Windows over long text.
     "stride": Concept("integer", None, "Pieces between the windows of a text longer than --max_seq_length; "
                       "default: half a window.", POSITIVE),
@@ -282,7 +286,8 @@ def answer_rules():
 
 def parse(argv):
     """absl's flags parser for `logs.run`: parses `argv` and runs every check; a bad flag prints one line
-    `error: ... (given as --flag=value)` to stderr and exits with status 1, before the script does anything."""
+    `error: ... (given as --flag=value)` to stderr and exits with status 1, before the script does
+    anything."""
     del _PROBLEMS[:]
     _TYPED.clear()
     _TYPED.update(_typed(argv))
@@ -298,7 +303,7 @@ def parse_error_message(error):
     if _PROBLEMS:
         return _PROBLEMS[0]
     message = str(error).splitlines()[0]
-    if message.startswith("flag --") and ": " in message:  # absl: "flag --x=abc: invalid literal for int() ..."
+    if message.startswith("flag --") and ": " in message:  # "flag --x=abc: invalid literal for int() ..."
         setting, reason = message.removeprefix("flag ").split(": ", 1)
         return f"{setting.split('=', 1)[0]}: {reason} (given as {setting})"
     return message

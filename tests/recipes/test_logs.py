@@ -54,6 +54,6 @@ def test_verbose_by_flag_or_environment(monkeypatch, argv, env, expected):
 def test_our_log_lines_in_the_project_format(level, expected):
     import logging
 
-    record = logging.LogRecord("keras_bert", getattr(logging, level), "common.py", 231, "fine-tuning: %d examples",
-                               (4,), None)
+    record = logging.LogRecord("keras_bert", getattr(logging, level), "common.py", 231,
+                               "fine-tuning: %d examples", (4,), None)
     assert logs.ProjectFormat().format(record) == expected
