@@ -179,10 +179,14 @@ def define_one(name, default=_UNSET, help=None, choices=None):  # noqa: A002  (a
     default = concept.default if default is _UNSET else default
     text = help or concept.help
     if concept.kind == "enum":
-        flags.DEFINE_enum(name, default, list(choices or concept.choices), text)
+        flags.DEFINE_enum(name, default, list(choices or concept.choices), text, module_name=_script())
     else:
-        _DEFINE[concept.kind](name, default, text)
+        _DEFINE[concept.kind](name, default, text, module_name=_script())
     check(name, *concept.checks)
+
+
+def _script():
+    return sys.argv[0]  # the module absl's --help lists a running script's own flags under
 
 
 def check(name, *problems):
@@ -240,7 +244,7 @@ def define_data_files(help_by_flag, eval_file="eval_file", optional=False):
     `eval_file="predict_file"`); `optional`: only when one of them is given (other data flags exist)."""
     files = list(dict.fromkeys(("train_file", eval_file, "predict_file")))
     for name in files:
-        flags.DEFINE_string(name, None, help_by_flag[name])
+        flags.DEFINE_string(name, None, help_by_flag[name], module_name=_script())
         check(name, existing_file)
     for step, name in (("train", "train_file"), ("eval", eval_file), ("predict", "predict_file")):
         check_together([f"do_{step}", *files], _needs(step, name, files, optional), shown=[f"do_{step}"])
@@ -272,7 +276,7 @@ def define_answer_rules():
     kinds = {int: "integer", bool: "bool", float: "float"}
     for field in dataclasses.fields(AnswerRules):
         kind = kinds[field.type]
-        _DEFINE[kind](field.name, field.default, ANSWER_RULE_HELP[field.name])
+        _DEFINE[kind](field.name, field.default, ANSWER_RULE_HELP[field.name], module_name=_script())
         if kind == "integer":
             check(field.name, at_least(1))
 
