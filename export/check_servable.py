@@ -16,15 +16,16 @@ import json
 import os
 import sys
 
-if not __package__:  # `python export/x.py`: import from the repository root, as `python -m export.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from recipes import logs
-
-logs.quiet(__name__)  # before TensorFlow loads
-
+if __package__:  # python -m export.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python export/x.py
+    import preamble  # noqa: F401
 
 import numpy as np
 from absl import flags
+
+from recipes import flags as shared_flags
+from recipes import logs
 
 FLAGS = flags.FLAGS
 flags.DEFINE_multi_string("export_dir", None, "Version directory (holds saved_model.pb); repeat for several.")
@@ -35,12 +36,14 @@ flags.DEFINE_multi_string("question", [], "Span labeler: questions, fed as `ques
 flags.DEFINE_multi_string("context", [], "Span labeler: contexts, fed as `context` (one per --question).")
 flags.DEFINE_string("signature", "serving_default", "Signature to run.")
 flags.DEFINE_string("expected", None, ".npz of inputs and expected outputs (servability.save_check_arrays).")
+shared_flags.check("expected", shared_flags.existing_file)
 flags.DEFINE_float("atol", 1e-4, "Largest allowed |output - expected|.")
+shared_flags.check("atol", shared_flags.at_least(0))
 flags.DEFINE_string("serving_version", "2.20", "TF Serving release the graph's tf-text ops must exist in.")
 flags.DEFINE_enum("rest_response", None, ["instances", "inputs"],
                   "Print only the outputs of the --text run as the body TF Serving's REST :predict returns "
                   "for a request in this format (row: predictions, columnar: outputs).")
-flags.mark_flag_as_required("export_dir")
+shared_flags.required("export_dir")
 
 
 def rest_response(outputs, request_format):

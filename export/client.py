@@ -9,14 +9,16 @@ outputs (logits) as JSON; --raw prints the server's response as it came.
 """
 
 import json
-import os
-import sys
 import urllib.request
 
-if not __package__:  # `python export/x.py`: import from the repository root, as `python -m export.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if __package__:  # python -m export.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python export/x.py
+    import preamble  # noqa: F401
+
 from absl import app, flags
 
+from recipes import flags as shared_flags
 from recipes import logs
 
 FLAGS = flags.FLAGS
@@ -33,7 +35,10 @@ flags.DEFINE_enum("protocol", "rest", ["rest", "grpc"], "REST :predict or gRPC P
 flags.DEFINE_enum("rest_format", "instances", ["instances", "inputs"], "Row (instances) or columnar (inputs).")
 flags.DEFINE_float("timeout", 30.0, "Seconds to wait for the server.")
 flags.DEFINE_bool("raw", False, "Print the response JSON instead of one readable block per text.")
-flags.mark_flags_as_required(["model"])
+shared_flags.required("model")
+shared_flags.check("port", shared_flags.within(1, 65535))
+shared_flags.check("version", shared_flags.at_least(1))
+shared_flags.check("timeout", shared_flags.above(0))
 
 
 def request_inputs(texts, texts_b):

@@ -18,26 +18,30 @@ vocab or casing) is refused. A span labeler serves decoded answers (question, co
 import os
 import sys
 
-if not __package__:  # `python export/x.py`: import from the repository root, as `python -m export.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from recipes import logs
-
-logs.quiet(__name__)  # before TensorFlow loads
+if __package__:  # python -m export.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python export/x.py
+    import preamble  # noqa: F401
 
 import subprocess
 
 from absl import app, flags
 
+from recipes import flags as shared_flags
+from recipes import logs
+
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_path", None, "A .keras model file, or a checkpoint directory (exports the encoder).")
+shared_flags.define("model_path")
 flags.DEFINE_string("export_dir", None, "Model base path TF Serving watches; the version goes below it.")
+shared_flags.required("model_path", "export_dir")
 flags.DEFINE_integer("version", None, "Version number; default: one more than the largest existing one.")
-flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt; default: the model's own, else the vocab.txt "
-                    "beside --model_path.")
-flags.DEFINE_bool("do_lower_case", None, "Lower-case and strip accents (uncased models); default: the model's "
-                  "own casing, else true.")
-flags.DEFINE_integer("max_seq_length", None, "Packed sequence length of the raw-text signatures; default: the "
-                     "model's own, else 128.")
+shared_flags.check("version", shared_flags.at_least(1))
+shared_flags.define_one("vocab_file", help="WordPiece vocab.txt; default: the model's own, else the "
+                        "vocab.txt beside --model_path.")
+shared_flags.define_one("do_lower_case", None, help="Lower-case and strip accents (uncased models); default: "
+                        "the model's own casing, else true.")
+shared_flags.define_one("max_seq_length", None, help="Packed sequence length of the raw-text signatures; "
+                        "default: the model's own, else 128.")
 flags.DEFINE_enum("signature", None, ["text", "text_pair", "token_ids", "question_context"],
                   "What serving_default takes; default: text, question_context (decoded answers) for a span "
                   "labeler, text_pair for multiple choice.")
@@ -52,14 +56,20 @@ flags.DEFINE_string("calibration_file", None,
                     "--quantize=int8_matmul (or int8 where it resolves so): a UTF-8 text file, one served text a "
                     "line (a few hundred): each Dense input gets one constant int8 range from them (faster than "
                     "per-request ranges).")
-flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"],
-                  "Compute dtype of the served matmuls: bfloat16 runs them in bf16 (LayerNorm, softmax, heads "
-                  "and outputs float32); faster only where the serving CPU has avx512_bf16/amx_bf16.")
+shared_flags.check("calibration_file", shared_flags.existing_file)
+shared_flags.define_one("dtype", choices=("float32", "bfloat16"),
+                        help="The Keras dtype policy the served model is built under: bfloat16 runs its "
+                        "matmuls in bf16 (LayerNorm, softmax, heads and outputs float32); faster only where "
+                        "the serving CPU has avx512_bf16/amx_bf16.")
+shared_flags.check_together(["dtype", "quantize", "format"], lambda values: "--quantize and --dtype are for "
+                            "--format=serving exports" if values["format"] == "tfhub" and
+                            (values["quantize"] or values["dtype"] != "float32") else None,
+                            shown=["format", "quantize", "dtype"])
 flags.DEFINE_bool("check", True, "Then run export/check_servable.py on the export (TF Serving's C++ loader).")
 flags.DEFINE_enum("long_text", "truncate", ["truncate", "windows"],
                   "Classifier texts over --max_seq_length: truncate, or average the logits of strided windows.")
-flags.DEFINE_integer("stride", None, "Pieces between windows (--long_text=windows, token classifiers); default: "
-                                     "half of --max_seq_length - 2.")
+shared_flags.define_one("stride", help="Pieces between windows (--long_text=windows, token classifiers); "
+                        "default: half of --max_seq_length - 2.")
 flags.DEFINE_enum("pooling", None, ["cls", "mean"], "Encoder: also serve `sentence_embedding`, the [CLS] vector or "
                                                     "the mean over real tokens; default: a sentence-transformers "
                                                     "directory's own (modules.json), else none.")
@@ -69,15 +79,7 @@ flags.DEFINE_bool("sequence_output", False, "Encoder: serving_default also retur
                   "hidden] (default: only pooled_output / sentence_embedding; serve_token_ids always has it).")
 flags.DEFINE_bool("normalize", False, "L2-normalize `sentence_embedding` (default: a sentence-transformers "
                                       "directory's own).")
-# Span labeler (question_context): how run_squad cut windows and chose answers, with its defaults.
-flags.DEFINE_integer("doc_stride", 128, "Span labeler: pieces between the starts of consecutive context windows.")
-flags.DEFINE_integer("max_query_length", 64, "Span labeler: questions are cut to this many pieces.")
-flags.DEFINE_integer("n_best_size", 20, "Span labeler: start and end candidates per window.")
-flags.DEFINE_integer("max_answer_length", 30, "Span labeler: longest answer, in pieces.")
-flags.DEFINE_bool("version_2_with_negative", False, "Span labeler: SQuAD v2.0 model (has_answer output).")
-flags.DEFINE_float("null_score_diff_threshold", 0.0, "Span labeler, v2.0: no answer when null score - best span "
-                   "score exceeds this.")
-flags.mark_flags_as_required(["model_path", "export_dir"])
+shared_flags.define_answer_rules()  # a span labeler's: how run_squad cut windows and chose answers
 
 
 def load_model(path):
@@ -98,8 +100,6 @@ def read_calibration_file(path):
     """The non-empty lines of --calibration_file (UTF-8; an error names the file and line)."""
     from keras_bert.textfiles import read_text
 
-    if not os.path.isfile(path):
-        raise app.UsageError(f"--calibration_file={path}: no such file")
     lines = read_text(path).replace("\r\n", "\n").replace("\r", "\n").split("\n")  # as open()'s newlines
     texts = [line for line in lines if line.strip()]
     if not texts:
@@ -123,14 +123,11 @@ def sentence_pooling_flags(path):
 def main(argv):
     del argv
     from keras_bert.checkpoints.files import find_vocab_file
-    from keras_bert.data.squad_answers import AnswerRules
     from keras_bert.export import ExportError, export_saved_model
     from keras_bert.export.preprocessing import DEFAULT_SEQ_LENGTH, preprocessor_with_overrides
     from keras_bert.export.tfhub import export_tfhub
     from recipes.common import flag_errors
 
-    if (FLAGS.quantize or FLAGS.dtype != "float32") and FLAGS.format == "tfhub":
-        raise app.UsageError("--quantize and --dtype are for --format=serving exports")
     with flag_errors("calibration_file"):
         calibration_texts = read_calibration_file(FLAGS.calibration_file) if FLAGS.calibration_file else None
     with flag_errors("model_path"):
@@ -152,8 +149,7 @@ def main(argv):
         exported = list(export_tfhub(model, preprocessor, FLAGS.export_dir, FLAGS.version))
     else:
         pooling, normalize = sentence_pooling_flags(FLAGS.model_path)
-        rules = AnswerRules(FLAGS.doc_stride, FLAGS.max_query_length, FLAGS.n_best_size, FLAGS.max_answer_length,
-                            FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold)
+        rules = shared_flags.answer_rules()
         # The overrides, checked above, become the model's own: the export runs it without checking it again.
         model.preprocessor = preprocessor
         exported = [export_saved_model(model, FLAGS.export_dir, None, FLAGS.version, FLAGS.signature,

@@ -9,24 +9,22 @@ existing non-empty one is refused unless --overwrite (then replaced whole). The 
 and renamed into place; the directory is printed.
 """
 
-import os
-import sys
 
-if not __package__:  # `python export/x.py`: import from the repository root, as `python -m export.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from recipes import logs
-
-logs.quiet(__name__)  # before TensorFlow loads
+if __package__:  # python -m export.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python export/x.py
+    import preamble  # noqa: F401
 
 from absl import flags
 
-from recipes import common
+from recipes import common, logs
+from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_path", None, "A .keras model file, or a checkpoint directory (writes its encoder).")
+shared_flags.define("model_path")
 flags.DEFINE_string("output_dir", None, "The KerasHub preset directory to write.")
-flags.mark_flags_as_required(["model_path", "output_dir"])
-common.define_overwrite_flag()
+shared_flags.required("model_path", "output_dir")
+shared_flags.define("overwrite")
 
 
 def main(argv):

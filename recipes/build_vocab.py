@@ -7,37 +7,32 @@ The vocab starts with [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4), then single char
 "##" forms, most frequent first), then learned pieces in the order they were learned.
 """
 
-import os
-import sys
+if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python recipes/x.py
+    import preamble  # noqa: F401
 
-if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from recipes import logs
-
-logs.quiet(__name__)  # before TensorFlow loads
-
-from absl import app, flags, logging
+from absl import flags, logging
 
 from keras_bert.text import vocab as vocab_lib
 from keras_bert.text import vocab_learner
-from recipes import common
+from recipes import common, logs
+from recipes import flags as shared_flags
 
 flags.DEFINE_list("input_files", None, "Comma-separated text files or globs, one example per line.")
-flags.DEFINE_string("output_file", None, "Where to write vocab.txt.")
+shared_flags.check("input_files", shared_flags.matching_files)
+shared_flags.define_one("output_file", help="Where to write vocab.txt.")
+shared_flags.required("input_files", "output_file")
 flags.DEFINE_integer("vocab_size", 30522, "Number of tokens in the vocab (reserved tokens included).")
-flags.DEFINE_bool("do_lower_case", None, "Learn an uncased vocab (lower-case + strip accents first); default: "
-                  "true.")
-flags.DEFINE_integer("max_lines", None, "Read at most this many lines (default: all).")
-flags.DEFINE_integer("min_frequency", 2, "A learned piece must occur at least this many times.")
+shared_flags.check("vocab_size", shared_flags.at_least(6))  # the 5 reserved tokens and one more
+shared_flags.define("do_lower_case", "max_lines", "min_frequency", "overwrite")
 flags.DEFINE_integer("max_unique_chars", 1000, "Keep only the most frequent characters.")
-common.define_overwrite_flag()
+shared_flags.check("max_unique_chars", shared_flags.at_least(1))
 FLAGS = flags.FLAGS
 
 
 def main(argv):
     del argv
-    if not FLAGS.input_files or not FLAGS.output_file:
-        raise app.UsageError("--input_files and --output_file are required.")
     with common.output_file("output_file", globs=["input_files"]) as tmp:
         vocab = vocab_learner.learn_wordpiece_vocab(
             FLAGS.input_files,

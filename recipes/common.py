@@ -1,7 +1,8 @@
 """Plumbing shared by every recipe: flags, strategy, dtype policy, seeds, model building, optimizer,
 results files. A recipe calls `define_flags(...)` at import, then in `main`: `strategy = setup()`, ...
 
-Nothing here is specific to a task; task recipes add their own flags next to these.
+Nothing here is specific to a task; task recipes add their own flags next to these. Each flag is a concept
+of `recipes.flags` (its type, help and parse-time checks); the functions here say which a recipe takes.
 """
 
 import contextlib
@@ -17,6 +18,7 @@ from keras_bert import compat
 from keras_bert.config import PRESETS, BertConfig
 from keras_bert.errors import UserInputError
 from keras_bert.training import distribute, optimization
+from recipes import flags as shared_flags
 from recipes.run_dir import claim_output_dir
 
 FLAGS = flags.FLAGS
@@ -25,49 +27,31 @@ logger = logging.getLogger("keras_bert")
 
 def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32, max_seq_length=128,
                  num_warmup_steps=0, optimizer="adamw", weight_decay=0.01, preset="tiny"):
-    """Defines the flags every recipe shares; the arguments are this recipe's defaults."""
+    """Defines the flags every recipe shares (`recipes.flags` concepts); the arguments are this recipe's
+    defaults."""
     # Model and vocabulary.
-    flags.DEFINE_string("bert_config_file", None, "bert_config.json of the architecture (Google or HF format).")
+    shared_flags.define("bert_config_file", "init_checkpoint", "vocab_file", "do_lower_case",
+                        max_seq_length=max_seq_length)
     flags.DEFINE_enum("preset", preset, sorted(PRESETS), "Architecture when neither --bert_config_file nor "
                       "--init_checkpoint is given; vocab_size comes from the vocab file.")
-    flags.DEFINE_string("init_checkpoint", None, "Initial weights: Google TF1 checkpoint, Hugging Face "
-                        "directory, or a keras_bert save (.keras or directory).")
-    flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt; default: the one beside --init_checkpoint, "
-                        "else a vocab learned on the default corpus.")
-    flags.DEFINE_bool("do_lower_case", None, "Lower-case and strip accents (uncased models); default: the casing "
-                      "--init_checkpoint states, else true.")
-    flags.DEFINE_integer("max_seq_length", max_seq_length, "Packed sequence length (tokens).")
     # Optimization.
-    flags.DEFINE_integer("train_batch_size", train_batch_size, "Global batch size (all replicas together).")
-    flags.DEFINE_float("learning_rate", learning_rate, "Peak learning rate.")
-    flags.DEFINE_integer("num_warmup_steps", num_warmup_steps, "Linear warmup steps.")
+    shared_flags.define("clip_global_norm", "gradient_accumulation_steps", train_batch_size=train_batch_size,
+                        learning_rate=learning_rate, num_warmup_steps=num_warmup_steps,
+                        weight_decay=weight_decay)
     flags.DEFINE_enum("optimizer", optimizer, ["adamw", "lamb"], "Optimizer.")
-    flags.DEFINE_float("weight_decay", weight_decay, "Decoupled weight decay (not on LayerNorm and biases).")
-    flags.DEFINE_float("clip_global_norm", 1.0, "Clip the (all-replica) gradient to this global norm; 0: off.")
-    flags.DEFINE_integer("gradient_accumulation_steps", 1, "Compute each step's --train_batch_size batch in this "
-                         "many sequential micro-batches (less memory, same step: gradients summed exactly).",
-                         lower_bound=1)
     # Execution.
     flags.DEFINE_string("model_dir", model_dir, "Output directory: checkpoints, logs, results, final model.")
     define_overwrite_flag()
     flags.DEFINE_enum("distribution_strategy", "one_device", list(distribute.STRATEGIES),
                       "tf.distribute strategy; multi_worker_mirrored reads TF_CONFIG.")
     flags.DEFINE_string("tpu", None, "TPU name/address for --distribution_strategy=tpu.")
-    flags.DEFINE_float("worker_wait_s", 600, "multi_worker_mirrored: seconds to wait for every TF_CONFIG worker "
-                       "to start before giving up with an error.")
-    flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
-                      "Keras dtype policy (LayerNorm, softmax and losses stay float32).")
+    shared_flags.define("worker_wait_s", "dtype", "seed", "steps_per_execution", "pad_to_multiple_of")
     flags.DEFINE_bool("jit_compile", None, "XLA-compile the whole train step (true) or run TF's kernels (false); "
                       "unset: the library's choice for --dtype on this machine (XLA, except bf16 on a CPU with bf16 "
                       "hardware: oneDNN matmuls with XLA fusing the ops between them, keras_bert/execution.py).")
     flags.DEFINE_bool("remat", False, "Recompute the feed-forward GELU in the backward pass instead of keeping it "
-                      "(Keras RematScope 'activations'): less peak memory (measured: 3682 -> 3324 MB peak RSS, 4-layer BERT-base width, batch 32, seq 128).")
-    flags.DEFINE_integer("seed", 42, "Seed for weights init, dropout and data order.")
-    flags.DEFINE_integer("steps_per_execution", 1, "Train steps per call into the compiled function.")
-    flags.DEFINE_integer("pad_to_multiple_of", 0, "Cut each batch's padding to its longest sequence rounded up "
-                         "to this multiple (0: pad to --max_seq_length). Pre-training also batches sequences of "
-                         "similar length together; fine-tuning trims training batches (classifier and multiple "
-                         "choice: evaluation too). Each batch length compiles its own XLA step.", lower_bound=0)
+                      "(Keras RematScope 'activations'): less peak memory (measured: 3682 -> 3324 MB peak "
+                      "RSS, 4-layer BERT-base width, batch 32, seq 128).")
 
 
 def setup():
@@ -85,8 +69,7 @@ def setup():
 
 
 def define_overwrite_flag():
-    flags.DEFINE_bool("overwrite", False, "Replace an existing output (a file, or a non-empty directory that holds "
-                      "no resumable run of this recipe) whole; without it such an output is refused.")
+    shared_flags.define("overwrite")
 
 
 def jit_compile(strategy):
@@ -119,9 +102,7 @@ def flag_errors(*names):
 
 def vocab_file():
     """--vocab_file, else vocab.txt beside --init_checkpoint, else the default corpus's learned vocab."""
-    if FLAGS.vocab_file:
-        if not os.path.isfile(FLAGS.vocab_file):
-            raise FileNotFoundError(f"--vocab_file={FLAGS.vocab_file}: no such file")
+    if FLAGS.vocab_file:  # checked to be a file when the flags were parsed (recipes/flags.py)
         return FLAGS.vocab_file
     if FLAGS.init_checkpoint:
         from keras_bert.checkpoints import find_vocab_file
@@ -198,16 +179,10 @@ def define_finetuning_flags(output_dir, learning_rate=5e-5, train_batch_size=32,
     define_flags(model_dir=output_dir, learning_rate=learning_rate, train_batch_size=train_batch_size,
                  max_seq_length=max_seq_length)
     flags.DEFINE_alias("output_dir", "model_dir")
-    flags.DEFINE_integer("eval_batch_size", 32, "Batch size of evaluation and prediction.")
-    flags.DEFINE_float("num_train_epochs", 3.0, "Passes over the training data (fractions allowed).")
-    flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the train steps with linear warmup (used when "
-                       "--num_warmup_steps is 0).")
+    shared_flags.define("eval_batch_size", "num_train_epochs", "warmup_proportion", "lora_rank")
     flags.DEFINE_bool("do_train", True, "Fine-tune on the training data.")
     flags.DEFINE_bool("do_eval", True, "Score the evaluation data; writes eval_results.json.")
     flags.DEFINE_bool("do_predict", False, "Predict the test data; writes the predictions file.")
-    flags.DEFINE_integer("lora_rank", 0, "LoRA: freeze the encoder and train rank-R updates of its projections "
-                         "(plus the task head); the saved model has them merged. 0: full fine-tuning.",
-                         lower_bound=0)
 
 
 def flag_files(flag):
@@ -250,14 +225,6 @@ def output_file(flag, globs=(), paths=()):
 
     value = FLAGS[flag].value
     return outputs.writing_file(value, output_inputs(globs, paths), FLAGS.overwrite, f"--{flag}={value}", flag)
-
-
-def require_data_files(eval_file="eval_file"):
-    """Each --do_train/--do_eval/--do_predict needs its --train_file/--<eval_file>/--predict_file (SQuAD
-    scores its --predict_file: `eval_file="predict_file"`)."""
-    for step, flag in (("train", "train_file"), ("eval", eval_file), ("predict", "predict_file")):
-        if FLAGS[f"do_{step}"].value and not FLAGS[flag].value:
-            raise ValueError(f"--do_{step} needs --{flag}")
 
 
 def checkpoint_preprocessor(model_class=None):

@@ -13,13 +13,11 @@ whatever --num_workers. Without --input_file it uses the default corpus (docstri
 """
 
 import os
-import sys
 
-if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from recipes import logs
-
-logs.quiet(__name__)  # before TensorFlow loads
+if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python recipes/x.py
+    import preamble  # noqa: F401
 
 import contextlib
 import json
@@ -27,24 +25,24 @@ import time
 
 from absl import flags
 
-from recipes import common
+from recipes import common, logs
+from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Comma-separated input text files/globs (default: the default corpus).")
-flags.DEFINE_string("output_file", "runs/pretraining_data/train.tfrecord",
-                    "Comma-separated output TFRecord files; each is one shard.")
+shared_flags.check("input_file", shared_flags.matching_files)
+shared_flags.define_one("output_file", "runs/pretraining_data/train.tfrecord",
+                        help="Comma-separated output TFRecord files; each is one shard.")
 flags.DEFINE_integer("num_output_shards", 1, "With one --output_file: write this many shards NAME-0000i-of-N.")
-flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt (default: the default corpus's learned vocab).")
-flags.DEFINE_bool("do_lower_case", None, "Lower-case and strip accents; default: true.")
-flags.DEFINE_bool("do_whole_word_mask", False, "Mask all the WordPieces of a word together.")
-flags.DEFINE_integer("max_seq_length", 128, "Packed sequence length.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence.")
+shared_flags.check("num_output_shards", shared_flags.at_least(1))
+shared_flags.define("vocab_file", "do_lower_case", "do_whole_word_mask", "max_seq_length",
+                    "max_predictions_per_seq", "masked_lm_prob", "short_seq_prob")
 flags.DEFINE_integer("random_seed", 12345, "Random seed.")
 flags.DEFINE_integer("dupe_factor", 10, "Passes over the documents, each with different pairs and masks.")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens masked.")
-flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
+shared_flags.check("dupe_factor", shared_flags.at_least(1))
 flags.DEFINE_integer("num_workers", 0, "Threads that build and encode examples (0: one per CPU).")
-common.define_overwrite_flag()
+shared_flags.check("num_workers", shared_flags.at_least(0))
+shared_flags.define("overwrite")
 
 
 def output_files(output_file, num_output_shards):

@@ -8,28 +8,24 @@ rows start as the mean of the rows of the pieces the old vocab split them into. 
 weights + config in the input's format (heads kept), ready for `recipes.pretrain --init_checkpoint=OUT`.
 """
 
-import os
-import sys
+if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python recipes/x.py
+    import preamble  # noqa: F401
 
-if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from recipes import logs
+from absl import flags
 
-logs.quiet(__name__)  # before TensorFlow loads
+from recipes import common, logs
+from recipes import flags as shared_flags
 
-from absl import app, flags
-
-from recipes import common
-
-flags.DEFINE_string("init_checkpoint", None, "The checkpoint to extend (any format), vocab.txt beside it.")
+shared_flags.define_one("init_checkpoint", help="The checkpoint to extend (any format), vocab.txt beside it.")
 flags.DEFINE_list("input_files", None, "Comma-separated domain text files or globs.")
-flags.DEFINE_integer("num_new_tokens", 1000, "How many WordPieces to add.", lower_bound=1)
+shared_flags.check("input_files", shared_flags.matching_files)
+flags.DEFINE_integer("num_new_tokens", 1000, "How many WordPieces to add.")
+shared_flags.check("num_new_tokens", shared_flags.at_least(1))
 flags.DEFINE_string("output_dir", None, "Where to write the extended checkpoint.")
-flags.DEFINE_bool("do_lower_case", None, "The checkpoint is uncased (lower-case + strip accents); default: the "
-                  "casing the checkpoint states, else true.")
-flags.DEFINE_integer("max_lines", None, "Read at most this many domain lines (default: all).")
-flags.DEFINE_integer("min_frequency", 2, "A new piece must occur at least this many times.")
-common.define_overwrite_flag()
+shared_flags.required("init_checkpoint", "input_files", "output_dir")
+shared_flags.define("do_lower_case", "max_lines", "min_frequency", "overwrite")
 FLAGS = flags.FLAGS
 
 
@@ -37,8 +33,6 @@ def main(argv):
     del argv
     from keras_bert.tasks.extend_vocab import extend_checkpoint_vocab
 
-    if not FLAGS.init_checkpoint or not FLAGS.input_files or not FLAGS.output_dir:
-        raise app.UsageError("--init_checkpoint, --input_files and --output_dir are required.")
     with common.claim_output("output_dir", "dir", globs=["input_files"], paths=["init_checkpoint"]), \
             common.flag_errors("init_checkpoint", "input_files",
                                *(["do_lower_case"] if FLAGS["do_lower_case"].present else [])):

@@ -10,31 +10,35 @@ for every packed token ([CLS], pieces, [SEP]; padding dropped), values rounded t
 the last transformer layer, 0 the first.
 """
 
-import os
-import sys
-
-if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from recipes import logs
-
-logs.quiet(__name__)  # before TensorFlow loads
+if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python recipes/x.py
+    import preamble  # noqa: F401
 
 from absl import flags
 
-from recipes import common
+from recipes import common, logs
+from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
 common.define_finetuning_flags(output_dir="runs/features", max_seq_length=128)
 flags.DEFINE_string("input_file", None, "Text file: one example per line, `text` or `text_a ||| text_b`.")
-flags.DEFINE_string("output_file", None, "JSON lines output.")
+shared_flags.check("input_file", shared_flags.existing_file)
+shared_flags.define_one("output_file", help="JSON lines output.")
+shared_flags.required("input_file", "output_file")
 flags.DEFINE_list("layers", ["-1", "-2", "-3", "-4"], "Encoder layers to output (negative: from the last).")
+shared_flags.check("layers", lambda layers: None if all(_is_int(layer) for layer in layers) else
+                   "expected comma-separated integers")
 flags.DEFINE_integer("batch_size", 32, "Lines per batch.")
+shared_flags.check("batch_size", shared_flags.at_least(1))
+
+
+def _is_int(text):
+    return text.strip().lstrip("-").isdigit()
 
 
 def main(argv):
     del argv
-    if not FLAGS.input_file or not FLAGS.output_file:
-        raise ValueError("--input_file and --output_file are required")
     common.setup()
     with common.output_file("output_file", globs=["input_file"], paths=["init_checkpoint", "vocab_file"]) as tmp:
         pairs = _extract(tmp)

@@ -9,6 +9,7 @@
     an integer kernel without oneDNN);
   - absl/TensorFlow Python INFO lines (`functional_saver.py`, `builder_impl.py`): once absl has parsed the
     flags its verbosity is set to WARNING; the `keras_bert` logger keeps INFO.
+keras_bert's own log lines print as the summary alone (INFO) or `WARNING message`, not in absl's format.
 `KERAS_BERT_VERBOSE=1`, or absl's own `--verbosity`/`-v` flag, shows everything.
 
 `run(main)`, every script's `__main__` line, prints an error the user fixes (their data, files, flags or
@@ -54,6 +55,24 @@ def _quiet_python_logs():
     logging.getLogger("keras_bert").setLevel(logging.INFO)
 
 
+class ProjectFormat(logging.Formatter):
+    """The keras_bert logger's lines in every script: a summary (INFO) as its message alone, anything else
+    as `LEVEL message` (`WARNING ...`), never absl's `I1202 06:00:00.1 123 file.py:1]` prefix."""
+
+    def format(self, record):
+        message = super().format(record)
+        return message if record.levelno == logging.INFO else f"{record.levelname} {message}"
+
+
+def _project_format():
+    logger = logging.getLogger("keras_bert")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(ProjectFormat())
+    logger.addHandler(handler)
+    logger.propagate = False  # not also through absl's handler on the root logger
+    logger.setLevel(logging.INFO)
+
+
 def _filter_stderr():
     """Points file descriptor 2 at a pipe whose lines a thread copies to the real stderr, less `_CPP_NOISE`."""
     sys.stderr.flush()
@@ -81,10 +100,17 @@ def _filter_stderr():
     atexit.register(restore)
 
 
+_QUIET = []  # once quiet() has run: the stderr filter is set up once per process
+
+
 def quiet(module_name):
     """Sets the quiet defaults when `module_name` is "__main__" (a script run, not an import) and the user
     did not ask for `verbose()` logs. Call it before importing TensorFlow, keras or keras_bert."""
-    if module_name != "__main__" or verbose():
+    if module_name != "__main__" or _QUIET:
+        return
+    _QUIET.append(module_name)
+    _project_format()
+    if verbose():
         return
     _filter_stderr()
     # Run once absl has parsed the flags: it raises its verbosity to INFO then, unless --verbosity was given.
@@ -98,8 +124,11 @@ _SCRIPT_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspat
 
 
 def run(main):
-    """The scripts' entry point: `app.run(main)` with `call_main`'s one-line errors."""
-    app.run(functools.partial(call_main, main))
+    """The scripts' entry point: `app.run(main)` with one-line errors, those of the flags' checks when
+    absl parses the command line (`recipes.flags.parse`) and `call_main`'s."""
+    from recipes import flags as shared_flags
+
+    app.run(functools.partial(call_main, main), flags_parser=shared_flags.parse)
 
 
 def recipe_name():

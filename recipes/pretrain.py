@@ -15,13 +15,11 @@ bert_config.json + vocab.txt, loadable by `from_pretrained`).
 """
 
 import os
-import sys
 
-if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from recipes import logs
-
-logs.quiet(__name__)  # before TensorFlow loads
+if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python recipes/x.py
+    import preamble  # noqa: F401
 
 import math
 import tempfile
@@ -29,7 +27,8 @@ import tempfile
 from absl import flags
 
 from keras_bert.data import pretraining
-from recipes import common
+from recipes import common, logs
+from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
 common.define_flags(model_dir="runs/pretrain", learning_rate=1e-4, train_batch_size=32, max_seq_length=128,
@@ -37,20 +36,25 @@ common.define_flags(model_dir="runs/pretrain", learning_rate=1e-4, train_batch_s
 flags.DEFINE_string("input_files", None, "Comma-separated files/globs: pre-training TFRecords or text files.")
 flags.DEFINE_string("eval_input_files", None, "Evaluation files (same kinds); default: the training input "
                     "(or the held-out documents of the default corpus / --tfds_eval_split).")
+for _name in ("input_files", "eval_input_files"):
+    shared_flags.check(_name, shared_flags.matching_files)
 flags.DEFINE_string("tfds_name", None, "A prepared TFDS text dataset, e.g. wikipedia/20230601.en.")
 flags.DEFINE_string("tfds_data_dir", None, "TFDS data_dir holding --tfds_name.")
+shared_flags.check("tfds_data_dir", shared_flags.existing_dir)
 flags.DEFINE_string("tfds_text_key", "text", "The feature of --tfds_name holding a document's text.")
 flags.DEFINE_string("tfds_split", "train", "TFDS split to train on.")
 flags.DEFINE_string("tfds_eval_split", None, "TFDS split to evaluate on (default: --tfds_split).")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence.")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Text input: fraction of tokens masked.")
-flags.DEFINE_float("short_seq_prob", 0.1, "Text input: probability of a shorter target length.")
-flags.DEFINE_bool("do_whole_word_mask", False, "Text input: mask whole words.")
-flags.DEFINE_integer("num_train_steps", 1000, "Total optimizer steps.")
+shared_flags.define("max_predictions_per_seq", "masked_lm_prob", "short_seq_prob", "do_whole_word_mask",
+                    "num_train_steps", "eval_batch_size")
 flags.DEFINE_integer("save_checkpoints_steps", 200, "Checkpoint (and progress-bar epoch) every this many steps.")
-flags.DEFINE_integer("eval_batch_size", 32, "Global evaluation batch size.")
 flags.DEFINE_integer("eval_steps", 20, "Evaluation batches (0: one full pass over the eval input).")
 flags.DEFINE_integer("log_steps", 50, "TensorBoard scalars every this many steps.")
+shared_flags.check("save_checkpoints_steps", shared_flags.at_least(1))
+shared_flags.check("eval_steps", shared_flags.at_least(0))
+shared_flags.check("log_steps", shared_flags.at_least(1))
+shared_flags.check_together(["num_warmup_steps", "num_train_steps"], lambda values: (
+    f"--num_warmup_steps={values['num_warmup_steps']} exceeds the {values['num_train_steps']} train steps"
+    if values["num_warmup_steps"] > values["num_train_steps"] else None))
 
 
 def input_fn(tokenizer, is_training, batch_size, seed):

@@ -17,11 +17,10 @@ Then prints where everything went and what the loss did. Rerunning resumes/reuse
 import os
 import sys
 
-if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from recipes import logs
-
-logs.quiet(__name__)  # before TensorFlow loads
+if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python recipes/x.py
+    import preamble  # noqa: F401
 
 import glob
 import json
@@ -31,14 +30,19 @@ import time
 
 from absl import flags
 
+from recipes import flags as shared_flags
+from recipes import logs
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", "runs/quickstart", "Where every output goes.")
 flags.DEFINE_integer("vocab_size", 8192, "Size of the learned WordPiece vocab.")
 flags.DEFINE_enum("preset", "tiny", ["tiny", "mini", "small"], "Architecture to pre-train.")
-flags.DEFINE_integer("num_train_steps", 600, "Pre-training steps.")
-flags.DEFINE_integer("max_seq_length", 128, "Pre-training sequence length.")
-flags.DEFINE_integer("train_batch_size", 32, "Pre-training global batch size.")
-flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16"], "Pre-training precision.")
+shared_flags.check("vocab_size", shared_flags.at_least(6))  # the 5 reserved tokens and one more
+shared_flags.define_one("num_train_steps", 600, help="Pre-training steps.")
+shared_flags.define_one("max_seq_length", help="Pre-training sequence length.")
+shared_flags.define_one("train_batch_size", help="Pre-training global batch size.")
+shared_flags.define_one("dtype", choices=("float32", "mixed_bfloat16"), help="Pre-training precision (Keras "
+                        "dtype policy).")
 
 # One sentence per topic of the default task, written for this demo (not in its training data).
 DEMO_SENTENCES = (

@@ -16,20 +16,17 @@ the predictions (GLUE: the submission file, e.g. MNLI-m.tsv / AX.tsv; custom: pr
 `index<TAB>prediction`), model.keras (the fine-tuned BertClassifier) and labels.json.
 """
 
-import os
-import sys
-
-if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from recipes import logs
-
-logs.quiet(__name__)  # before TensorFlow loads
+if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python recipes/x.py
+    import preamble  # noqa: F401
 
 import contextlib
 
 from absl import flags
 
-from recipes import common
+from recipes import common, logs
+from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
 common.define_finetuning_flags(output_dir="runs/classifier", learning_rate=2e-5, train_batch_size=32,
@@ -41,9 +38,16 @@ flags.DEFINE_string("ax_data_dir", None, "With --task_name=MNLI --do_predict: di
                     "diagnostic.tsv, also predicted (AX.tsv).")
 flags.DEFINE_string("tfds_name", None, "A prepared TFDS GLUE dataset, e.g. glue/sst2 (never downloaded).")
 flags.DEFINE_string("tfds_data_dir", None, "TFDS data_dir holding --tfds_name.")
-flags.DEFINE_string("train_file", None, "Custom task: training CSV/TSV (text[,text_b],label).")
-flags.DEFINE_string("eval_file", None, "Custom task: evaluation CSV/TSV (with labels).")
-flags.DEFINE_string("predict_file", None, "Custom task: CSV/TSV to predict (label column optional).")
+for _name in ("data_dir", "ax_data_dir", "tfds_data_dir"):
+    shared_flags.check(_name, shared_flags.existing_dir)
+shared_flags.define_data_files({"train_file": "Custom task: training CSV/TSV (text[,text_b],label).",
+                                "eval_file": "Custom task: evaluation CSV/TSV (with labels).",
+                                "predict_file": "Custom task: CSV/TSV to predict (label column optional)."},
+                               optional=True)
+shared_flags.check_together(["task_name", "data_dir", "tfds_name"], lambda values: (
+    f"--task_name={values['task_name']} needs --data_dir (the GLUE task's directory)"
+    if values["task_name"] and values["task_name"].lower() != "custom" and not values["data_dir"]
+    and not values["tfds_name"] else None), shown=["task_name"])
 flags.DEFINE_bool("is_regression", False, "Custom task: labels are numbers (one output, MSE loss).")
 
 
@@ -62,13 +66,9 @@ def load_task():
             task = glue.get_glue_task(FLAGS.task_name)
         if task.name == "ax":
             raise ValueError("--task_name=AX has no training data: fine-tune --task_name=MNLI and pass --ax_data_dir")
-        if not FLAGS.data_dir:
-            raise ValueError(f"--task_name={FLAGS.task_name} needs --data_dir (the GLUE {task.display_name} "
-                             "directory)")
         with common.flag_errors("data_dir"):
             return classification.glue_task(task.name, FLAGS.data_dir, ax_data_dir=FLAGS.ax_data_dir, **splits)
     if FLAGS.train_file or FLAGS.eval_file or FLAGS.predict_file:
-        common.require_data_files()
         train_file, eval_file, predict_file = FLAGS.train_file, FLAGS.eval_file, FLAGS.predict_file
     else:
         from keras_bert.data.default_classification import default_classification_files

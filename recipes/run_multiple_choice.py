@@ -9,24 +9,21 @@ Writes to --output_dir: eval_results.json (accuracy, eval_loss), eval_prediction
 """
 
 import os
-import sys
 
-if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from recipes import logs
-
-logs.quiet(__name__)  # before TensorFlow loads
-
+if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python recipes/x.py
+    import preamble  # noqa: F401
 
 from absl import flags
 
-from recipes import common
+from recipes import common, logs
+from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
 common.define_finetuning_flags(output_dir="runs/swag", learning_rate=2e-5, train_batch_size=16, max_seq_length=128)
-flags.DEFINE_string("train_file", None, "SWAG train.csv.")
-flags.DEFINE_string("eval_file", None, "SWAG val.csv (with labels).")
-flags.DEFINE_string("predict_file", None, "SWAG test.csv (labels not needed).")
+shared_flags.define_data_files({"train_file": "SWAG train.csv.", "eval_file": "SWAG val.csv (with labels).",
+                                "predict_file": "SWAG test.csv (labels not needed)."})
 
 
 def main(argv):
@@ -37,7 +34,6 @@ def main(argv):
     from keras_bert.tasks import multiple_choice
     from keras_bert.text import BertPreprocessor
 
-    common.require_data_files()
     strategy = common.setup()
     tokenizer = common.finetuning_tokenizer(BertMultipleChoice)
     preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)

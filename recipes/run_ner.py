@@ -15,27 +15,25 @@ input of conlleval.pl), model.keras and labels.json (the tag list).
 """
 
 import os
-import sys
 
-if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from recipes import logs
-
-logs.quiet(__name__)  # before TensorFlow loads
+if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python recipes/x.py
+    import preamble  # noqa: F401
 
 import tensorflow as tf
 from absl import flags
 
-from recipes import common
+from recipes import common, logs
+from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
 common.define_finetuning_flags(output_dir="runs/ner", learning_rate=5e-5, train_batch_size=32, max_seq_length=128)
-flags.DEFINE_string("train_file", None, "CoNLL file for training.")
-flags.DEFINE_string("eval_file", None, "CoNLL file to score (--do_eval).")
-flags.DEFINE_string("predict_file", None, "CoNLL file to predict (--do_predict).")
+shared_flags.define_data_files({"train_file": "CoNLL file for training.",
+                                "eval_file": "CoNLL file to score (--do_eval).",
+                                "predict_file": "CoNLL file to predict (--do_predict)."})
 flags.DEFINE_bool("iobes", False, "Tags use the IOBES scheme (E-/S- chunk rules).")
-flags.DEFINE_integer("stride", None, "Pieces between the windows of a sentence longer than --max_seq_length "
-                                     "(as the served model's --stride); default: half a window.")
+shared_flags.define("stride")
 
 
 def main(argv):
@@ -46,7 +44,6 @@ def main(argv):
     from keras_bert.tasks.finetuning import check_num_classes
     from keras_bert.tasks.labels import read_labels
 
-    common.require_data_files()
     strategy = common.setup()
     tokenizer = common.finetuning_tokenizer(BertTokenClassifier)
     lookup = features.WordPieceLookup(tokenizer)

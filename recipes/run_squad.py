@@ -16,32 +16,24 @@ predicts with `--init_checkpoint=runs/squad/model.keras --do_train=false --do_pr
 v2.0 adds HasAns/NoAns splits and the best null threshold).
 """
 
-import os
-import sys
-
-if not __package__:  # `python recipes/x.py`: import from the repository root, as `python -m recipes.x` does
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from recipes import logs
-
-logs.quiet(__name__)  # before TensorFlow loads
+if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python recipes/x.py
+    import preamble  # noqa: F401
 
 import tensorflow as tf
 from absl import flags
 
-from recipes import common
+from recipes import common, logs
+from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
 common.define_finetuning_flags(output_dir="runs/squad", learning_rate=3e-5, train_batch_size=32,
                                max_seq_length=384)
-flags.DEFINE_string("train_file", None, "SQuAD JSON for training.")
-flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and, with --do_eval, score).")
-flags.DEFINE_bool("version_2_with_negative", False, "SQuAD v2.0: questions may have no answer.")
-flags.DEFINE_integer("doc_stride", 128, "Pieces between the starts of consecutive context windows.")
-flags.DEFINE_integer("max_query_length", 64, "Questions are cut to this many pieces.")
-flags.DEFINE_integer("n_best_size", 20, "Candidates considered (and listed in nbest_predictions.json).")
-flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in pieces.")
-flags.DEFINE_float("null_score_diff_threshold", 0.0, "v2.0: predict no answer when null score - best span "
-                   "score exceeds this.")
+shared_flags.define_data_files({"train_file": "SQuAD JSON for training.",
+                                "predict_file": "SQuAD JSON to predict (and, with --do_eval, score)."},
+                               eval_file="predict_file")
+shared_flags.define_answer_rules()
 
 
 def main(argv):
@@ -50,7 +42,6 @@ def main(argv):
     from keras_bert.models.span_labeler import BertSpanLabeler
     from keras_bert.tasks import squad
 
-    common.require_data_files(eval_file="predict_file")
     strategy = common.setup()
     tokenizer = common.finetuning_tokenizer(BertSpanLabeler)
     lookup = features.WordPieceLookup(tokenizer)

@@ -69,6 +69,7 @@ def run_in_process(capsys, monkeypatch):
     defined afresh, and absl's flags as they were are put back after."""
     from absl import flags
 
+    from recipes import flags as shared_flags
     from recipes import logs
 
     monkeypatch.delenv("KERAS_BERT_VERBOSE", raising=False)
@@ -85,8 +86,11 @@ def run_in_process(capsys, monkeypatch):
         monkeypatch.setattr(sys, "argv", [f"{module_name.replace('.', '/')}.py", *argv])
         try:
             module = importlib.import_module(module_name)
-            values(sys.argv)
             capsys.readouterr()
+            try:
+                shared_flags.parse(sys.argv)  # as `logs.run` parses: a bad flag is one line and exit status 1
+            except SystemExit as stop:
+                return stop.code, capsys.readouterr().err
             status = logs.call_main(module.main, [name])
             return status, capsys.readouterr().err
         finally:

@@ -47,3 +47,13 @@ def test_verbose_by_flag_or_environment(monkeypatch, argv, env, expected):
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     assert logs.verbose(argv) is expected
+
+
+@pytest.mark.parametrize("level, expected", [("INFO", "fine-tuning: 4 examples"),
+                                             ("WARNING", "WARNING fine-tuning: 4 examples")])
+def test_our_log_lines_in_the_project_format(level, expected):
+    import logging
+
+    record = logging.LogRecord("keras_bert", getattr(logging, level), "common.py", 231,
+                               "fine-tuning: %d examples", (4,), None)
+    assert logs.ProjectFormat().format(record) == expected

@@ -1,0 +1,314 @@
+"""One definition per flag concept for every script (recipes/*.py, export/*.py), checked when absl parses.
+
+    from recipes import flags as shared_flags
+    shared_flags.define("vocab_file", "do_lower_case", max_seq_length=384)  # keyword: the script's default
+
+Each concept has one type, one help text and one set of checks (ranges, files that must exist, files that
+must not be directories); the checks are absl validators, so a bad value stops the script when its command
+line is parsed, before any work, with one line `error: <what is wrong> (given as --flag=value)` (`parse`,
+the flags parser of `logs.run`). Checks over several flags (`check_together`, e.g. `define_data_files`)
+run there too.
+"""
+
+import dataclasses
+import glob
+import os
+import sys
+
+from absl import flags
+
+FLAGS = flags.FLAGS
+_PROBLEMS = []  # the messages of the checks that failed during this parse, in the order they ran
+_TYPED = {}  # flag name -> `--name=value` as the command line being parsed spells it
+
+
+@dataclasses.dataclass(frozen=True)
+class Concept:
+    """One flag: its absl type ("string", "integer", "float", "bool", "enum", "list"), default, help text,
+    and `checks`, functions of the value returning what is wrong with it (a phrase) or None."""
+
+    kind: str
+    default: object
+    help: str
+    checks: tuple = ()
+    choices: tuple = ()
+
+
+def at_least(low):
+    return lambda value: None if value is None or value >= low else f"must be at least {low}"
+
+
+def above(low):
+    return lambda value: None if value is None or value > low else f"must be greater than {low}"
+
+
+def within(low, high):
+    return lambda value: None if value is None or low <= value <= high else f"must be in [{low}, {high}]"
+
+
+def _local(path):
+    return "://" not in path  # gs://, hdfs://: read by tf.io.gfile, not checked here
+
+
+def existing_file(value):
+    """A file that must exist (not a directory)."""
+    if not value or not _local(value):
+        return None
+    if os.path.isdir(value):
+        return "is a directory; expected a file"
+    return None if os.path.isfile(value) else "no such file"
+
+
+def existing_dir(value):
+    if not value or not _local(value):
+        return None
+    if os.path.isfile(value):
+        return "is a file; expected a directory"
+    return None if os.path.isdir(value) else "no such directory"
+
+
+def existing_path(value):
+    """A file or directory, or a TF1 checkpoint prefix (`bert_model.ckpt` of `bert_model.ckpt.index`)."""
+    if not value or not _local(value) or os.path.exists(value) or glob.glob(glob.escape(value) + ".*"):
+        return None
+    return "no such file or directory"
+
+
+def matching_files(value):
+    """Comma-separated files or globs (a str or absl list), each naming at least one file."""
+    patterns = value.split(",") if isinstance(value, str) else (value or [])
+    for pattern in (p.strip() for p in patterns if p.strip()):
+        if _local(pattern) and not [p for p in glob.glob(pattern) if os.path.isfile(p)]:
+            return f"{pattern!r} names no file" if os.path.isdir(pattern) else f"no file matches {pattern!r}"
+    return None
+
+
+def output_file(value):
+    """Comma-separated output file names: none may be an existing directory."""
+    for path in (p.strip() for p in (value or "").split(",") if p.strip()):
+        if os.path.isdir(path):
+            return f"{path!r} is a directory; expected a file name"
+    return None
+
+
+POSITIVE = (at_least(1),)
+NON_NEGATIVE = (at_least(0),)
+
+CONCEPTS = {
+    # Model, vocabulary and text.
+    "bert_config_file": Concept("string", None, "bert_config.json of the architecture (Google or HF format).",
+                                (existing_file,)),
+    "init_checkpoint": Concept("string", None, "Initial weights: Google TF1 checkpoint, Hugging Face "
+                               "directory, or a keras_bert save (.keras or directory).", (existing_path,)),
+    "model_path": Concept("string", None, "A .keras model file, or a checkpoint directory (its encoder).",
+                          (existing_path,)),
+    "vocab_file": Concept("string", None, "WordPiece vocab.txt; default: the model's own, else the vocab.txt "
+                          "beside the checkpoint, else the default corpus's learned vocab.",
+                          (existing_file,)),
+    "do_lower_case": Concept("bool", None, "Lower-case and strip accents (uncased models); default: the casing "
+                             "the checkpoint states, else true."),
+    "max_seq_length": Concept("integer", 128, "Packed sequence length in pieces, [CLS] and [SEP] included.",
+                              (at_least(3),)),
+    "dtype": Concept("enum", "float32", "The Keras dtype policy the model is built under: mixed_bfloat16 / "
+                     "mixed_float16 compute in 16 bits with float32 weights, bfloat16 keeps the weights in "
+                     "bf16 too; LayerNorm, softmax, losses and heads stay float32.",
+                     choices=("float32", "mixed_bfloat16", "mixed_float16")),
+    # Optimization and schedule.
+    "train_batch_size": Concept("integer", 32, "Global batch size (all replicas together).", POSITIVE),
+    "eval_batch_size": Concept("integer", 32, "Global batch size of evaluation and prediction.", POSITIVE),
+    "learning_rate": Concept("float", 1e-4, "Peak learning rate.", (above(0),)),
+    "num_warmup_steps": Concept("integer", 0, "Linear warmup steps.", NON_NEGATIVE),
+    "warmup_proportion": Concept("float", 0.1, "Fraction of the train steps with linear warmup (used when "
+                                 "--num_warmup_steps is 0).", (within(0, 1),)),
+    "num_train_epochs": Concept("float", 3.0, "Passes over the training data (fractions allowed).",
+                                (above(0),)),
+    "num_train_steps": Concept("integer", 1000, "Total optimizer steps.", POSITIVE),
+    "weight_decay": Concept("float", 0.01, "Decoupled weight decay (not on LayerNorm and biases).",
+                            NON_NEGATIVE),
+    "clip_global_norm": Concept("float", 1.0, "Clip the (all-replica) gradient to this global norm; 0: off.",
+                                NON_NEGATIVE),
+    "gradient_accumulation_steps": Concept(
+        "integer", 1, "Compute each step's --train_batch_size batch in this many sequential micro-batches "
+        "(less memory, same step: gradients summed exactly).", POSITIVE),
+    "steps_per_execution": Concept("integer", 1, "Train steps per call into the compiled function.",
+                                   POSITIVE),
+    "pad_to_multiple_of": Concept(
+        "integer", 0, "Cut each batch's padding to its longest sequence rounded up to this multiple (0: pad "
+        "to --max_seq_length). Pre-training also batches sequences of similar length together; fine-tuning "
+        "trims training batches (classifier and multiple choice: evaluation too). Each batch length "
+        "compiles its own XLA step.", NON_NEGATIVE),
+    "lora_rank": Concept("integer", 0, "LoRA: freeze the encoder and train rank-R updates of its projections "
+                         "(plus the task head); the saved model has them merged. 0: full fine-tuning.",
+                         NON_NEGATIVE),
+    "seed": Concept("integer", 42, "Seed for weights init, dropout and data order."),
+    "worker_wait_s": Concept("float", 600, "multi_worker_mirrored: seconds to wait for every TF_CONFIG "
+                             "worker to start before giving up with an error.", (above(0),)),
+    # Pre-training data.
+    "max_predictions_per_seq": Concept("integer", 20, "Masked positions per sequence.", POSITIVE),
+    "masked_lm_prob": Concept("float", 0.15, "Fraction of tokens masked.", (within(0, 1),)),
+    "short_seq_prob": Concept("float", 0.1, "Probability of a shorter target length.", (within(0, 1),)),
+    "do_whole_word_mask": Concept("bool", False, "Mask all the WordPieces of a word together."),
+    # Corpora (vocab learning).
+    "max_lines": Concept("integer", None, "Read at most this many lines (default: all).", POSITIVE),
+    "min_frequency": Concept("integer", 2, "A learned piece must occur at least this many times.", POSITIVE),
+    # Outputs.
+    "output_file": Concept("string", None, "The file to write.", (output_file,)),
+    "overwrite": Concept("bool", False, "Replace an existing output (a file, or a non-empty directory that "
+                         "holds no resumable run of this recipe) whole; without it such an output is refused."),
+    # Windows over long text.
+    "stride": Concept("integer", None, "Pieces between the windows of a text longer than --max_seq_length; "
+                      "default: half a window.", POSITIVE),
+}
+
+_DEFINE = {"string": flags.DEFINE_string, "integer": flags.DEFINE_integer, "float": flags.DEFINE_float,
+           "bool": flags.DEFINE_bool, "list": flags.DEFINE_list}
+_UNSET = object()
+
+
+def define(*names, **defaults):
+    """Defines the concepts `names` with their shared defaults and `defaults` (name=this script's default)."""
+    for name in names:
+        define_one(name)
+    for name, default in defaults.items():
+        define_one(name, default)
+
+
+def define_one(name, default=_UNSET, help=None, choices=None):  # noqa: A002  (absl's word)
+    """Defines concept `name` (`default`: this script's); `help` replaces its text where the script resolves
+    the default its own way; `choices` narrows an enum's to those this script takes."""
+    concept = CONCEPTS[name]
+    default = concept.default if default is _UNSET else default
+    text = help or concept.help
+    if concept.kind == "enum":
+        flags.DEFINE_enum(name, default, list(choices or concept.choices), text, module_name=_script())
+    else:
+        _DEFINE[concept.kind](name, default, text, module_name=_script())
+    check(name, *concept.checks)
+
+
+def _script():
+    return sys.argv[0]  # the module absl's --help lists a running script's own flags under
+
+
+def check(name, *problems):
+    """Registers `problems` (functions of --`name`'s value returning what is wrong, or None) as validators."""
+    for problem in problems:
+        flags.register_validator(name, _checker(problem, [name]))
+
+
+def check_together(names, problem, shown=None):
+    """Registers `problem` ({name: value} -> what is wrong, or None) over the flags `names`; its error shows
+    the flags `shown` (default: all of `names`)."""
+    flags.register_multi_flags_validator(names, _checker(problem, shown or names))
+
+
+def _checker(problem, names, show_value=True):
+    def checker(value):
+        wrong = problem(value)
+        if wrong:
+            message = wrong if isinstance(value, dict) else f"--{names[0]}: {wrong}"
+            _PROBLEMS.append(f"{message} (given as {given(*names)})" if show_value else message)
+            raise flags.ValidationError(_PROBLEMS[-1])
+        return True
+
+    return checker
+
+
+def given(*names):
+    """`--a=1, --b=x` for the flags `names`: as typed on the command line being parsed, else as they are now
+    (a bool as `--flag` / `--noflag`)."""
+    return ", ".join(_TYPED.get(name) or FLAGS[name].serialize() or f"--{name}=" for name in names)
+
+
+def _typed(argv):
+    """{flag name: `--name=value` as the last `--name=value` of `argv` spells it}."""
+    typed = {}
+    for arg in argv[1:]:
+        if arg == "--":
+            break
+        if arg.startswith("-") and "=" in arg:
+            name = arg.lstrip("-").split("=", 1)[0]
+            typed[name] = f"--{name}={arg.split('=', 1)[1]}"
+    return typed
+
+
+def required(*names):
+    """Each of `names` must be given."""
+    for name in names:
+        flags.register_validator(name, _checker(lambda value: None if value not in (None, "", []) else
+                                                "is required", [name], show_value=False))
+
+
+def define_data_files(help_by_flag, eval_file="eval_file", optional=False):
+    """--train_file, --`eval_file` and --predict_file (files that exist; help texts `help_by_flag`), each
+    needed by its --do_train / --do_eval / --do_predict (SQuAD scores its --predict_file:
+    `eval_file="predict_file"`); `optional`: only when one of them is given (other data flags exist)."""
+    files = list(dict.fromkeys(("train_file", eval_file, "predict_file")))
+    for name in files:
+        flags.DEFINE_string(name, None, help_by_flag[name], module_name=_script())
+        check(name, existing_file)
+    for step, name in (("train", "train_file"), ("eval", eval_file), ("predict", "predict_file")):
+        check_together([f"do_{step}", *files], _needs(step, name, files, optional), shown=[f"do_{step}"])
+
+
+def _needs(step, name, files, optional):
+    def problem(values):
+        wanted = values[f"do_{step}"] and (not optional or any(values[f] for f in files))
+        return f"--do_{step} needs --{name}" if wanted and not values[name] else None
+
+    return problem
+
+
+ANSWER_RULE_HELP = {
+    "doc_stride": "SQuAD: pieces between the starts of consecutive context windows.",
+    "max_query_length": "SQuAD: questions are cut to this many pieces.",
+    "n_best_size": "SQuAD: start and end candidates per window (and answers in nbest_predictions.json).",
+    "max_answer_length": "SQuAD: longest answer, in pieces.",
+    "version_2_with_negative": "SQuAD v2.0: questions may have no answer (has_answer output).",
+    "null_score_diff_threshold": "SQuAD v2.0: no answer when null score - best span score exceeds this.",
+}
+
+
+def define_answer_rules():
+    """The flags of `keras_bert.data.squad_answers.AnswerRules`, one per field with its default; integers
+    must be positive."""
+    from keras_bert.data.squad_answers import AnswerRules
+
+    kinds = {int: "integer", bool: "bool", float: "float"}
+    for field in dataclasses.fields(AnswerRules):
+        kind = kinds[field.type]
+        _DEFINE[kind](field.name, field.default, ANSWER_RULE_HELP[field.name], module_name=_script())
+        if kind == "integer":
+            check(field.name, at_least(1))
+
+
+def answer_rules():
+    """The `AnswerRules` of the answer-rule flags."""
+    from keras_bert.data.squad_answers import AnswerRules
+
+    return AnswerRules(**{field.name: FLAGS[field.name].value for field in dataclasses.fields(AnswerRules)})
+
+
+def parse(argv):
+    """absl's flags parser for `logs.run`: parses `argv` and runs every check; a bad flag prints one line
+    `error: ... (given as --flag=value)` to stderr and exits with status 1, before the script does
+    anything."""
+    del _PROBLEMS[:]
+    _TYPED.clear()
+    _TYPED.update(_typed(argv))
+    try:
+        return FLAGS(argv)
+    except flags.Error as e:
+        print(f"error: {parse_error_message(e)}", file=sys.stderr, flush=True)
+        sys.exit(1)
+
+
+def parse_error_message(error):
+    """The one-line message of absl's parse error `error`: a check's own message, else absl's reworded."""
+    if _PROBLEMS:
+        return _PROBLEMS[0]
+    message = str(error).splitlines()[0]
+    if message.startswith("flag --") and ": " in message:  # "flag --x=abc: invalid literal for int() ..."
+        setting, reason = message.removeprefix("flag ").split(": ", 1)
+        return f"{setting.split('=', 1)[0]}: {reason} (given as {setting})"
+    return message
