@@ -382,6 +382,9 @@ class Serving:
                 fixed_length, sequence_output).
 
         Returns a dict of numpy arrays: the served outputs (e.g. `label`, `answer`, `entity_text`).
+        Raises ValueError naming the input at fault and its declared dtype and shape (`served_arrays`): an
+        unknown or missing key, one string instead of a batch, values of another type, a wrong shape or
+        batch size; the same line as the exported signature's InvalidArgument (`checked_inputs`).
         """
         preprocessor = preprocessor or getattr(self, "preprocessor", None)
         key = (signature, tuple(sorted(options.items())), id(preprocessor))

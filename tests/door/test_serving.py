@@ -84,8 +84,13 @@ def test_loaded_signatures_refuse_with_the_same_line(export_dir):
         with pytest.raises(tf.errors.InvalidArgumentError) as caught:
             function(**{name: tf.constant(value) for name, value in inputs.items()})
         assert f"assertion failed: [{line}]" in caught.value.message, signature
-    good = loaded.signatures["serve_text_pair"](text=tf.constant(["the fox"]), text_b=tf.constant(["a dog"]))
-    assert good["probabilities"].shape == (1, 2)
+    pair = loaded.signatures["serve_text_pair"]
+    assert pair(text=tf.constant(["the fox"]), text_b=tf.constant(["a dog"]))["probabilities"].shape == (1, 2)
+    # What only `serve` words: TF's binding of a loaded signature refuses it before the graph, in its words.
+    for kwargs in ({"text": tf.constant(["a"]), "text_b": tf.constant(["b"]), "label": tf.constant(["c"])},
+                   {"text": tf.constant(["a"])}, {"text": tf.constant([1]), "text_b": tf.constant(["b"])}):
+        with pytest.raises((TypeError, ValueError, tf.errors.InvalidArgumentError)):
+            pair(**kwargs)
 
 
 def test_cpp_loader_refuses_with_the_same_line(export_dir, tmp_path):
