@@ -30,6 +30,11 @@ setup(
             "ruff",
             "tensorflow-serving-api==2.21.*",
             "keras-hub==0.32.*",  # the reference of the KerasHub preset tests
+            # TF's BERT tutorials' model code on the TF Hub export (tests/export/test_tfhub_training.py);
+            # tensorflow-hub 0.16 imports pkg_resources, which setuptools 81 dropped.
+            "tensorflow-hub==0.16.*",
+            "tf-keras==2.21.*",
+            "setuptools<81",
         ],
         "bench": ["keras-hub==0.32.*", "onnxruntime==1.32.*", "onnx==1.23.*"],
     },

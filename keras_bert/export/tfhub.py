@@ -23,12 +23,18 @@ import tensorflow as tf
 
 from keras_bert import compat
 from keras_bert.checkpoints import split_model
-from keras_bert.export.saved_model import check_compatible, publish_version
+from keras_bert.export.saved_model import check_compatible, encoder_of, publish_version
 from keras_bert.models.encoder import INPUT_NAMES
+from keras_bert.models.serving import checked_inputs
 from keras_bert.text import vocab as vocab_lib
 
 _STRINGS = tf.TensorSpec([None], tf.string, name="text")
 _IDS_SPEC = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+
+
+def _checked(strings):
+    """Served strings behind `checked_inputs`' shape check (a batch: tf.string [batch])."""
+    return checked_inputs({"text": strings}, {"text": _STRINGS})["text"]
 
 
 def _by_word(values, word_ids):
@@ -41,11 +47,12 @@ def _by_word(values, word_ids):
 
 
 def _tokenize(tokenizer, strings):
-    ids, word_ids = tokenizer.tokenize_with_word_ids(strings)
+    ids, word_ids = tokenizer.tokenize_with_word_ids(_checked(strings))
     return _by_word(ids, word_ids)
 
 
 def _tokenize_with_offsets(tokenizer, strings):
+    strings = _checked(strings)
     ids, word_ids = tokenizer.tokenize_with_word_ids(strings)
     _, starts, limits = tokenizer.tokenize_with_offsets(strings)
     return tuple(_by_word(values, word_ids) for values in (ids, starts, limits))
@@ -67,45 +74,87 @@ class _Tokenize(tf.Module):
             "mask_id": tf.constant(tokenizer.mask_id, tf.int32)}, input_signature=[])
 
 
-def _pack(packer, segments, seq_length=None):
+def _pack(packer, segments, max_length, seq_length=None):
     """1 or 2 segments of ids, ragged [b, (words), (pieces)] -> the encoder inputs, int32 [b, seq_length]
-    (default: the preprocessor's); pairs are truncated round-robin (the longer one first)."""
+    (default: the preprocessor's; an int32 or int64 scalar at most `max_length`, the encoder's positions);
+    pairs are truncated round-robin (the longer one first). Raises InvalidArgument naming what is wrong:
+    segments of different batch sizes, a seq_length without room for the special tokens or past the
+    encoder's positions."""
+    checks = [tf.debugging.Assert(tf.equal(segments[0].nrows(), segment.nrows()), [tf.strings.format(
+        "bert_pack_inputs: segments 0 and {} must have the same batch size; got {} and {}",
+        (index, segments[0].nrows(), segment.nrows()))]) for index, segment in enumerate(segments[1:], 1)]
+    if seq_length is not None:
+        least = len(segments) + 1  # [CLS] and one [SEP] after each segment
+        seq_length = tf.cast(seq_length, tf.int32)
+        checks.append(tf.debugging.Assert(
+            (seq_length >= least) & (seq_length <= max_length), [tf.strings.format(
+                f"bert_pack_inputs: seq_length must be in [{least}, {max_length}] for {len(segments)} segment(s): "
+                f"[CLS] and a [SEP] per segment, at most the encoder positions; got {{}}", seq_length)]))
+    # No quote in a message: TF escapes it in the error. Nothing packs before the checks pass.
+    with tf.control_dependencies(checks):
+        segments = [tf.nest.map_structure(_unsized, s, expand_composites=True) for s in segments]
+        seq_length = None if seq_length is None else tf.identity(seq_length)
     return packer([segment.merge_dims(1, -1) for segment in segments], seq_length=seq_length)
+
+
+def _unsized(tensor):
+    """`tensor` with its sizes hidden from shape inference, its rank kept: two segments' batch sizes, known
+    when called on eager tensors, would otherwise fail the packer's graph before the checks run."""
+    return tf.raw_ops.PlaceholderWithDefault(input=tensor, shape=[None] * tensor.shape.rank)
 
 
 class _Preprocessing(tf.Module):
     """The preprocess SavedModel's root: __call__, tokenize, tokenize_with_offsets, bert_pack_inputs."""
 
-    def __init__(self, preprocessor):
+    def __init__(self, preprocessor, max_length):
         super().__init__()
         tokenizer, packer = preprocessor.tokenizer, preprocessor.packer  # captured, not tracked (see _Tokenize)
         self.tokenize = _Tokenize(tokenizer)
         self.tokenize_with_offsets = tf.function(lambda strings: _tokenize_with_offsets(tokenizer, strings),
                                                  input_signature=[_STRINGS])
-        self.bert_pack_inputs = tf.function(lambda segments, seq_length=None: _pack(packer, segments, seq_length))
-        # Segments as `tokenize` returns them, as TF Hub's (each trace costs seconds: only these four).
+        self.bert_pack_inputs = tf.function(
+            lambda segments, seq_length=None: _pack(packer, segments, max_length, seq_length))
+        # Segments as `tokenize` returns them, as TF Hub's (each trace costs seconds: only these six).
         segment = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)
         for count in (1, 2):
             self.bert_pack_inputs.get_concrete_function([segment] * count)
-            self.bert_pack_inputs.get_concrete_function([segment] * count, tf.TensorSpec([], tf.int32))
-        self.__call__ = tf.function(lambda strings: preprocessor(strings), input_signature=[_STRINGS])
+            for dtype in (tf.int32, tf.int64):
+                self.bert_pack_inputs.get_concrete_function([segment] * count, tf.TensorSpec([], dtype))
+        self.__call__ = tf.function(lambda strings: preprocessor(_checked(strings)), input_signature=[_STRINGS])
 
 
 
-class _MaskedLM(tf.Module):
-    """`encoder.mlm`: the encoder inputs + masked_lm_positions int32 [b, k] -> mlm_logits [b, k, vocab]
-    (float32) and the encoder's outputs, as TF Hub's BERT encoders with an MLM head."""
+def _masked_lm(pretrainer, encoder_outputs):
+    """`encoder.mlm` and its traced functions: the encoder inputs + masked_lm_positions int32 [b, k] ->
+    mlm_logits [b, k, vocab] (float32) and the encoder's outputs, as TF Hub's BERT encoders with an MLM
+    head; `training` as the encoder's. Its variables are those it reads (the encoder's and the MLM head's),
+    so `hub.KerasLayer(encoder.mlm, trainable=True)` trains them."""
+    spec = {**_IDS_SPEC, "masked_lm_positions": tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")}
 
-    def __init__(self, pretrainer, encoder_outputs):
-        super().__init__()
-        spec = {**_IDS_SPEC, "masked_lm_positions": tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")}
+    def call(inputs, training=False):
+        sequence = encoder_outputs(inputs, training=training)
+        logits = pretrainer.masked_lm(sequence["sequence_output"], inputs["masked_lm_positions"])
+        return {**sequence, "mlm_logits": tf.cast(logits, tf.float32)}
 
-        def call(inputs):
-            sequence = encoder_outputs(inputs)
-            logits = pretrainer.masked_lm(sequence["sequence_output"], inputs["masked_lm_positions"])
-            return {**sequence, "mlm_logits": tf.cast(logits, tf.float32)}
+    mlm = compat.saved_model_root()
+    mlm.__call__ = tf.function(call)
+    functions = [mlm.__call__.get_concrete_function(spec, training) for training in (False, True)]
+    _track_variables(mlm, functions)
+    return mlm, functions
 
-        self.__call__ = tf.function(call, input_signature=[spec])
+
+def _captured(functions):
+    """The tf.Variables the traced `functions` read, each once."""
+    return list({id(v): v for fn in functions for v in fn.variables}.values())
+
+
+def _track_variables(module, functions):
+    """`module.variables`, `trainable_variables`, `non_trainable_variables` (what hub.KerasLayer and TF Hub's
+    users read): the tf.Variables `functions` read, so that a gradient reaches each one listed (a Keras
+    variable's wrapper would be saved as a second object that no function reads)."""
+    module.variables = _captured(functions)
+    module.trainable_variables = [v for v in module.variables if v.trainable]
+    module.non_trainable_variables = [v for v in module.variables if not v.trainable]
 
 
 def _encoder_root(model, preprocessor, vocab_asset):
@@ -124,24 +173,21 @@ def _encoder_root(model, preprocessor, vocab_asset):
         return {**named, **{f"encoder_outputs_{i}": x for i, x in enumerate(layers)}}
 
     root = compat.saved_model_root()
-    tracked = pretrainer or encoder
-    root.variables = list(tracked.variables)
-    root.trainable_variables = list(tracked.trainable_variables)
-    root.non_trainable_variables = list(tracked.non_trainable_variables)
     root.vocab_file = vocab_asset
     root.do_lower_case = tf.Variable(preprocessor.tokenizer.lower_case, trainable=False, name="do_lower_case")
     root.__call__ = tf.function(outputs)
     # Traced for training=False and True, as TF Hub's, so a caller may pass either.
     functions = [root.__call__.get_concrete_function(_IDS_SPEC, training) for training in (False, True)]
+    # The encoder's variables only: the heads' are under `.mlm`, untouched by a classifier built on `root`.
+    _track_variables(root, functions)
     root.serving_default = tf.function(flat, input_signature=[_IDS_SPEC])
     functions.append(root.serving_default.get_concrete_function())
     if pretrainer is not None:
-        root.mlm = _MaskedLM(pretrainer, outputs)
-        functions.append(root.mlm.__call__.get_concrete_function())
+        root.mlm, mlm_functions = _masked_lm(pretrainer, outputs)
+        functions.extend(mlm_functions)
     # The tf.Variables the functions capture, tracked by the root: TF Serving's session-based loader finds
     # variables only through the object graph (what ExportArchive's `_all_variables` does too).
-    captured = {id(v): v for fn in functions for v in fn.variables}
-    root._all_variables = list(captured.values())
+    root._all_variables = _captured(functions)
     return root
 
 
@@ -162,7 +208,7 @@ def export_tfhub(encoder_or_task, preprocessor, export_dir, version=None):
     check_compatible(encoder_or_task, preprocessor)
     if not preprocessor.built:
         preprocessor(tf.constant([""]))  # built on first call, as export needs
-    module = _Preprocessing(preprocessor)
+    module = _Preprocessing(preprocessor, encoder_of(encoder_or_task).config.max_position_embeddings)
     preprocess_dir = publish_version(f"{export_dir}/preprocess", version, lambda tmp: tf.saved_model.save(
         module, tmp, signatures={"serving_default": module.__call__.get_concrete_function()}))
 

@@ -80,7 +80,7 @@ class BertSpanLabeler(EncoderTaskModel):
         spec = {name: tf.TensorSpec([None], tf.string, name=name) for name in ("question", "context")}
 
         def function(inputs):
-            inputs = checked_inputs(inputs, spec, same_batch=False)  # answer_questions checks the batch
+            inputs = checked_inputs(inputs, spec)
             found = answer_questions(self, preprocessor, inputs["question"], inputs["context"], rules)
             return {name: tf.cast(found[name], tf.float32) if name in _FLOAT_OUTPUTS else found[name]
                     for name in served}

@@ -106,19 +106,21 @@ def test_serving_inputs_of_the_wrong_rank_or_batch_name_the_input():
     from keras_bert import BertMultipleChoice
 
     spec = text_spec("text")
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"serving input 'text' must have rank 1"):
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"serving input `text` must be tf.string of shape \[batch\]; got shape \[2 1\]"):
         checked_inputs({"text": tf.constant([["a"], ["b"]])}, spec)
     pair = {"text": tf.TensorSpec([None], tf.string, name="text"),
             "text_b": tf.TensorSpec([None], tf.string, name="text_b")}
     with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=r"serving inputs 'text' and 'text_b' must have the same batch size"):
+                       match=r"serving inputs `text` and `text_b` must have the same batch size; got 2 and 1"):
         checked_inputs({"text": tf.constant(["a", "b"]), "text_b": tf.constant(["c"])}, pair)
     choices = BertMultipleChoice(BertEncoder(BertConfig(vocab_size=12, hidden_size=8, num_hidden_layers=1,
                                                         num_attention_heads=2, intermediate_size=16)), 3)
     ids = {name: tf.zeros([2, 3, 5], tf.int32) for name in choices.token_id_spec()}
     checked = checked_inputs(ids, choices.token_id_spec())
     assert sorted(checked) == sorted(ids)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"serving input 'input_mask' must have 3 on axis 1"):
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"serving input `input_mask` must be tf.int32 of shape \[batch, 3, any\]; got shape \[2 4 5\]"):
         checked_inputs({**ids, "input_mask": tf.zeros([2, 4, 5], tf.int32)}, choices.token_id_spec())
     np.testing.assert_array_equal(checked["input_word_ids"], ids["input_word_ids"])
 

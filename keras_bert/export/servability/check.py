@@ -13,7 +13,7 @@ from .ops import DEFAULT_SERVING_VERSION, op_report, saved_model_ops
 from .warmup import warmup_requests
 
 
-def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSION, api=None):
+def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSION, api=None, refused=()):
     """Loads `export_dir` as TF Serving does, runs its warmup requests, then each of `runs`, checking
     the served answers of every request (`answers.check_answers`: entity spans, probabilities, argmaxes).
 
@@ -24,9 +24,11 @@ def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSIO
             must match within `atol` (max abs difference; strings exactly) and in shape.
         serving_version: the TF Serving release whose tf-text ops the graph must stay within.
         api: a `TensorFlowCApi` to reuse across exports.
+        refused: list of (signature, inputs) the server should refuse (bad requests), run after `runs`.
 
     Returns a dict: `ops` (op_report), `signatures`, `warmup_requests` (how many ran; None if they could
-    not be parsed without tensorflow-serving-api), `runs`: per run {signature, max_abs_diff, outputs}.
+    not be parsed without tensorflow-serving-api), `runs`: per run {signature, max_abs_diff, outputs},
+    `refused`: per refused request the error TF gave, or None where it was served.
     Raises `ServabilityError` on a load/run failure, an op Serving lacks, or a mismatch.
     """
     api = api or TensorFlowCApi()
@@ -51,9 +53,19 @@ def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSIO
             diffs = {key: _compare(export_dir, signature, key, outputs, want, atol)
                      for key, want in (expected or {}).items()}
             report["runs"].append({"signature": signature, "max_abs_diff": diffs, "outputs": outputs})
+        report["refused"] = [_refusal(model, signature, inputs) for signature, inputs in refused]
     finally:
         model.close()
     return report
+
+
+def _refusal(model, signature, inputs):
+    """The error of running a request that should fail, or None where it was served."""
+    try:
+        model.run(signature, inputs)
+    except ServabilityError as e:
+        return str(e)
+    return None
 
 
 def _compare(export_dir, signature, key, outputs, want, atol):
@@ -77,16 +89,20 @@ def _compare(export_dir, signature, key, outputs, want, atol):
 
 
 def run_checks(jobs, atol=1e-4, serving_version=DEFAULT_SERVING_VERSION):
-    """Checks several exports in this process. `jobs`: list of dicts with `export_dir` and optional `runs`,
-    a list of {"signature": name, "arrays": .npz path from `save_check_arrays`}. Returns a JSON-able list
-    of summaries (outputs as lists); a failing job carries `error` instead of raising."""
+    """Checks several exports in this process. `jobs`: list of dicts with `export_dir` and optional `runs`
+    and `refused` (`check`'s), lists of {"signature": name, "arrays": .npz path from `save_check_arrays`}.
+    Returns a JSON-able list of summaries (outputs as lists); a failing job carries `error` instead of
+    raising."""
     api = TensorFlowCApi()
     summaries = []
     for job in jobs:
         runs = [(run.get("signature", "serving_default"), *load_check_arrays(run["arrays"]))
                 for run in job.get("runs", ())]
+        refused = [(run.get("signature", "serving_default"), load_check_arrays(run["arrays"])[0])
+                   for run in job.get("refused", ())]
         try:
-            report = check(job["export_dir"], runs, atol=atol, serving_version=serving_version, api=api)
+            report = check(job["export_dir"], runs, atol=atol, serving_version=serving_version, api=api,
+                           refused=refused)
         except ServabilityError as e:
             summaries.append({"export_dir": os.fspath(job["export_dir"]), "error": str(e)})
             continue
