@@ -31,6 +31,7 @@ class BertSpanLabeler(EncoderTaskModel):
     Input: the encoder input dict. Output: dict `start_logits`, `end_logits`, float32 [batch, seq].
     Padding positions get a large negative logit so they are never predicted. With a `preprocessor`,
     predict also takes raw text: a tuple (questions [batch], contexts [batch]), packed as one pair each.
+    `compile()` with no arguments uses `task_loss()`: the mean of the start and end cross-entropies.
 
     Served (`serve`, and an export's serving_default) as `question` + `context` tf.string [batch] of any
     length -> the answers of `keras_bert.data.squad_answers.answer_questions` (the decoding of

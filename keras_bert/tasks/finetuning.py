@@ -82,6 +82,8 @@ def served_batches(model, inputs, batch_size=32, preprocessor=None, **options):
 
 def serve_all(model, inputs, batch_size=32, preprocessor=None, **options):
     """`served_batches` concatenated: {output name: numpy array over all rows of `inputs`} (for outputs whose
-    shape past the batch axis is the same in every batch)."""
+    shape past the batch axis is the same in every batch). Raises ValueError when `inputs` has no rows."""
     batches = [outputs for _, outputs in served_batches(model, inputs, batch_size, preprocessor, **options)]
+    if not batches:
+        raise ValueError("no examples to predict")
     return {name: np.concatenate([outputs[name] for outputs in batches]) for name in batches[0]}
