@@ -11,7 +11,9 @@ normalized as its modules.json says (--pooling / --normalize override). A model 
 --do_lower_case and --max_seq_length then override its parts, and one that contradicts the model (another
 vocab or casing) is refused. A span labeler serves decoded answers (question, context in); --doc_stride,
 --max_query_length, --n_best_size, --max_answer_length, --version_2_with_negative and
---null_score_diff_threshold are run_squad's. The version directory is written atomically under
+--null_score_diff_threshold are run_squad's; --nbest also serves its n-best lists (nbest_predictions.json's).
+A token classifier with tag names serves entities; --word_tags also serves every word's tag (run_ner's
+prediction file). The version directory is written atomically under
 --export_dir; the path is printed.
 """
 
@@ -80,6 +82,10 @@ flags.DEFINE_bool("sequence_output", False, "Encoder: serving_default also retur
 flags.DEFINE_bool("normalize", False, "L2-normalize `sentence_embedding` (default: a sentence-transformers "
                                       "directory's own).")
 shared_flags.define_answer_rules()  # a span labeler's: how run_squad cut windows and chose answers
+flags.DEFINE_bool("nbest", False, "Span labeler: also serve each question's n-best spans (nbest_text, nbest_start, "
+                  "nbest_end, nbest_*_logit, nbest_valid) and null logits, as run_squad's nbest_predictions.json.")
+flags.DEFINE_bool("word_tags", False, "Token classifier: also serve every word's tag (word_tag, word_tag_id, "
+                  "word_logits, word_start, word_end, word_count), as run_ner's prediction file.")
 
 
 def load_model(path):
@@ -157,7 +163,8 @@ def main(argv):
                                        long_text=FLAGS.long_text, stride=FLAGS.stride, pooling=pooling,
                                        normalize=normalize, answer_rules=rules, quantize=FLAGS.quantize,
                                        dtype=FLAGS.dtype, calibration_texts=calibration_texts,
-                                       fixed_length=FLAGS.fixed_length, sequence_output=FLAGS.sequence_output)]
+                                       fixed_length=FLAGS.fixed_length, sequence_output=FLAGS.sequence_output,
+                                       nbest=FLAGS.nbest, word_tags=FLAGS.word_tags)]
     for path in exported:
         print(path)
     if FLAGS.check:

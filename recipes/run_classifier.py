@@ -97,36 +97,38 @@ def main(argv):
     preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
     train_examples = task.train
 
-    def dataset(examples, batch_size, shuffle=False, with_labels=True):
+    def dataset(examples, batch_size, shuffle=False):
         return features.classification_dataset(
             examples, preprocessor, task.label_list, task.is_regression, batch_size, shuffle=shuffle,
-            seed=FLAGS.seed, with_labels=with_labels, pad_to_multiple_of=FLAGS.pad_to_multiple_of)
+            seed=FLAGS.seed, pad_to_multiple_of=FLAGS.pad_to_multiple_of)
 
-    def predict(examples):
-        return model.predict(dataset(examples, FLAGS.eval_batch_size, with_labels=False), verbose=0)
+    def served(examples):  # what an export of the model would answer, packed as in training
+        return task.served(model, examples, FLAGS.eval_batch_size, preprocessor)
 
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertClassifier,
                                         lambda encoder: BertClassifier(encoder, task.num_classes))
         with common.flag_errors("init_checkpoint"):
             check_num_classes(model, task.num_classes)
-        common.compile_task(model, strategy, *task.loss_and_metrics(),
-                            len(train_examples) if train_examples else None)
+        loss, loss_weights = model.task_loss()
+        common.compile_task(model, strategy, loss, "auto", len(train_examples) if train_examples else None,
+                            loss_weights)
     if train_examples:
         common.fit_task(model, dataset(train_examples, FLAGS.train_batch_size, shuffle=True), len(train_examples))
         common.save_task_model(model, strategy, task.label_list, tokenizer)
 
     results = {}
     for split, examples in task.evals:
-        values, predictions = task.eval_results(model, examples, predict(examples))
+        logits, predictions = served(examples)
+        values = task.eval_results(model, examples, logits, predictions)
         prefix = f"{split}/" if len(task.evals) > 1 else ""
         results.update({prefix + name: value for name, value in values.items()})
         if not task.glue_name:  # GLUE dev predictions have no official file; custom ones are kept
             task.write_predictions(split, examples, predictions, FLAGS.output_dir)
     if results:
         common.write_eval_results(results, strategy)
-    for split, examples in task.predicts:  # what an export of the model would answer
-        predictions = task.served_predictions(model, examples, FLAGS.eval_batch_size)
+    for split, examples in task.predicts:
+        _, predictions = served(examples)
         print(f"Predictions: {task.write_predictions(split, examples, predictions, FLAGS.output_dir)}")
 
 

@@ -45,29 +45,30 @@ def main(argv):
             multiple_choice.check_labeled(evaluated, FLAGS.eval_file)
     predicted = read_swag_examples(FLAGS.predict_file) if FLAGS.do_predict else None
 
-    def dataset(examples, batch_size, shuffle=False, with_labels=True):
+    def dataset(examples, batch_size, shuffle=False):
         return common.without_padding(features.multiple_choice_dataset(
-            examples, preprocessor, batch_size, shuffle=shuffle, seed=FLAGS.seed, with_labels=with_labels))
+            examples, preprocessor, batch_size, shuffle=shuffle, seed=FLAGS.seed))
 
-    def predict(examples):
-        return model.predict(dataset(examples, FLAGS.eval_batch_size, with_labels=False), verbose=0)
+    def served(examples):  # what an export of the model would answer, packed as in training
+        return multiple_choice.served(model, examples, FLAGS.eval_batch_size, preprocessor)
 
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertMultipleChoice,
                                         lambda encoder: BertMultipleChoice(encoder, NUM_CHOICES))
-        common.compile_task(model, strategy, multiple_choice.choice_loss(), ["accuracy"], len(train) if train else None)
+        loss, loss_weights = model.task_loss()
+        common.compile_task(model, strategy, loss, "auto", len(train) if train else None, loss_weights)
     if train:
         common.fit_task(model, dataset(train, FLAGS.train_batch_size, shuffle=True), len(train))
         common.save_task_model(model, strategy, tokenizer=tokenizer)
 
     if FLAGS.do_eval:
-        logits = predict(evaluated)
-        results = multiple_choice.eval_results(model, evaluated, logits, FLAGS.eval_file)
-        multiple_choice.write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), evaluated, logits)
+        answers = served(evaluated)
+        results = multiple_choice.eval_results(model, evaluated, answers, FLAGS.eval_file)
+        multiple_choice.write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), evaluated, answers)
         common.write_eval_results(results, strategy)
     if FLAGS.do_predict:
         path = os.path.join(FLAGS.output_dir, "predictions.csv")
-        print("Predictions: " + multiple_choice.write_predictions(path, predicted, predict(predicted)))
+        print("Predictions: " + multiple_choice.write_predictions(path, predicted, served(predicted)))
 
 
 if __name__ == "__main__":

@@ -61,13 +61,18 @@ def main(argv):
                                         lambda encoder: BertTokenClassifier(encoder, labels=tags))
         with common.flag_errors("init_checkpoint"):
             check_num_classes(model, tags)
-        common.compile_task(model, strategy, ner.token_loss(), num_train_examples=len(train) if FLAGS.do_train else None)
+        loss, loss_weights = model.task_loss()
+        common.compile_task(model, strategy, loss, num_train_examples=len(train) if FLAGS.do_train else None,
+                            loss_weights=loss_weights)
     if FLAGS.do_train:
         inputs, labels, weights, _ = features.ner_arrays(train, lookup, tags, FLAGS.max_seq_length)
         dataset = tf.data.Dataset.from_tensor_slices((inputs, labels, weights)).shuffle(len(train), seed=FLAGS.seed)
         batches = common.without_padding(dataset.batch(FLAGS.train_batch_size), per_token_labels=True)
         common.fit_task(model, batches, len(train))
         common.save_task_model(model, strategy, tags, tokenizer)
+
+    if model.labels is None:  # a saved tagger without tag names: served entities and word tags need them
+        model.labels = list(tags)
 
     def predict(flag, name):
         return ner.predict_sentences(model, read[flag], lookup, tags, FLAGS.max_seq_length,

@@ -65,7 +65,7 @@ def main(argv):
 
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertSpanLabeler, BertSpanLabeler)
-        loss, loss_weights = squad.span_loss()
+        loss, loss_weights = model.task_loss()
         common.compile_task(model, strategy, loss, num_train_examples=train.num_windows if train else None,
                             loss_weights=loss_weights)
     if train:

@@ -1,8 +1,9 @@
 """SQuAD answers in TF ops: question + context strings -> doc-stride windows -> one model call -> answer spans.
 
-The one implementation of SQuAD prediction: `run_squad --do_predict` (`keras_bert.tasks.squad.predict`),
-the span labeler's `serve` and its export (`keras_bert.models.span_labeler`) all run `answer_questions`, so
-the served answers are the predictions.json answers by construction.
+The one implementation of SQuAD prediction: the span labeler's `serve` and its export
+(`keras_bert.models.span_labeler`) run `answer_questions`, and `run_squad --do_predict`
+(`keras_bert.tasks.squad.predict`) writes its files from `serve`, so the served answers are the
+predictions.json answers by construction.
 
     rules = AnswerRules(doc_stride=128, max_query_length=64, version_2_with_negative=True)
     found = answer_questions(model, preprocessor, questions, contexts, rules)   # tf.string [batch] each

@@ -196,7 +196,7 @@ def publish_version(export_dir, version, write):
 def export_saved_model(model, export_dir, preprocessor=None, version=None, signature=None, warmup=True,
                        example_seq_length=None, long_text="truncate", stride=None, pooling=None, normalize=False,
                        answer_rules=None, quantize=None, dtype="float32", calibration_texts=None, fixed_length=False,
-                       sequence_output=False):
+                       sequence_output=False, nbest=False, word_tags=False):
     """Exports `model` for TF Serving as `<export_dir>/<version>`, written atomically.
 
     Args:
@@ -234,6 +234,8 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
         fixed_length: pack raw text to the full sequence length (a fixed shape) instead of each batch's
             longest input rounded up to 8 (`keras_bert.models.serving.LENGTH_MULTIPLE`).
         sequence_output: an encoder's serving_default also returns `sequence_output` [b, seq, hidden].
+        nbest: a span labeler's answers also list each question's n-best spans and null logits.
+        word_tags: a token classifier's entities come with every word's tag, logits and offsets.
 
     Returns the version directory (str).
     """
@@ -251,7 +253,8 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
     except ValueError as e:
         raise ExportError(str(e)) from None
     try:
-        options = ServingOptions(long_text, stride, pooling, normalize, answer_rules, fixed_length, sequence_output)
+        options = ServingOptions(long_text, stride, pooling, normalize, answer_rules, fixed_length, sequence_output,
+                                 nbest, word_tags)
     except ValueError as e:
         raise ExportError(str(e)) from None
     archive, signature, endpoints = build_archive(model, preprocessor, signature, example_seq_length, options)

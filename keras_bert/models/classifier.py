@@ -89,10 +89,11 @@ class BertClassifier(EncoderTaskModel):
         mean = tf.math.unsorted_segment_mean(logits, windows.row, tf.size(text, out_type=tf.int64))
         return with_label_names(self.labels, class_outputs(mean))
 
-    def _default_loss(self):
+    def task_loss(self):
+        """Mean squared error for regression (one output), else sparse cross-entropy on logits."""
         if self.num_classes == 1:
-            return keras.losses.MeanSquaredError()
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            return keras.losses.MeanSquaredError(), None
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True), None
 
     def _default_metrics(self):
         return None if self.num_classes == 1 else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]

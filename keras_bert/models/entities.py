@@ -13,6 +13,8 @@ largest entity count:
     entity_end    int64 [b, e]      UTF-8 bytes count as one U+FFFD character each); -1 on padding
     entity_count  int32 [b]         entities of each text
 
+With `word_tags=True` the endpoint also serves every word's tag (`word_outputs`: word_tag, word_tag_id,
+word_logits, word_start, word_end, word_count), what run_ner writes in conlleval's format.
 Core TF ops only beside the tokenizer's tf-text ops.
 """
 
@@ -54,34 +56,63 @@ def char_offsets(text, rows, byte_offsets):
     return found - tf.gather(char_starts.row_splits, rows)
 
 
-def entity_outputs(model, tags, preprocessor, text, stride):
+def tagged_words(model, preprocessor, text, stride):
+    """The words of `text` tf.string [b] (pieces with no character between them) with the logits of their
+    first pieces, `model` (token ids -> logits [b, s, C]) run on windows of `preprocessor.seq_length` moved
+    by `stride` pieces. Returns a dict over the batch's words: `row` int64 [w] (the text of each),
+    `start` / `end` int64 [w] byte offsets into it, `logits` [w, C], and `splits` int64 [b + 1]."""
+    ids, starts, ends = preprocessor.tokenizer.tokenize_with_offsets(text)
+    windows = piece_windows(ids, preprocessor.seq_length - 2, stride)
+    logits = model(preprocessor.packer(windows.pieces), training=False)
+    piece_logits = pick_max_context(windows, logits[:, 1:]).flat_values
+
+    # Words: a piece starts one when it is first in its text or a character separates it from the last.
+    splits = ids.row_splits
+    piece_row = row_ids(splits)
+    first_in_row = tf.range(splits[-1]) == tf.gather(splits, piece_row)
+    word_first = first_in_row | (starts.flat_values > shift_right(ends.flat_values, tf.constant(-1, tf.int64)))
+    first_piece = tf.where(word_first)[:, 0]
+    word_row = tf.gather(piece_row, first_piece)
+    end = tf.math.unsorted_segment_max(ends.flat_values, tf.math.cumsum(tf.cast(word_first, tf.int64)) - 1,
+                                       tf.size(first_piece, out_type=tf.int64))
+    return {"row": word_row, "start": tf.gather(starts.flat_values, first_piece), "end": end,
+            "logits": tf.gather(piece_logits, first_piece),
+            "splits": splits_of_rows(word_row, tf.size(text, out_type=tf.int64))}
+
+
+def word_outputs(words, tags, text):
+    """`tagged_words`' words of `text` padded per text to the batch's most words: `word_tag` tf.string
+    [b, w] (the argmax tag; "" on padding), `word_tag_id` int32 [b, w] (-1 on padding), `word_logits`
+    float32 [b, w, len(tags)] (0 on padding), `word_start` / `word_end` int64 [b, w] character offsets as
+    `entity_start` (-1 on padding) and `word_count` int32 [b]."""
+    splits = words["splits"]
+
+    def per_row(values, default):
+        return tf.RaggedTensor.from_row_splits(values, splits, validate=False).to_tensor(default)
+
+    tag_id = tf.argmax(words["logits"], axis=-1, output_type=tf.int32)
+    return {"word_tag": per_row(tf.gather(tf.constant(list(tags)), tag_id), ""),
+            "word_tag_id": per_row(tag_id, -1),
+            "word_logits": per_row(tf.cast(words["logits"], tf.float32), 0.0),
+            "word_start": per_row(char_offsets(text, words["row"], words["start"]), -1),
+            "word_end": per_row(char_offsets(text, words["row"], words["end"]), -1),
+            "word_count": tf.cast(splits[1:] - splits[:-1], tf.int32)}
+
+
+def entity_outputs(model, tags, preprocessor, text, stride, with_words=False):
     """The outputs of the module docstring for `text` tf.string [b], with `model` (token ids -> logits
-    [b, s, len(tags)]) on windows of `preprocessor.seq_length` moved by `stride` pieces."""
+    [b, s, len(tags)]) on windows of `preprocessor.seq_length` moved by `stride` pieces; `with_words`:
+    also `word_outputs`."""
     tags = list(tags)
     num_tags = len(tags)
     ends_table, starts_table = (tf.constant(t) for t in transition_tables(tags, uses_iobes(tags)))
     types = tf.constant([split_tag(tag)[1] for tag in tags] + [""])
 
-    ids, starts, ends = preprocessor.tokenizer.tokenize_with_offsets(text)
-    windows = piece_windows(ids, preprocessor.seq_length - 2, stride)
-    logits = model(preprocessor.packer(windows.pieces), training=False)
-    piece_tags = tf.argmax(pick_max_context(windows, logits[:, 1:]).flat_values, axis=-1, output_type=tf.int32)
-
-    # Words: a piece starts one when it is first in its text or a character separates it from the last.
-    splits = ids.row_splits
-    piece_row = row_ids(splits)
-    piece_index = tf.range(splits[-1])
-    first_in_row = piece_index == tf.gather(splits, piece_row)
-    word_first = first_in_row | (starts.flat_values > shift_right(ends.flat_values, tf.constant(-1, tf.int64)))
-    first_piece = tf.where(word_first)[:, 0]
-    word_row = tf.gather(piece_row, first_piece)
-    num_words = tf.size(first_piece, out_type=tf.int64)
-    word_tags = tf.gather(piece_tags, first_piece)
-    word_start = tf.gather(starts.flat_values, first_piece)
-    word_end = tf.math.unsorted_segment_max(ends.flat_values, tf.math.cumsum(tf.cast(word_first, tf.int64)) - 1,
-                                            num_words)
+    words = tagged_words(model, preprocessor, text, stride)
+    word_row, word_start, word_end, word_splits = words["row"], words["start"], words["end"], words["splits"]
+    word_tags = tf.argmax(words["logits"], axis=-1, output_type=tf.int32)
+    num_words = tf.size(word_row, out_type=tf.int64)
     text_rows = tf.size(text, out_type=tf.int64)
-    word_splits = splits_of_rows(word_row, text_rows)
 
     # Each text's word tags followed by the "O" past its end (id num_tags), as extract_chunks reads them.
     ext_splits = word_splits + tf.range(text_rows + 1)
@@ -113,10 +144,11 @@ def entity_outputs(model, tags, preprocessor, text, stride):
     counts = entity_splits[1:] - entity_splits[:-1]
 
     entity_text = tf.strings.substr(tf.gather(text, entity_row), byte_start, byte_end - byte_start, unit="BYTE")
-    return {
+    entities = {
         "entity_text": per_row(entity_text, ""),
         "entity_type": per_row(tf.gather(types, tf.gather(ext_tags, first)), ""),
         "entity_start": per_row(char_offsets(text, entity_row, byte_start), -1),
         "entity_end": per_row(char_offsets(text, entity_row, byte_end), -1),
         "entity_count": tf.cast(counts, tf.int32),
     }
+    return {**entities, **word_outputs(words, tags, text)} if with_words else entities

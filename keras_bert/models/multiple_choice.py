@@ -82,8 +82,9 @@ class BertMultipleChoice(EncoderTaskModel):
         """+ `choice` int32 [b], the index of the most probable ending."""
         return dict(outputs, choice=outputs["label_id"])
 
-    def _default_loss(self):
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    def task_loss(self):
+        """Sparse cross-entropy on the logits over the choices (softmax over their scores)."""
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True), None
 
     def _default_metrics(self):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]

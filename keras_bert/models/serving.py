@@ -46,6 +46,10 @@ class ServingOptions:
             that wants one); default: each batch to its longest input, rounded up to LENGTH_MULTIPLE.
         sequence_output: an encoder's raw-text endpoint also returns `sequence_output` [b, seq, hidden]
             (default: only its answers: pooled_output, sentence_embedding).
+        nbest: a span labeler's `question_context` endpoint also returns each question's n-best spans and
+            null logits (what nbest_predictions.json and null_odds.json list).
+        word_tags: a token classifier's `text` endpoint also returns the tag of every word (at its first
+            piece) with its logits and character offsets (what conlleval's prediction file lists).
 
     Raises ValueError naming the option that is not allowed.
     """
@@ -57,6 +61,8 @@ class ServingOptions:
     answer_rules: AnswerRules | None = None
     fixed_length: bool = False
     sequence_output: bool = False
+    nbest: bool = False
+    word_tags: bool = False
 
     def __post_init__(self):
         if self.long_text not in LONG_TEXT:
@@ -304,6 +310,12 @@ class Serving:
             raise ValueError(f"pooling={options.pooling!r} applies to an encoder; this is a {name}")
         if options.sequence_output:
             raise ValueError(f"sequence_output=True applies to an encoder; this is a {name}")
+        if options.nbest:
+            raise ValueError(f"nbest=True applies to a span labeler served on 'question_context'; this is a "
+                             f"{name} with signature {form!r}")
+        if options.word_tags:
+            raise ValueError(f"word_tags=True applies to a token classifier with labels served on 'text'; this "
+                             f"is a {name} with signature {form!r}")
 
     def text_spec(self, form):
         return text_spec(form)
@@ -379,7 +391,7 @@ class Serving:
             preprocessor: default the model's own.
             signature: the input form (default: the model's default, e.g. "question_context").
             **options: `ServingOptions` fields (long_text, stride, pooling, normalize, answer_rules,
-                fixed_length, sequence_output).
+                fixed_length, sequence_output, nbest, word_tags).
 
         Returns a dict of numpy arrays: the served outputs (e.g. `label`, `answer`, `entity_text`).
         Raises ValueError naming the input at fault and its declared dtype and shape (`served_arrays`): an

@@ -1,5 +1,7 @@
 """BertSpanLabeler: start/end logits over the sequence, for SQuAD-style extractive QA."""
 
+import dataclasses
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -14,7 +16,12 @@ QUESTION_CONTEXT = "question_context"
 # Served answer fields ([batch] each) of `answer_questions`; v2.0 adds the null score and has_answer.
 ANSWER_OUTPUTS = ("answer", "answer_start", "answer_end", "score")
 NULL_OUTPUTS = ("no_answer_score", "has_answer")
-_FLOAT_OUTPUTS = ("score", "no_answer_score")
+# With nbest=True: [batch, k] candidates best first (nbest_valid False past a question's), [batch] the rest.
+NBEST_OUTPUTS = ("nbest_text", "nbest_start", "nbest_end", "nbest_start_logit", "nbest_end_logit", "nbest_valid",
+                 "null_start_logit", "null_end_logit", "num_windows")
+# Logits are float32 values widened to float64 for the sums: served as float32 without loss.
+_FLOAT_OUTPUTS = ("score", "no_answer_score", "nbest_start_logit", "nbest_end_logit", "null_start_logit",
+                  "null_end_logit")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -24,12 +31,14 @@ class BertSpanLabeler(EncoderTaskModel):
     Input: the encoder input dict. Output: dict `start_logits`, `end_logits`, float32 [batch, seq].
     Padding positions get a large negative logit so they are never predicted. With a `preprocessor`,
     predict also takes raw text: a tuple (questions [batch], contexts [batch]), packed as one pair each.
+    `compile()` with no arguments uses `task_loss()`: the mean of the start and end cross-entropies.
 
     Served (`serve`, and an export's serving_default) as `question` + `context` tf.string [batch] of any
     length -> the answers of `keras_bert.data.squad_answers.answer_questions` (the decoding of
     `run_squad --do_predict`): `answer` (tf.string, context[answer_start:answer_end] in Python str
     indexes; "" when none), `answer_start` / `answer_end` int64, `score` float32 (start + end logit);
-    with `answer_rules.version_2_with_negative` also `no_answer_score` and `has_answer` (bool).
+    with `answer_rules.version_2_with_negative` also `no_answer_score` and `has_answer` (bool); with
+    `nbest=True` also `NBEST_OUTPUTS` (the n-best lists of nbest_predictions.json, `decode_answers`).
 
     Examples:
 
@@ -70,13 +79,15 @@ class BertSpanLabeler(EncoderTaskModel):
     def check_serving(self, form, preprocessor, options):
         if form == QUESTION_CONTEXT:
             (options.answer_rules or AnswerRules()).check(preprocessor.seq_length)
+            options = dataclasses.replace(options, nbest=False)
         super().check_serving(form, preprocessor, options)
 
     def form_endpoint(self, form, preprocessor, options):
         if form != QUESTION_CONTEXT:
             return super().form_endpoint(form, preprocessor, options)
         rules = options.answer_rules or AnswerRules()
-        served = ANSWER_OUTPUTS + (NULL_OUTPUTS if rules.version_2_with_negative else ())
+        served = (ANSWER_OUTPUTS + (NULL_OUTPUTS if rules.version_2_with_negative else ())
+                  + (NBEST_OUTPUTS if options.nbest else ()))
         spec = {name: tf.TensorSpec([None], tf.string, name=name) for name in ("question", "context")}
 
         def function(inputs):
@@ -89,9 +100,10 @@ class BertSpanLabeler(EncoderTaskModel):
                   "context": np.array([b"TF Serving warms the model up with this request.", b""], dtype=object)}
         return Endpoint(function, spec, {name: tf.io.FixedLenFeature([], tf.string) for name in spec}, warmup)
 
-    def _default_loss(self):
+    def task_loss(self):
+        """The original run_squad's loss: the mean of the start and end sparse cross-entropies."""
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        return {"start_logits": loss, "end_logits": loss}
+        return {"start_logits": loss, "end_logits": loss}, {"start_logits": 0.5, "end_logits": 0.5}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

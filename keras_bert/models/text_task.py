@@ -100,7 +100,7 @@ class TextTask:
 
     A subclass sets `self.preprocessor` (BertPreprocessor or None) and `self.labels` (list of str or None)
     in its constructor (`_init_text`), and may override `text_inputs(texts)` (multiple choice packs one pair
-    per choice) and `_default_loss()` / `_default_metrics()`.
+    per choice) and `task_loss()` / `_default_metrics()`.
     """
 
     # ----------------------------------------------------------------------------------- config
@@ -300,13 +300,16 @@ class TextTask:
             # A constant rate until fit() knows how many steps the warmup/decay schedule spans.
             optimizer = create_optimizer(DEFAULT_LEARNING_RATE, num_train_steps=None)
         if loss == "auto":
-            loss = self._default_loss()
+            loss, loss_weights = self.task_loss()
+            kwargs.setdefault("loss_weights", loss_weights)
         if metrics == "auto":
             metrics = self._default_metrics()
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
-    def _default_loss(self):
-        return None
+    def task_loss(self):
+        """(loss, loss_weights) of the task: the one loss `compile()` and the fine-tuning recipes train
+        with and score eval_loss by (loss_weights None: one output, or equal weights)."""
+        return None, None
 
     def _default_metrics(self):
         return None

@@ -1,5 +1,7 @@
 """BertTokenClassifier: a label per token (NER)."""
 
+import dataclasses
+
 import keras
 
 from keras_bert.layers.dropout import HashDropout
@@ -17,7 +19,8 @@ class BertTokenClassifier(EncoderTaskModel):
     Input: the encoder input dict (or, with a `preprocessor`, raw text [batch]). Output: float32 logits
     [batch, seq, num_classes]. Train with per-token sample weights that are 1 only on the positions that
     carry a label (e.g. each word's first piece). `labels` optionally names the classes (tag names, e.g.
-    "B-PER"); `num_classes` defaults to len(labels).
+    "B-PER"); `num_classes` defaults to len(labels). With labels, served on raw `text` as its entities
+    (`keras_bert.models.entities`; `word_tags=True` adds every word's tag).
 
     Examples:
 
@@ -56,17 +59,21 @@ class BertTokenClassifier(EncoderTaskModel):
     def check_serving(self, form, preprocessor, options):
         if form == "text" and self.labels is not None:
             options.window_stride(preprocessor.seq_length)
+            options = dataclasses.replace(options, word_tags=False)
         super().check_serving(form, preprocessor, options)
 
     def whole_text_outputs(self, preprocessor, texts, options):
-        """With `labels`, single texts of any length: their entities (`keras_bert.models.entities`)."""
+        """With `labels`, single texts of any length: their entities (`keras_bert.models.entities`), and
+        with `options.word_tags` every word's tag."""
         if self.labels is None or "text_b" in texts:
             return None
         return entity_outputs(self, self.labels, preprocessor, texts["text"],
-                              options.window_stride(preprocessor.seq_length))
+                              options.window_stride(preprocessor.seq_length), with_words=options.word_tags)
 
-    def _default_loss(self):
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    def task_loss(self):
+        """Sparse cross-entropy on logits; train with per-piece sample weights that are 1 only on the
+        positions that carry a label (`features.ner_arrays`: each word's first piece)."""
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True), None
 
     def _default_metrics(self):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]

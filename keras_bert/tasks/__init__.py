@@ -2,9 +2,10 @@
 official/nlp/tasks), so that the recipes only turn flags into these calls.
 
   finetuning.py          which model to build from which checkpoint, the checks of a model against the
-                         vocab / sequence length / classes, and the step arithmetic of a fine-tuning run
+                         vocab / sequence length / classes, the step arithmetic of a fine-tuning run, and
+                         `served_batches`: every prediction file is written from `model.serve`
   labels.py              labels.json: the label list saved beside a fine-tuned model
-  classification.py      GLUE (TSV or TFDS) and custom CSV/TSV tasks: metrics, losses, prediction files
+  classification.py      GLUE (TSV or TFDS) and custom CSV/TSV tasks: metrics, prediction files
   squad.py               SQuAD windows, predictions / null odds / nbest files, official EM/F1
   ner.py                 CoNLL tags, predictions in conlleval's format, entity-level scores
   multiple_choice.py     SWAG: predictions CSV and accuracy

@@ -1,10 +1,13 @@
 """Sentence (pair) classification and regression: GLUE from its TSV directories or TFDS `glue/*`, and custom
 CSV/TSV files. A `ClassificationTask` holds the examples of every split (all read up front, so bad input
-fails before training) and knows the task's loss, metrics and prediction files.
+fails before training) and knows the task's metrics and prediction files; the predictions are what the
+classifier's `serve` answers, the loss is the model's (`BertClassifier.task_loss`).
 
     task = glue_task("MRPC", "glue_data/MRPC", predict=True)
-    model = BertClassifier(encoder, task.num_classes); model.compile(optimizer, *task.loss_and_metrics())
-    for split, examples in task.evals: results, predictions = task.eval_results(model, examples, outputs)
+    model = BertClassifier(encoder, task.num_classes); model.compile(optimizer)
+    for split, examples in task.evals:
+        logits, predictions = task.served(model, examples)
+        results = task.eval_results(model, examples, logits, predictions)
     task.write_predictions("test", examples, predictions, output_dir)      # GLUE: MRPC.tsv
 """
 
@@ -12,13 +15,11 @@ import csv
 import dataclasses
 import os
 
-import keras
-import numpy as np
-
 from keras_bert.data import glue
 from keras_bert.data.classification import collect_labels, read_classification_file
 from keras_bert.data.features import classification_labels
 from keras_bert.metrics import glue as glue_metrics
+from keras_bert.tasks.finetuning import serve_all
 
 
 @dataclasses.dataclass
@@ -46,30 +47,16 @@ class ClassificationTask:
     def num_classes(self):
         return 1 if self.is_regression else len(self.label_list)
 
-    def loss_and_metrics(self):
-        """(loss, metrics) to compile a `BertClassifier` with: MSE for regression, else sparse
-        cross-entropy on logits with accuracy."""
-        if self.is_regression:
-            return keras.losses.MeanSquaredError(), []
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True), ["accuracy"]
-
-    def predictions(self, outputs):
-        """Model outputs float [n, num_classes] -> class ids int [n] (regression: the values [n])."""
-        return outputs[:, 0] if self.is_regression else np.argmax(outputs, axis=-1)
-
-    def served_predictions(self, model, examples, batch_size=32):
-        """The predictions of `examples` (all single texts or all pairs) from `model.serve`, the function its
-        export serves: class ids int [n] (regression: the values [n])."""
+    def served(self, model, examples, batch_size=32, preprocessor=None):
+        """(logits float32 [n, num_classes], predictions) of `examples` (all single texts or all pairs) from
+        `model.serve` (with `preprocessor`, default the model's own), the function its export serves:
+        predictions are the served class ids int32 [n] (regression: the values [n])."""
         pair = examples[0].text_b is not None
-        found = []
-        for start in range(0, len(examples), batch_size):
-            batch = examples[start:start + batch_size]
-            inputs = {"text": [example.text_a for example in batch]}
-            if pair:
-                inputs["text_b"] = [example.text_b for example in batch]
-            served = model.serve(inputs, signature="text_pair" if pair else "text")
-            found.append(served["logits"][:, 0] if self.is_regression else served["label_id"])
-        return np.concatenate(found)
+        inputs = {"text": [example.text_a for example in examples]}
+        if pair:
+            inputs["text_b"] = [example.text_b for example in examples]
+        served = serve_all(model, inputs, batch_size, preprocessor, signature="text_pair" if pair else "text")
+        return served["logits"], served["logits"][:, 0] if self.is_regression else served["label_id"]
 
     def metrics(self, predictions, labels):
         """The task's official metrics (GLUE), else accuracy or Pearson/Spearman (regression)."""
@@ -80,14 +67,12 @@ class ClassificationTask:
                     "spearmanr": glue_metrics.spearman(predictions, labels)}
         return {"accuracy": glue_metrics.accuracy(predictions, labels)}
 
-    def eval_results(self, model, examples, outputs):
-        """(results, predictions) of a compiled `model`'s `outputs` [n, num_classes] on labeled `examples`:
-        the metrics, `eval_loss` (the compiled loss, from the outputs: no second pass) and `num_examples`."""
-        predictions = self.predictions(outputs)
+    def eval_results(self, model, examples, logits, predictions):
+        """The results of `served` `logits` [n, num_classes] and `predictions` on labeled `examples`: the
+        metrics, `eval_loss` (the model's `task_loss`, from the logits: no second pass) and `num_examples`."""
         labels = classification_labels(examples, self.label_list, self.is_regression)
-        eval_loss = model.loss(labels[:, None] if self.is_regression else labels, outputs)
-        results = {**self.metrics(predictions, labels), "eval_loss": float(eval_loss), "num_examples": len(examples)}
-        return results, predictions
+        eval_loss = model.task_loss()[0](labels[:, None] if self.is_regression else labels, logits)
+        return {**self.metrics(predictions, labels), "eval_loss": float(eval_loss), "num_examples": len(examples)}
 
     def write_predictions(self, split, examples, predictions, output_dir):
         """Writes the predictions of `split` and returns the path: GLUE test splits as their submission

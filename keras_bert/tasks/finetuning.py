@@ -1,6 +1,8 @@
 """What every fine-tuning run shares: which model to build from which checkpoint, the checks of that model
-against the vocab, sequence length and classes of the task, and the step arithmetic of the run."""
+against the vocab, sequence length and classes of the task, the step arithmetic of the run, and its
+predictions served in batches (`model.serve`, the function its export serves)."""
 
+import numpy as np
 
 from keras_bert.checkpoints import keras_file, load_keras_model
 from keras_bert.models.encoder import BertEncoder, load_encoder
@@ -55,3 +57,21 @@ def finetuning_steps(num_train_examples, batch_size, num_train_epochs, warmup_pr
     num_train_steps = max(1, int(round(steps_per_epoch * num_train_epochs)))
     num_warmup_steps = num_warmup_steps or int(num_train_steps * warmup_proportion)
     return steps_per_epoch, num_train_steps, num_warmup_steps
+
+
+def served_batches(model, inputs, batch_size=32, preprocessor=None, **options):
+    """Yields (first row, outputs) of `model.serve(batch, preprocessor, **options)` on each run of
+    `batch_size` rows of `inputs` ({name: list}, every list as long), in order."""
+    size = len(next(iter(inputs.values())))
+    for begin in range(0, size, batch_size):
+        batch = {name: values[begin : begin + batch_size] for name, values in inputs.items()}
+        yield begin, model.serve(batch, preprocessor, **options)
+
+
+def serve_all(model, inputs, batch_size=32, preprocessor=None, **options):
+    """`served_batches` concatenated: {output name: numpy array over all rows of `inputs`} (for outputs whose
+    shape past the batch axis is the same in every batch). Raises ValueError when `inputs` has no rows."""
+    batches = [outputs for _, outputs in served_batches(model, inputs, batch_size, preprocessor, **options)]
+    if not batches:
+        raise ValueError("no examples to predict")
+    return {name: np.concatenate([outputs[name] for outputs in batches]) for name in batches[0]}

@@ -1,9 +1,10 @@
-"""SQuAD v1.1 / v2.0 extractive question answering: the training windows, the loss, predictions with their
-files (predictions.json, nbest_predictions.json, null_odds.json) and the official EM/F1.
+"""SQuAD v1.1 / v2.0 extractive question answering: the training windows, predictions with their files
+(predictions.json, nbest_predictions.json, null_odds.json) from the span labeler's `serve` and the official
+EM/F1. The loss is the model's (`BertSpanLabeler.task_loss`).
 
     settings = SquadSettings(max_seq_length=384, version_2_with_negative=True)
     train = training_windows("train-v2.0.json", lookup, settings)
-    model.compile(optimizer, *span_loss()); model.fit(...)
+    model.compile(optimizer); model.fit(...)
     examples = read_predict_examples("dev-v2.0.json", settings)     # before training: bad files fail early
     num_windows, result = predict(model, examples, lookup, settings)
     result.save(output_dir); scores = evaluate("dev-v2.0.json", result, settings)
@@ -11,12 +12,11 @@ files (predictions.json, nbest_predictions.json, null_odds.json) and the officia
 
 import dataclasses
 
-import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_bert.data import features, squad, squad_answers
 from keras_bert.metrics import squad as squad_metrics
+from keras_bert.tasks.finetuning import served_batches
 from keras_bert.text import BertPreprocessor
 from keras_bert.textfiles import read_json
 
@@ -80,40 +80,36 @@ def training_windows(path, lookup, settings):
     return TrainingWindows(arrays, len(examples), len(skipped), len(found))
 
 
-def span_loss():
-    """(loss, loss_weights) to compile a `BertSpanLabeler` with: the original's loss, the mean of the start
-    and end cross-entropies."""
-    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    return {"start_logits": loss, "end_logits": loss}, {"start_logits": 0.5, "end_logits": 0.5}
-
-
 def read_predict_examples(path, settings):
     """The questions of the SQuAD JSON file `path` to predict (answers not needed)."""
     return squad.read_squad_examples(path, False, settings.version_2_with_negative)[0]
 
 
 def predict(model, examples, lookup, settings, batch_size=32):
-    """Answers every question of `examples` (`read_predict_examples`) with a `BertSpanLabeler`, through the
-    decoding the exported span labeler serves (`keras_bert.data.squad_answers`): windows cut by
-    `lookup.tokenizer` in the graph, answers as character spans of the context. Returns (number of windows,
-    `squad.SquadPredictions`); `.save(output_dir)` writes the prediction files."""
+    """Answers every question of `examples` (`read_predict_examples`) with a `BertSpanLabeler`'s `serve`
+    (with `nbest=True`): what its export serves, windows cut by `lookup.tokenizer` in the graph, answers as
+    character spans of the context. Returns (number of windows, `squad.SquadPredictions`);
+    `.save(output_dir)` writes the prediction files."""
     preprocessor = BertPreprocessor(lookup.tokenizer, settings.max_seq_length)
     rules = settings.answer_rules()
-    strings = tf.TensorSpec([None], tf.string)
-    answer = tf.function(lambda questions, contexts: squad_answers.answer_questions(
-        model, preprocessor, questions, contexts, rules), input_signature=[strings, strings], autograph=False)
     result, num_windows = squad.SquadPredictions({}, {}, {}), 0
-    for begin in range(0, len(examples), batch_size):
-        chunk = examples[begin : begin + batch_size]
-        found = {name: value.numpy() for name, value in answer(
-            tf.constant([e.question_text for e in chunk]), tf.constant([e.context_text for e in chunk])).items()}
+    inputs = {"question": [e.question_text for e in examples], "context": [e.context_text for e in examples]}
+    for begin, found in served_batches(model, inputs, batch_size, preprocessor, answer_rules=rules, nbest=True):
         num_windows += int(found["num_windows"].sum())
-        for row, example in enumerate(chunk):
+        for row, example in enumerate(examples[begin : begin + batch_size]):
             result.predictions[example.qas_id] = found["answer"][row].decode("utf-8")
             result.nbest[example.qas_id] = _nbest_entries(found, row, settings)
             if settings.version_2_with_negative:
-                result.null_odds[example.qas_id] = float(found["no_answer_score"][row] - found["score"][row])
+                result.null_odds[example.qas_id] = _null_odds(found, row)
     return num_windows, result
+
+
+def _null_odds(found, row):
+    """null_odds.json's value of one question: null score - best span score (0.0 without a span), summed
+    in float64 as the served `no_answer_score` and `score` are."""
+    null = float(found["null_start_logit"][row]) + float(found["null_end_logit"][row])
+    best = float(found["nbest_start_logit"][row, 0]) + float(found["nbest_end_logit"][row, 0])
+    return null - (best if found["nbest_valid"][row, 0] else 0.0)
 
 
 def _nbest_entries(found, row, settings):

@@ -93,7 +93,6 @@ def test_served_answers_in_the_c_api(vocab_file, tiny_config, tmp_path):
     tagger = BertTokenClassifier(encoder, labels=TAGS)
     head = tagger.weights[-2]  # the tag kernel: large, so random tags vary from word to word
     head.assign(np.random.default_rng(0).normal(0, 3, head.shape).astype("float32"))
-    tagger.compile(loss=ner.token_loss())
     classifier = BertClassifier(encoder, labels=["neg", "pos", "mixed"])
     choices = BertMultipleChoice(encoder, 2)
 
