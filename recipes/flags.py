@@ -105,8 +105,8 @@ CONCEPTS = {
     "vocab_file": Concept("string", None, "WordPiece vocab.txt; default: the model's own, else the vocab.txt "
                           "beside the checkpoint, else the default corpus's learned vocab.",
                           (existing_file,)),
-    "do_lower_case": Concept("bool", None, "Lower-case and strip accents (uncased models); default: the casing "
-                             "the checkpoint states, else true."),
+    "do_lower_case": Concept("bool", None, "Lower-case and strip accents (uncased models); default: the "
+                             "casing the checkpoint states, else true."),
     "max_seq_length": Concept("integer", 128, "Packed sequence length in pieces, [CLS] and [SEP] included.",
                               (at_least(3),)),
     "dtype": Concept("enum", "float32", "The Keras dtype policy the model is built under: mixed_bfloat16 / "
@@ -154,7 +154,8 @@ CONCEPTS = {
     # Outputs.
     "output_file": Concept("string", None, "The file to write.", (output_file,)),
     "overwrite": Concept("bool", False, "Replace an existing output (a file, or a non-empty directory that "
-                         "holds no resumable run of this recipe) whole; without it such an output is refused."),
+                         "holds no resumable run of this recipe) whole; without it such an output is "
+                         "refused."),
     # Windows over long text.
     "stride": Concept("integer", None, "Pieces between the windows of a text longer than --max_seq_length; "
                       "default: half a window.", POSITIVE),

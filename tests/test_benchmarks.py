@@ -80,7 +80,8 @@ def test_script_has_the_one_command_line_style(module):
     functions = _functions(tree)
     assert "command_line" in functions, f"{module}: no command_line() building its flags"
     main = functions.get("main")
-    assert main is not None and [a.arg for a in main.args.args] == ["argv"], f"{module}: main(argv=None) expected"
+    assert main is not None and [a.arg for a in main.args.args] == ["argv"], (
+        f"{module}: main(argv=None) expected")
     first = ast.unparse(main.body[0])
     assert "command_line().parse_args(argv)" in first or first == "parser = command_line()", module
 
@@ -171,7 +172,8 @@ def test_serving_peers_tables_from_rounds():
     assert ours["tf_batching_c4"]["texts_per_s"] == 150.0 and ours["rounds_sequential_c4"] == [80.0, 90.0]
     assert serving_peers.best_cost_per_text(ours) == (5.0, 8)
     peer = serving_peers.best_of([run(4.0, 64.0, 640.0, 200.0)])
-    results = {"ours": ours, "ort_fp32": peer, "cpu_flags": "avx2", "cosine": {"ours vs ort_fp32": (0.99, 0.999)}}
+    results = {"ours": ours, "ort_fp32": peer, "cpu_flags": "avx2",
+               "cosine": {"ours vs ort_fp32": (0.99, 0.999)}}
     text = serving_peers.markdown(results)
     assert "| best cost per text | 5.0 ms (b8) | 4.0 ms (b1) |" in text
     assert "| ours: SavedModel serving_default, tf_batching | 150.0 texts/s (p50 30 ms) |" in text

@@ -103,7 +103,8 @@ def read_classification_file(path, label_list=None, is_regression=False, delimit
         raise DataFormatError(path, None, "file has a header but no examples")
     for line, fields in rows[1:]:
         if len(fields) != len(header):
-            raise DataFormatError(path, line, f"expected {len(header)} fields as in the header, got {len(fields)}")
+            raise DataFormatError(path, line,
+                                  f"expected {len(header)} fields as in the header, got {len(fields)}")
     if label_column is not None and not any(fields[label_column].strip() for _, fields in rows[1:]):
         label_column = None  # a label column left empty on every row: a file to predict
     if require_labels and label_column is None:
@@ -120,7 +121,8 @@ def read_classification_file(path, label_list=None, is_regression=False, delimit
             index = fields[id_column].strip()
             if not index:
                 raise DataFormatError(path, line, f"empty {header[id_column]!r} field")
-            check_new_id(path, line, header[id_column], index, first_line_of_id, "predictions are written by id")
+            check_new_id(path, line, header[id_column], index, first_line_of_id,
+                         "predictions are written by id")
         label = None
         if label_column is not None:
             label = fields[label_column].strip()

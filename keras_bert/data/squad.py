@@ -23,9 +23,9 @@ import os
 from keras_bert.data.formats import DataFormatError
 from keras_bert.textfiles import read_json
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Reading
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -96,7 +96,8 @@ def _field(path, where, record, key, kind):
         raise DataFormatError(path, None, f"{where}: missing key {key!r}")
     value = record[key]
     if not isinstance(value, kind):
-        raise DataFormatError(path, None, f"{where}.{key}: expected {kind.__name__}, got {type(value).__name__}")
+        raise DataFormatError(path, None,
+                              f"{where}.{key}: expected {kind.__name__}, got {type(value).__name__}")
     return value
 
 
@@ -133,9 +134,10 @@ def read_squad_examples(path, is_training, version_2_with_negative=False):
                 qa_where = f"{where}.qas[{q}]"
                 qas_id = str(_field(path, qa_where, qa, "id", (str, int)))
                 if qas_id in first_seen:
-                    raise DataFormatError(path, None, f"{qa_where}: duplicate question id {qas_id!r} (first at "
-                                                      f"{first_seen[qas_id]}); predictions and scores are keyed "
-                                                      "by id, so every question needs its own")
+                    raise DataFormatError(path, None,
+                                          f"{qa_where}: duplicate question id {qas_id!r} (first at "
+                                          f"{first_seen[qas_id]}); predictions and scores are keyed "
+                                          "by id, so every question needs its own")
                 first_seen[qas_id] = qa_where
                 qa_where = f"{qa_where} (id {qas_id})"
                 question = _field(path, qa_where, qa, "question", str)
@@ -181,9 +183,9 @@ def _set_training_answer(path, where, example, answer):
     return " ".join(text.split()) in found
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Windows (features)
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -217,8 +219,8 @@ class SquadFeature:
 
 
 def doc_spans(num_doc_tokens, max_tokens_for_doc, doc_stride):
-    """Windows `[(start, length), ...]` covering `num_doc_tokens` tokens, each at most `max_tokens_for_doc` long,
-    starting `doc_stride` tokens apart (the last one ends at the document's end)."""
+    """Windows `[(start, length), ...]` covering `num_doc_tokens` tokens, each at most `max_tokens_for_doc`
+    long, starting `doc_stride` tokens apart (the last one ends at the document's end)."""
     if max_tokens_for_doc <= 0:
         raise ValueError(f"no room for document tokens: max_tokens_for_doc={max_tokens_for_doc} "
                          "(increase max_seq_length or decrease max_query_length)")
@@ -322,9 +324,9 @@ def make_squad_features(example, example_index, tokenize, max_seq_length, doc_st
     return features
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Prediction files
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass

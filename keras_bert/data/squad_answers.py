@@ -1,4 +1,5 @@
-"""SQuAD answers in TF ops: question + context strings -> doc-stride windows -> one model call -> answer spans.
+"""SQuAD answers in TF ops: question + context strings -> doc-stride windows -> one model call ->
+answer spans.
 
 The one implementation of SQuAD prediction: the span labeler's `serve` and its export
 (`keras_bert.models.span_labeler`) run `answer_questions`, and `run_squad --do_predict`
@@ -43,8 +44,8 @@ class AnswerRules:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)}; expected a positive integer")
         if self.max_query_length + 4 > seq_length:
-            raise ValueError(f"max_query_length={self.max_query_length} leaves no context piece in a window of "
-                             f"seq_length={seq_length}: expected max_query_length <= seq_length - 4")
+            raise ValueError(f"max_query_length={self.max_query_length} leaves no context piece in a window "
+                             f"of seq_length={seq_length}: expected max_query_length <= seq_length - 4")
 
 
 def valid_utf8(strings):
@@ -108,7 +109,8 @@ def _max_context(windows, doc_index):
     # Windows holding the piece are k_low..k_high; at most ceil(room / stride) + 1 of them.
     k_low = tf.maximum(_ceil_div(position - room + 1, stride), 0)
     k_high = tf.minimum(tf.math.floordiv(position, stride), last)
-    most = tf.maximum(tf.reduce_max(_ceil_div(windows["room"], windows["stride"])), 0) + 1  # 1 for an empty batch
+    # `most` is 1 for an empty batch
+    most = tf.maximum(tf.reduce_max(_ceil_div(windows["room"], windows["stride"])), 0) + 1
     k = k_low + tf.range(most)[None, None, :]
     start = k * stride
     length = tf.minimum(pieces - start, room)
@@ -205,10 +207,12 @@ def _character_spans(windows, window, start, end, contexts, valid):
     end_piece = tf.clip_by_value(row_start + first_piece + end, 0, last)
     padded = tf.concat([windows["piece_starts"].flat_values, [0]], 0)
     byte_start = tf.where(valid, tf.gather(padded, start_piece), 0)
-    byte_end = tf.where(valid, tf.gather(tf.concat([windows["piece_ends"].flat_values, [0]], 0), end_piece), 0)
+    byte_end = tf.where(valid,
+                        tf.gather(tf.concat([windows["piece_ends"].flat_values, [0]], 0), end_piece), 0)
     context = tf.gather(contexts, example)
     text = tf.strings.substr(context, byte_start, byte_end - byte_start, unit="BYTE")
-    char_start = tf.strings.length(tf.strings.substr(context, tf.zeros_like(byte_start), byte_start, unit="BYTE"), unit="UTF8_CHAR")
+    char_start = tf.strings.length(
+        tf.strings.substr(context, tf.zeros_like(byte_start), byte_start, unit="BYTE"), unit="UTF8_CHAR")
     char_start = tf.cast(char_start, tf.int64)
     return {"nbest_text": text, "nbest_start": char_start,
             "nbest_end": char_start + tf.cast(tf.strings.length(text, unit="UTF8_CHAR"), tf.int64)}
@@ -240,7 +244,8 @@ def answer_questions(model, preprocessor, questions, contexts, rules):
     questions, contexts = tf.reshape(questions, [-1]), tf.reshape(contexts, [-1])
     same = tf.debugging.assert_equal(
         tf.size(questions), tf.size(contexts),
-        message="the inputs `question` and `context` must have the same batch size (one context per question)")
+        message="the inputs `question` and `context` must have the same batch size (one context per "
+                "question)")
     with tf.control_dependencies([same]):
         questions, contexts = valid_utf8(questions), valid_utf8(contexts)
     inputs, windows = question_context_windows(preprocessor, questions, contexts, rules)

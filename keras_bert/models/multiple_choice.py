@@ -36,7 +36,8 @@ class BertMultipleChoice(EncoderTaskModel):
         flatten = _FlattenChoices(name="flatten_choices")
         dropout_layer = HashDropout(dropout, name="choice_dropout")
         head = dense_head(1, config.initializer_range, "choice_score", dtype="float32")
-        unflatten = _UnflattenChoices(num_choices, dtype="float32", name="choice_logits")  # logits stay float32
+        # logits stay float32
+        unflatten = _UnflattenChoices(num_choices, dtype="float32", name="choice_logits")
         # === Functional model ===
         inputs = encoder_inputs(prefix_shape=(num_choices,))
         flat = {name: flatten(inputs[name]) for name in INPUT_NAMES}
@@ -63,7 +64,8 @@ class BertMultipleChoice(EncoderTaskModel):
     serving_calibration = False  # a choice needs its context and ending
 
     def token_id_spec(self):
-        return {name: tf.TensorSpec([None, self.num_choices, None], tf.int32, name=name) for name in INPUT_NAMES}
+        return {name: tf.TensorSpec([None, self.num_choices, None], tf.int32, name=name)
+                for name in INPUT_NAMES}
 
     def token_id_warmup(self, length):
         return {name: np.stack([value] * self.num_choices, axis=1)

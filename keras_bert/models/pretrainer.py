@@ -139,7 +139,8 @@ class BertPretrainer(EncoderTaskModel):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         del y, sample_weight  # labels travel in x, under the original feature names
         normalizers = self._loss_normalizers(x, None, None)
-        return self._pretraining_loss(x, y_pred, None, ops.shape(x["masked_lm_ids"])[0], normalizers["masked_lm_weight"])
+        return self._pretraining_loss(x, y_pred, None, ops.shape(x["masked_lm_ids"])[0],
+                                      normalizers["masked_lm_weight"])
 
     def _loss_normalizers(self, x, y, sample_weight):
         # Normalised by the masked-token count of the GLOBAL batch, so replicas with more masks weigh more
@@ -163,8 +164,9 @@ class BertPretrainer(EncoderTaskModel):
         per_token = keras.losses.sparse_categorical_crossentropy(ids, logits, from_logits=True)
         local_weight = ops.sum(weights)
         mlm_loss = ops.sum(per_token * weights) / (masked_lm_weight + 1e-5)
-        # Correct where the label's logit is the row maximum: a plain max-reduce, where argmax's (value, index)
-        # reduce over the vocab is not vectorized by XLA on CPU (~10% of a mini step). Differs only on exact ties.
+        # Correct where the label's logit is the row maximum: a plain max-reduce, where argmax's (value,
+        # index) reduce over the vocab is not vectorized by XLA on CPU (~10% of a mini step). Differs only on
+        # exact ties.
         label_logit = ops.take_along_axis(logits, ops.expand_dims(ids, -1), axis=-1)[..., 0]
         correct = ops.cast(label_logit >= ops.max(logits, axis=-1), "float32")
         num_replicas = tf.distribute.get_strategy().num_replicas_in_sync
@@ -202,7 +204,8 @@ class BertPretrainer(EncoderTaskModel):
     @classmethod
     def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None):
         """Loads encoder and heads from a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset
-        or our save (see `load_pretrainer`), with a preprocessor as `BertEncoder.from_pretrained` gives one."""
+        or our save (see `load_pretrainer`), with a preprocessor as `BertEncoder.from_pretrained` gives
+        one."""
         pretrained = resolve_pretrained(path, seq_length, lower_case)
         model = load_pretrainer(path, dtype=dtype)
         model.preprocessor = pretrained.preprocessor

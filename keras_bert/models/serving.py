@@ -121,7 +121,8 @@ def with_label_names(labels, outputs):
 
 def shape_rule(name, spec):
     """What served input `name` of `spec` (a tf.TensorSpec) must be, as the one line every runtime gives:
-    "serving input `text` must be tf.string of shape [batch]" (backticks: TF escapes quotes in a graph error)."""
+    "serving input `text` must be tf.string of shape [batch]" (backticks: TF escapes quotes in a graph
+    error)."""
     return f"serving input `{name}` must be {_declared(spec)}"
 
 
@@ -150,9 +151,11 @@ def checked_inputs(inputs, spec):
         # Padded so that a wrong rank still indexes; the rank test decides then.
         padded = tf.concat([shape, tf.fill([len(dims)], -1)], 0)[: len(dims)]
         fits = tf.reduce_all([tf.equal(tf.size(shape), len(dims))]
-                             + [tf.equal(padded[axis], size) for axis, size in enumerate(dims) if size is not None])
+                             + [tf.equal(padded[axis], size) for axis, size in enumerate(dims)
+                                if size is not None])
         got = tf.strings.format("{}", shape, summarize=-1)
-        checks.append(tf.debugging.Assert(fits, [tf.strings.join([shape_rule(name, spec[name]), "; got shape ", got])]))
+        checks.append(tf.debugging.Assert(
+            fits, [tf.strings.join([shape_rule(name, spec[name]), "; got shape ", got])]))
     with tf.control_dependencies(checks):  # shapes first: a batch size of a wrong-rank input means nothing
         first = _runtime_shape(inputs[names[0]])[0]
         for name in names[1:]:
@@ -176,7 +179,8 @@ def served_arrays(inputs, spec):
     the lines `checked_inputs` gives in the graph, and beyond it: unknown or missing keys, values of another
     type. Raises ValueError naming the input and what it must be."""
     if not isinstance(inputs, dict):
-        raise ValueError(f"serving inputs must be a dict {{name: batch}} of {list(spec)}; got a {type(inputs).__name__}")
+        raise ValueError(f"serving inputs must be a dict {{name: batch}} of {list(spec)}; got a "
+                         f"{type(inputs).__name__}")
     for name in inputs:
         if name not in spec:
             takes = ", ".join(f"`{n}` ({_declared(s)})" for n, s in spec.items())
@@ -213,7 +217,8 @@ def _value_kind(value):
     """"string", "integer", or the type name of the values of `value` (a tensor or numpy array); an empty
     array is of any kind."""
     if isinstance(value, tf.Tensor):
-        return "string" if value.dtype == tf.string else "integer" if value.dtype.is_integer else value.dtype.name
+        return ("string" if value.dtype == tf.string else "integer" if value.dtype.is_integer
+                else value.dtype.name)
     if value.dtype == object:
         odd = [x for x in value.reshape(-1) if not isinstance(x, (str, bytes))]
         return type(odd[0]).__name__ if odd else "string"
@@ -227,7 +232,8 @@ def text_spec(form, choices=None):
     [batch] (or [batch, choices] when `choices` is given: one ending per choice)."""
     spec = {"text": tf.TensorSpec([None], tf.string, name="text")}
     if form == "text_pair":
-        spec["text_b"] = tf.TensorSpec([None] if choices is None else [None, choices], tf.string, name="text_b")
+        spec["text_b"] = tf.TensorSpec([None] if choices is None else [None, choices], tf.string,
+                                       name="text_b")
     return spec
 
 
@@ -304,8 +310,8 @@ class Serving:
     def check_serving(self, form, preprocessor, options):
         name = type(self).__name__
         if options.long_text != "truncate":
-            raise ValueError(f"long_text={options.long_text!r} applies to a classifier served on single texts "
-                             f"(signature 'text'); this is a {name} with signature {form!r}")
+            raise ValueError(f"long_text={options.long_text!r} applies to a classifier served on single "
+                             f"texts (signature 'text'); this is a {name} with signature {form!r}")
         if options.pooling is not None:
             raise ValueError(f"pooling={options.pooling!r} applies to an encoder; this is a {name}")
         if options.sequence_output:
@@ -314,8 +320,8 @@ class Serving:
             raise ValueError(f"nbest=True applies to a span labeler served on 'question_context'; this is a "
                              f"{name} with signature {form!r}")
         if options.word_tags:
-            raise ValueError(f"word_tags=True applies to a token classifier with labels served on 'text'; this "
-                             f"is a {name} with signature {form!r}")
+            raise ValueError(f"word_tags=True applies to a token classifier with labels served on 'text'; "
+                             f"this is a {name} with signature {form!r}")
 
     def text_spec(self, form):
         return text_spec(form)
@@ -363,10 +369,11 @@ class Serving:
         if form != TOKEN_IDS:
             if form not in self.serving_forms:
                 takes = " or ".join(f"signature={f!r}" for f in (*self.serving_forms, TOKEN_IDS))
-                raise ValueError(f"signature={form!r} needs a {_owners(form)}, got a {name}: a {name} takes {takes}")
+                raise ValueError(f"signature={form!r} needs a {_owners(form)}, got a {name}: a {name} takes "
+                                 f"{takes}")
             if preprocessor is None:
-                raise ValueError(f"signature={form!r} takes raw text and needs a preprocessor (BertPreprocessor); "
-                                 "pass one, or use signature='token_ids'")
+                raise ValueError(f"signature={form!r} takes raw text and needs a preprocessor "
+                                 "(BertPreprocessor); pass one, or use signature='token_ids'")
         self.check_serving(form, preprocessor, options)
         if preprocessor is not None and not options.fixed_length:
             preprocessor = preprocessor.padding_to_longest(LENGTH_MULTIPLE)
@@ -402,7 +409,9 @@ class Serving:
         key = (signature, tuple(sorted(options.items())), id(preprocessor))
         traced = _TRACED.setdefault(self, {})
         if key not in traced:
-            endpoint = next(iter(self.serving_endpoints(preprocessor, signature, ServingOptions(**options)).values()))
-            traced[key] = (endpoint.traced(), endpoint.input_spec, preprocessor)  # the preprocessor kept alive with its id
+            endpoint = next(iter(self.serving_endpoints(preprocessor, signature,
+                                                        ServingOptions(**options)).values()))
+            # the preprocessor kept alive with its id
+            traced[key] = (endpoint.traced(), endpoint.input_spec, preprocessor)
         function, spec, _ = traced[key]
         return {name: value.numpy() for name, value in function(served_arrays(inputs, spec)).items()}

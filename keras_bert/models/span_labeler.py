@@ -17,8 +17,8 @@ QUESTION_CONTEXT = "question_context"
 ANSWER_OUTPUTS = ("answer", "answer_start", "answer_end", "score")
 NULL_OUTPUTS = ("no_answer_score", "has_answer")
 # With nbest=True: [batch, k] candidates best first (nbest_valid False past a question's), [batch] the rest.
-NBEST_OUTPUTS = ("nbest_text", "nbest_start", "nbest_end", "nbest_start_logit", "nbest_end_logit", "nbest_valid",
-                 "null_start_logit", "null_end_logit", "num_windows")
+NBEST_OUTPUTS = ("nbest_text", "nbest_start", "nbest_end", "nbest_start_logit", "nbest_end_logit",
+                 "nbest_valid", "null_start_logit", "null_end_logit", "num_windows")
 # Logits are float32 values widened to float64 for the sums: served as float32 without loss.
 _FLOAT_OUTPUTS = ("score", "no_answer_score", "nbest_start_logit", "nbest_end_logit", "null_start_logit",
                   "null_end_logit")
@@ -56,7 +56,8 @@ class BertSpanLabeler(EncoderTaskModel):
         config = encoder.config
         # === Layers ===
         head = dense_head(2, config.initializer_range, "span_head", dtype="float32")
-        split = _SplitSpanLogits(dtype="float32", name="span_logits")  # float32 logits under mixed precision too
+        # float32 logits under mixed precision too
+        split = _SplitSpanLogits(dtype="float32", name="span_logits")
         # === Functional model ===
         inputs = encoder_inputs()
         logits = head(encoder(inputs)["sequence_output"])
@@ -97,7 +98,8 @@ class BertSpanLabeler(EncoderTaskModel):
                     for name in served}
 
         warmup = {"question": np.array([b"Who warms the model up?", b""], dtype=object),
-                  "context": np.array([b"TF Serving warms the model up with this request.", b""], dtype=object)}
+                  "context": np.array([b"TF Serving warms the model up with this request.", b""],
+                                      dtype=object)}
         return Endpoint(function, spec, {name: tf.io.FixedLenFeature([], tf.string) for name in spec}, warmup)
 
     def task_loss(self):

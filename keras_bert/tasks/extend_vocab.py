@@ -106,7 +106,8 @@ def _save(model, fmt, output_dir, vocab, overwrite):
         vocab_file = os.path.join(tmp, "vocab.txt")
         vocab_lib.save_vocab(vocab, vocab_file)
         if fmt == "google":
-            return save_google_checkpoint(model, os.path.join(output_dir, GOOGLE_PREFIX), vocab_file, overwrite)
+            return save_google_checkpoint(model, os.path.join(output_dir, GOOGLE_PREFIX), vocab_file,
+                                          overwrite)
         if fmt == "huggingface":
             return save_huggingface(model, output_dir, vocab_file, overwrite)
         return save_pretrained(model, output_dir, vocab_file, overwrite)

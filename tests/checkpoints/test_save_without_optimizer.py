@@ -12,7 +12,8 @@ from keras_bert.checkpoints import save_pretrained
 
 
 def _weight_groups(path):
-    with zipfile.ZipFile(path) as archive, archive.open("model.weights.h5") as f, h5py.File(f, "r") as weights:
+    with (zipfile.ZipFile(path) as archive, archive.open("model.weights.h5") as f,
+          h5py.File(f, "r") as weights):
         return list(weights.keys())
 
 

@@ -54,7 +54,8 @@ def test_read_training_examples_and_skip_mismatched(tmp_path, caplog):
     assert skipped == ["q3", "q4"]
     assert "q3" in caplog.text and "skipped 2 training questions" in caplog.text
     first = examples[0]
-    assert first.doc_tokens == ["The", "Broncos", "beat", "Steve", "Smith's", "team", "in", "1895", "(in", "Denver)."]
+    assert first.doc_tokens == ["The", "Broncos", "beat", "Steve", "Smith's", "team", "in", "1895", "(in",
+                                "Denver)."]
     assert (first.start_position, first.end_position, first.answer_start) == (4, 4, start)
     assert (examples[1].start_position, examples[1].end_position) == (3, 4)
 
@@ -74,7 +75,8 @@ def test_read_v2_and_eval_files(tmp_path):
     path = _squad_file(tmp_path, qas, name="dev.json")
     examples, _ = squad.read_squad_examples(path, is_training=False, version_2_with_negative=True)
     assert examples[1].answers == ["1895", "in 1895"] and examples[1].start_position == -1
-    with pytest.raises(DataFormatError, match=r"qas\[1\] \(id a1\): a training question needs exactly 1 answer"):
+    with pytest.raises(DataFormatError,
+                       match=r"qas\[1\] \(id a1\): a training question needs exactly 1 answer"):
         squad.read_squad_examples(path, is_training=True, version_2_with_negative=True)
 
 
@@ -89,7 +91,8 @@ def test_reader_errors(tmp_path):
     with pytest.raises(DataFormatError, match='"data" list'):
         squad.read_squad_examples(tmp_path / "list.json", is_training=False)
     path = _squad_file(tmp_path, [{"id": "q9", "answers": []}], name="noquestion.json")
-    with pytest.raises(DataFormatError, match=r"data\[0\]\.paragraphs\[0\]\.qas\[0\] \(id q9\): missing key 'question'"):
+    with pytest.raises(DataFormatError,
+                       match=r"data\[0\]\.paragraphs\[0\]\.qas\[0\] \(id q9\): missing key 'question'"):
         squad.read_squad_examples(path, is_training=False)
     path = _squad_file(tmp_path, [_qa("q", "x", 0)], context="   ", name="blank.json")
     with pytest.raises(DataFormatError, match=r"paragraphs\[0\]\.context is empty"):
@@ -151,8 +154,9 @@ def test_postprocess_maps_back_to_original_text(tmp_path, tokenize):
                 for f in squad.make_squad_features(e, i, tokenize, 16, 4, 3, is_training=False)]
     logits = [_logits_for(f, "steve", "s") if f.example_index == 0 else _logits_for(f, "denver", "denver")
               for f in features]
-    result = squad_reference.postprocess_predictions(examples, features, [s for s, _ in logits], [e for _, e in logits],
-                                           n_best_size=3, max_answer_length=5)
+    result = squad_reference.postprocess_predictions(examples, features, [s for s, _ in logits],
+                                                     [e for _, e in logits], n_best_size=3,
+                                                     max_answer_length=5)
     # Case and the apostrophe come back from the context; the ")." glued to "Denver" is cut off.
     assert result.predictions == {"q1": "Steve Smith's", "q2": "Denver"}
     assert result.null_odds == {}
@@ -161,8 +165,9 @@ def test_postprocess_maps_back_to_original_text(tmp_path, tokenize):
     assert sum(entry["probability"] for entry in nbest) == pytest.approx(1.0)
     assert len({entry["text"] for entry in nbest}) == len(nbest)
     # The same logits with max_answer_length 2 cannot take "steve smith ' s" (4 pieces).
-    short = squad_reference.postprocess_predictions(examples, features, [s for s, _ in logits], [e for _, e in logits],
-                                          n_best_size=3, max_answer_length=2)
+    short = squad_reference.postprocess_predictions(examples, features, [s for s, _ in logits],
+                                                    [e for _, e in logits], n_best_size=3,
+                                                    max_answer_length=2)
     assert short.predictions["q1"] != "Steve Smith's"
 
 
@@ -177,8 +182,8 @@ def test_postprocess_v2_null_threshold(tmp_path, tokenize):
     assert result.predictions == {"q1": "Denver"}
     assert result.null_odds["q1"] == pytest.approx(-2.0)
     assert "" in [entry["text"] for entry in result.nbest["q1"]]
-    abstain = squad_reference.postprocess_predictions(examples, [feature], [starts], [ends], null_score_diff_threshold=-2.5,
-                                            **kwargs)
+    abstain = squad_reference.postprocess_predictions(examples, [feature], [starts], [ends],
+                                                      null_score_diff_threshold=-2.5, **kwargs)
     assert abstain.predictions == {"q1": ""}
     paths = abstain.save(tmp_path / "out")
     assert sorted(os.path.basename(p) for p in paths) == ["nbest_predictions.json", "null_odds.json",
@@ -189,10 +194,12 @@ def test_postprocess_v2_null_threshold(tmp_path, tokenize):
 def test_get_final_text():
     assert squad_reference.get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
     assert squad_reference.get_final_text("smith ' s", "Smith's.", True) == "Smith's"
-    assert squad_reference.get_final_text("beyonce", "Beyoncé's", True) == "Beyoncé"  # accent stripped by lower-casing
+    # accent stripped by lower-casing
+    assert squad_reference.get_final_text("beyonce", "Beyoncé's", True) == "Beyoncé"
     assert squad_reference.get_final_text("denver", "(in Denver).", True) == "Denver"
     assert squad_reference.get_final_text("Denver", "(in Denver).", False) == "Denver"
-    assert squad_reference.get_final_text("boston", "(in Denver).", True) == "(in Denver)."  # not found: whole span
+    # not found: whole span
+    assert squad_reference.get_final_text("boston", "(in Denver).", True) == "(in Denver)."
     # Lower-casing "İ" adds a combining dot, which accent stripping removes again.
     assert squad_reference.get_final_text("istanbul", "İstanbul,", True) == "İstanbul"
     # The soft hyphen is dropped by the tokenizer: the lengths differ, so the whole span is kept.

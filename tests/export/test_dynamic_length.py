@@ -48,18 +48,19 @@ def test_dynamic_length_exports_answer_as_the_fixed_length_packing(encoder, tmp_
         ("entities", BertTokenClassifier(encoder, labels=["O", "B-X", "I-X"]), {"text": TEXTS}, {}),
         ("span", BertSpanLabeler(encoder), {"question": ["who is ann?"] * 4, "context": TEXTS},
          {"answer_rules": AnswerRules(doc_stride=8, max_query_length=8, version_2_with_negative=True)}),
-        ("choice", BertMultipleChoice(encoder, 2), {"text": TEXTS, "text_b": [[t, "a dog"] for t in TEXTS[::-1]]},
-         {}),
+        ("choice", BertMultipleChoice(encoder, 2),
+         {"text": TEXTS, "text_b": [[t, "a dog"] for t in TEXTS[::-1]]}, {}),
         ("embedding", encoder, {"text": TEXTS}, {"pooling": "mean", "normalize": True}),
     ]
     jobs = []
     for name, model, inputs, options in cases:
         model = _with_preprocessor(model, encoder)
-        # The dynamic export (the default) is checked against the fixed-length answers in the C++ loader below:
-        # strings exactly, numbers within 1e-5 (integer offsets and ids therefore exactly).
+        # The dynamic export (the default) is checked against the fixed-length answers in the C++ loader
+        # below: strings exactly, numbers within 1e-5 (integer offsets and ids therefore exactly).
         fixed = model.serve(inputs, fixed_length=True, **options)
         arrays = str(tmp_path / f"{name}.npz")
-        servability.save_check_arrays(arrays, {k: np.asarray(v, dtype=object) for k, v in inputs.items()}, fixed)
+        servability.save_check_arrays(arrays, {k: np.asarray(v, dtype=object) for k, v in inputs.items()},
+                                      fixed)
         jobs.append({"export_dir": export_saved_model(model, str(tmp_path / name), **options),
                      "runs": [{"signature": "serving_default", "arrays": arrays}]})
     assert (fixed["sentence_embedding"].shape == (4, 16) and "sequence_output" not in fixed)  # answers only

@@ -18,7 +18,8 @@ RULES = {"doc_stride": 8, "max_query_length": 6, "n_best_size": 5, "max_answer_l
 
 
 def _squad_file(path):
-    paragraphs = [{"context": c, "qas": [{"id": f"q{i}", "question": q, "answers": [], "is_impossible": True}]}
+    paragraphs = [{"context": c,
+                   "qas": [{"id": f"q{i}", "question": q, "answers": [], "is_impossible": True}]}
                   for i, (q, c) in enumerate(zip(QUESTIONS, CONTEXTS, strict=True))]
     path.write_text(json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": paragraphs}]}),
                     encoding="utf-8")
@@ -37,12 +38,13 @@ def test_served_answers_equal_run_squad_predictions(tmp_path):
     questions = np.array([q.encode() for q in QUESTIONS], dtype=object)
     contexts = np.array([c.encode() for c in CONTEXTS], dtype=object)
     bad = {"question": np.array([b"", b"who?", b"who \xff?"], dtype=object),
-           "context": np.array([b"", ("Renée served crème brûlée. " * 3704).encode(), b"Ren\xc3\xa9e \xff \xc3 ran"],
-                               dtype=object)}
+           "context": np.array([b"", ("Renée served crème brûlée. " * 3704).encode(),
+                                b"Ren\xc3\xa9e \xff \xc3 ran"], dtype=object)}
     jobs, predictions = [], {}
     for version_2, seed in ((False, 1), (True, 2)):
         model = span_labeler(PASSAGES + QUESTIONS, seed=seed)
-        settings = squad_task.SquadSettings(max_seq_length=SEQ_LENGTH, version_2_with_negative=version_2, **RULES)
+        settings = squad_task.SquadSettings(max_seq_length=SEQ_LENGTH, version_2_with_negative=version_2,
+                                            **RULES)
         lookup = features.WordPieceLookup(model.preprocessor.tokenizer)
         # What run_squad --do_predict writes to predictions.json for this model.
         examples = squad_task.read_predict_examples(dev, settings)
@@ -89,7 +91,8 @@ def test_served_answers_equal_run_squad_predictions(tmp_path):
         assert long_context[bad_out["answer_start"][1] : bad_out["answer_end"][1]] == bad_out["answer"][1]
     assert ("serving inputs `question` and `context` must have the same batch size; got 4 and 2"
             in reports[2]["error"])
-    assert "serving input `question` must be tf.string of shape [batch]; got shape [4 1]" in reports[3]["error"]
+    assert ("serving input `question` must be tf.string of shape [batch]; got shape [4 1]"
+            in reports[3]["error"])
     assert "Traceback" not in reports[2]["error"]
     lines = client.answer_lines(QUESTIONS, {"outputs": reports[1]["runs"][0]["outputs"]})
     assert lines[0].startswith(f"Q: {QUESTIONS[0]}\nA: ") and "no-answer score" in lines[0]

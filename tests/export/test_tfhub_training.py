@@ -27,7 +27,8 @@ def exported(tmp_path_factory):
                                      num_attention_heads=2, intermediate_size=32,
                                      max_position_embeddings=MAX_POSITIONS))
     pretrainer = BertPretrainer(encoder, preprocessor=BertPreprocessor(BertTokenizer(str(vocab)), 16))
-    pretrainer(pretrainer.preprocessor(tf.constant(TEXTS[:1])) | {"masked_lm_positions": tf.zeros([1, 2], tf.int32)})
+    pretrainer(pretrainer.preprocessor(tf.constant(TEXTS[:1]))
+               | {"masked_lm_positions": tf.zeros([1, 2], tf.int32)})
     return (pretrainer, *export_tfhub(pretrainer, pretrainer.preprocessor, tmp_path_factory.mktemp("hub")))
 
 
@@ -99,7 +100,8 @@ def _segments(preprocess, *batches):
 
 # (segments' batches, seq_length, the line): what bert_pack_inputs refuses.
 PACK_ROWS = [
-    ((TEXTS[:2], TEXTS[:3]), None, "bert_pack_inputs: segments 0 and 1 must have the same batch size; got 2 and 3"),
+    ((TEXTS[:2], TEXTS[:3]), None,
+     "bert_pack_inputs: segments 0 and 1 must have the same batch size; got 2 and 3"),
     ((TEXTS[:2], TEXTS[:2]), 2, "bert_pack_inputs: seq_length must be in [3, 32] for 2 segment(s): [CLS] and "
                                 "a [SEP] per segment, at most the encoder positions; got 2"),
     ((TEXTS[:2],), 1, "bert_pack_inputs: seq_length must be in [2, 32]"),
@@ -117,8 +119,8 @@ def test_bert_pack_inputs_refuses_with_one_line(exported):
             preprocess.bert_pack_inputs(segments, seq_length=seq_length)
         assert line in caught.value.message, (seq_length, caught.value.message)
     # The flat signature TF Serving calls (Python's binding refuses a scalar before the graph).
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"serving input `text` must be tf.string of shape "
-                                                             r"\[batch\]; got shape \[\]"):
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"serving input `text` must be tf.string of shape \[batch\]; got shape \[\]"):
         preprocess.signatures["serving_default"](text=tf.constant("the fox"))
 
 

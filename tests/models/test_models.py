@@ -148,8 +148,8 @@ def test_task_models_fit_and_round_trip_through_keras_file(kind, tiny_config, tm
         model.compile(optimizer="adam", loss=loss, jit_compile=False)
         model.fit(x, y, epochs=1, verbose=0)
     # Task heads compute their logits in float32 under mixed precision (documented per model).
-    restored = run_model_test(lambda: _task_model(kind, tiny_config), x, TASK_SHAPES[kind], tmp_path, "float32",
-                              model=model)
+    restored = run_model_test(lambda: _task_model(kind, tiny_config), x, TASK_SHAPES[kind], tmp_path,
+                              "float32", model=model)
     assert restored.encoder.config == tiny_config
 
 

@@ -21,8 +21,8 @@ def _vocab():
 
 
 def _config(dupe_factor=1):
-    return pretraining.PretrainingDataConfig(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=dupe_factor,
-                                             seed=1)
+    return pretraining.PretrainingDataConfig(max_seq_length=64, max_predictions_per_seq=10,
+                                             dupe_factor=dupe_factor, seed=1)
 
 
 @pytest.mark.slow
@@ -38,7 +38,8 @@ def test_recipe_writes_shards_of_the_original_format(tmp_path):
     summary, shards = lines[0], lines[1:]
     assert summary["documents"] == len(documents) and summary["empty_files"] == 1
     paths = sorted(glob.glob(f"{out}-*"))
-    assert [os.path.basename(p) for p in paths] == ["train.tfrecord-00000-of-00002", "train.tfrecord-00001-of-00002"]
+    assert [os.path.basename(p) for p in paths] == ["train.tfrecord-00000-of-00002",
+                                                    "train.tfrecord-00001-of-00002"]
     assert [s["output"] for s in shards] == paths
     total = sum(s["examples"] for s in shards)
     assert f"Wrote {total} examples to 2 file(s)" in result.stdout
@@ -50,7 +51,8 @@ def test_recipe_writes_shards_of_the_original_format(tmp_path):
     assert abs(stats["random_next_fraction"] - 0.5) < 0.1, stats
     assert abs(stats["masked_fraction"] - 0.15) < 0.01, stats
     assert abs(stats["mask_token_fraction"] - 0.8) < 0.02, stats
-    assert abs(stats["kept_fraction"] - 0.1) < 0.02 and abs(stats["random_token_fraction"] - 0.1) < 0.02, stats
+    assert (abs(stats["kept_fraction"] - 0.1) < 0.02
+            and abs(stats["random_token_fraction"] - 0.1) < 0.02), stats
     for shard in shards:
         assert abs(shard["random_next_fraction"] - stats["random_next_fraction"]) < 0.03
 
@@ -58,7 +60,8 @@ def test_recipe_writes_shards_of_the_original_format(tmp_path):
 def test_bad_input_is_named(tmp_path):
     one = tmp_path / "one.txt"
     one.write_text("First sentence here.\nSecond one.\n\n\n")
-    with pytest.raises(ValueError, match=r"--input_file=.*one\.txt: found 1 document\(s\) with text.*at least 2"):
+    with pytest.raises(ValueError,
+                       match=r"--input_file=.*one\.txt: found 1 document\(s\) with text.*at least 2"):
         run([str(one)], [str(tmp_path / "x")], _vocab(), _config())
     latin1 = tmp_path / "latin1.txt"
     latin1.write_bytes("ok line\n\nna\u00efve caf\u00e9\n".encode("latin-1"))
@@ -71,6 +74,7 @@ def test_bad_input_is_named(tmp_path):
     singles.write_text("A lone sentence.\n\nAnother lone one.\n\n" + " ".join(["word"] * 20_000) + "\n")
     shards, summary = run([str(singles)], [str(tmp_path / "s.tfrecord")], _vocab(), _config(dupe_factor=2))
     assert summary["documents"] == 3 and shards[0]["examples"] == 6
-    examples = next(iter(pretraining.tfrecord_dataset(str(tmp_path / "s.tfrecord"), 8, 64, 10, is_training=False)))
+    examples = next(iter(pretraining.tfrecord_dataset(str(tmp_path / "s.tfrecord"), 8, 64, 10,
+                                                      is_training=False)))
     assert examples["next_sentence_labels"].numpy().tolist() == [1] * 6
     assert examples["input_mask"].numpy().sum(1).max() == 64

@@ -15,7 +15,8 @@ WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "fox", "d
 def _tagger(tmp_path, tiny_config):
     (tmp_path / "vocab.txt").write_text("\n".join(WORDS + [f"[unused{i}]" for i in range(50)]) + "\n")
     preprocessor = BertPreprocessor(BertTokenizer(str(tmp_path / "vocab.txt"), lower_case=True), 16)
-    model = BertTokenClassifier(BertEncoder(tiny_config), labels=["O", "B-X", "I-X"], preprocessor=preprocessor)
+    model = BertTokenClassifier(BertEncoder(tiny_config), labels=["O", "B-X", "I-X"],
+                                preprocessor=preprocessor)
     path = tmp_path / "tagger.keras"
     model.save(path)
     return model, str(path)
@@ -42,5 +43,6 @@ def test_nbest_flag_on_a_token_classifier_is_refused(run_in_process, tiny_config
     status, stderr = run_in_process("export.export_saved_model", f"--model_path={path}",
                                     f"--export_dir={tmp_path / 'served'}", "--nbest", "--nocheck")
     assert status == 1
-    assert "nbest=True applies to a span labeler served on 'question_context'; this is a BertTokenClassifier" in stderr
+    assert ("nbest=True applies to a span labeler served on 'question_context'; this is a "
+            "BertTokenClassifier" in stderr)
     assert not (tmp_path / "served" / "1").exists()

@@ -27,17 +27,20 @@ def test_partial_saves_are_removed_on_start(tiny_config, tmp_path):
     checkpoint = TrainingCheckpoint(_model(tiny_config), str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == ["ckpt-notes"]
     checkpoint.save()
-    assert "ckpt-0.index" in os.listdir(tmp_path) and not any(n.endswith("_temp") for n in os.listdir(tmp_path))
+    assert ("ckpt-0.index" in os.listdir(tmp_path)
+            and not any(n.endswith("_temp") for n in os.listdir(tmp_path)))
 
 
 def test_a_run_of_another_configuration_is_named(tiny_config, tmp_path):
     TrainingCheckpoint(_model(tiny_config), str(tmp_path)).save()
     other = _model(dataclasses.replace(tiny_config, hidden_size=16, intermediate_size=32))
-    with pytest.raises(UserInputError, match=rf"{tmp_path} holds a run of another configuration \(hidden_size: 32 "
-                                             r"there, 16 in this run; intermediate_size: 64 there, 32 in this run\)"):
+    with pytest.raises(UserInputError,
+                       match=rf"{tmp_path} holds a run of another configuration \(hidden_size: 32 "
+                             r"there, 16 in this run; intermediate_size: 64 there, 32 in this run\)"):
         TrainingCheckpoint(other, str(tmp_path)).restore()
     os.remove(tmp_path / "bert_config.json")  # a directory of an older version: the restore itself is refused
-    with pytest.raises(UserInputError, match=r"ckpt-0 holds a run of another configuration, which does not fit"):
+    with pytest.raises(UserInputError,
+                       match=r"ckpt-0 holds a run of another configuration, which does not fit"):
         TrainingCheckpoint(other, str(tmp_path)).restore()
     assert TrainingCheckpoint(_model(tiny_config), str(tmp_path)).restore() == 0  # the same one resumes
 
@@ -45,11 +48,13 @@ def test_a_run_of_another_configuration_is_named(tiny_config, tmp_path):
 def test_a_full_disk_ends_with_one_error_naming_the_directory(tiny_config, tmp_path):
     disk = tmp_path / "disk"
     disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
+                      capture_output=True).returncode:
         pytest.skip("mounting a small tmpfs needs root")
     try:
         checkpoint = TrainingCheckpoint(_model(tiny_config), str(disk))
-        with pytest.raises(DiskFullError, match=rf"^{disk}: the disk is full; checkpoint ckpt-0 was not written"):
+        with pytest.raises(DiskFullError,
+                           match=rf"^{disk}: the disk is full; checkpoint ckpt-0 was not written"):
             checkpoint.save()
         assert not [n for n in os.listdir(disk) if n.endswith("_temp")]
     finally:
