@@ -45,7 +45,8 @@ def finetune(lora_rank, save_path):
 
     keras.utils.set_random_seed(0)
     train_texts, train_labels, dev_texts, dev_labels, labels = read_task()
-    model = BertClassifier(build_encoder(minilm_dir()), labels=labels, preprocessor=_preprocessor(minilm_dir()))
+    model = BertClassifier(build_encoder(minilm_dir()), labels=labels,
+                           preprocessor=_preprocessor(minilm_dir()))
     if lora_rank:
         model.enable_lora(lora_rank)
     steps = -(-len(train_texts) // BATCH_SIZE) * EPOCHS
@@ -60,18 +61,21 @@ def finetune(lora_rank, save_path):
             "trainable_params": count_parameters(model.trainable_weights),
             "total_params": count_parameters(model.weights),
             # The first epoch compiles; the later ones are the step time.
-            "step_ms": round(1e3 * statistics.median(timer.times[1:]) / -(-len(train_texts) // BATCH_SIZE), 1),
+            "step_ms": round(1e3 * statistics.median(timer.times[1:])
+                             / -(-len(train_texts) // BATCH_SIZE), 1),
             "dev_accuracy": round(float(accuracy), 4), "train_loss": round(timer.logs[-1]["loss"], 4)}
 
 
 def _directory_mb(path):
-    return round(sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files) / 2**20, 1)
+    return round(sum(os.path.getsize(os.path.join(d, f))
+                     for d, _, files in os.walk(path) for f in files) / 2**20, 1)
 
 
 # The served forms compared: (quantize, dtype). "keras_int8" is Keras's own int8 Dense (per-row int8 inputs,
 # TF's generic int8 matmul), what `quantize="int8"` exported before the forms of serving_form existed.
 SERVED_FORMS = {"fp32": (None, "float32"), "bf16": (None, "bfloat16"), "keras_int8": ("keras", "float32"),
-                "int8_weights": ("int8_weights", "float32"), "int8_weights_bf16": ("int8_weights", "bfloat16"),
+                "int8_weights": ("int8_weights", "float32"),
+                "int8_weights_bf16": ("int8_weights", "bfloat16"),
                 "int8_matmul": ("int8_matmul", "float32"), "int8_static": ("int8_matmul", "float32")}
 # Forms exported with calibration_texts (the task's training texts): one constant range per Dense input.
 CALIBRATED_FORMS = ("int8_static",)
@@ -114,10 +118,12 @@ def serve(model_path, forms=tuple(SERVED_FORMS), repeats=20, seq_length=None):
             source, quantize = (_keras_int8(model), None) if quantize == "keras" else (model, quantize)
             version_dir = export_saved_model(source, os.path.join(export_dir, name), preprocessor,
                                              signature="text", warmup=False, quantize=quantize, dtype=dtype,
-                                             calibration_texts=train_texts if name in CALIBRATED_FORMS else None)
+                                             calibration_texts=(train_texts if name in CALIBRATED_FORMS
+                                                                else None))
             servings[name] = tf.saved_model.load(version_dir).signatures["serving_default"]
-            logits[name] = np.concatenate([servings[name](text=tf.constant(dev_texts[i:i + 64]))["logits"].numpy()
-                                           for i in range(0, len(dev_texts), 64)])
+            logits[name] = np.concatenate(
+                [servings[name](text=tf.constant(dev_texts[i:i + 64]))["logits"].numpy()
+                 for i in range(0, len(dev_texts), 64)])
             results[name] = {
                 "dev_accuracy": round(float(np.mean(np.argmax(logits[name], -1) == dev_ids)), 4),
                 "size_mb": _directory_mb(version_dir),
@@ -161,10 +167,11 @@ def main(argv=None):
         full = os.path.join(work, "full.keras")
         results["full"] = common.run_subprocess("adaptation", ["--run=finetune", "--lora_rank=0",
                                                               f"--model_path={full}"], timeout=900)
-        results["lora8"] = common.run_subprocess("adaptation", ["--run=finetune", "--lora_rank=8",
-                                                               f"--model_path={os.path.join(work, 'lora.keras')}"],
-                                                 timeout=900)
-        results["serving"] = common.run_subprocess("adaptation", ["--run=serve", f"--model_path={full}"], timeout=900)
+        results["lora8"] = common.run_subprocess(
+            "adaptation", ["--run=finetune", "--lora_rank=8",
+                           f"--model_path={os.path.join(work, 'lora.keras')}"], timeout=900)
+        results["serving"] = common.run_subprocess("adaptation", ["--run=serve", f"--model_path={full}"],
+                                                   timeout=900)
     print(json.dumps(results, indent=2))
 
 

@@ -14,7 +14,8 @@ import os
 
 from benchmarks import common
 
-FORMS = ("float32", "bfloat16", "keras_int8", "int8_weights", "int8_weights_bf16", "int8_matmul", "int8_static")
+FORMS = ("float32", "bfloat16", "keras_int8", "int8_weights", "int8_weights_bf16", "int8_matmul",
+         "int8_static")
 
 
 def dense_forms(inputs, units, seed=0, input_range=None):
@@ -26,10 +27,12 @@ def dense_forms(inputs, units, seed=0, input_range=None):
     from keras_bert.export.serving_form import quantize_kernel, use_int8_matmul
 
     rng = np.random.default_rng(seed)
-    weights = [rng.normal(0, 0.05, [inputs, units]).astype("float32"), rng.normal(0, 0.1, [units]).astype("float32")]
+    weights = [rng.normal(0, 0.05, [inputs, units]).astype("float32"),
+               rng.normal(0, 0.1, [units]).astype("float32")]
     layers = {}
     for form in FORMS:
-        layer = keras.layers.Dense(units, dtype="bfloat16" if form.endswith("bf16") or form == "bfloat16" else None)
+        layer = keras.layers.Dense(units,
+                                   dtype="bfloat16" if form.endswith("bf16") or form == "bfloat16" else None)
         layer.build((None, inputs))
         layer.set_weights(weights)
         if form == "keras_int8":
@@ -67,7 +70,8 @@ def main(argv=None):
     flops = 2 * args.rows * args.inputs * args.units
     results = {form: {"ms": ms[form], "gflops": round(flops / ms[form] / 1e6, 1),
                       "speedup": round(ms["float32"] / ms[form], 2),
-                      "max_rel_error": round(float(np.abs(calls[form]().numpy() - want).max() / np.abs(want).max()), 4)}
+                      "max_rel_error": round(float(np.abs(calls[form]().numpy() - want).max()
+                                                   / np.abs(want).max()), 4)}
                for form in calls}
     print(json.dumps({"shape": [args.rows, args.inputs, args.units], "machine": common.machine_description(),
                       "load_average": os.getloadavg(), **results}, indent=1))

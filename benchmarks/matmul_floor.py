@@ -44,7 +44,8 @@ def tf_call(rows):
         for (qkv, qkv_b), (att, att_b), (inter, inter_b), (out, out_b) in layers:
             qkv_outputs.append(tf.nn.bias_add(tf.matmul(x, qkv), qkv_b))  # feeds attention in the model
             attended = tf.nn.bias_add(tf.matmul(x, att), att_b) + x
-            x = tf.nn.bias_add(tf.matmul(tf.nn.bias_add(tf.matmul(attended, inter), inter_b), out), out_b) + attended
+            x = tf.nn.bias_add(tf.matmul(tf.nn.bias_add(tf.matmul(attended, inter), inter_b), out),
+                               out_b) + attended
         return x, qkv_outputs
 
     x = tf.random.stateless_normal((rows, HIDDEN), seed=(1, 2))
@@ -60,14 +61,16 @@ def ort_call(rows):
 
     def dense(name, source, weight, residual=None):
         nodes.append(helper.make_node("MatMul", [source, f"k{weight}"], [f"{name}_mm"]))
-        nodes.append(helper.make_node("Add", [f"{name}_mm", f"b{weight}"], [f"{name}_b" if residual else name]))
+        nodes.append(helper.make_node("Add", [f"{name}_mm", f"b{weight}"],
+                                      [f"{name}_b" if residual else name]))
         if residual:
             nodes.append(helper.make_node("Add", [f"{name}_b", residual], [name]))
         return name
 
     for i, layer in enumerate(weights()):
         for j, (kernel, bias) in enumerate(layer):
-            initializers += [numpy_helper.from_array(kernel, f"k{i}_{j}"), numpy_helper.from_array(bias, f"b{i}_{j}")]
+            initializers += [numpy_helper.from_array(kernel, f"k{i}_{j}"),
+                             numpy_helper.from_array(bias, f"b{i}_{j}")]
         outputs.append(dense(f"qkv{i}", x, f"{i}_0"))
         attended = dense(f"att{i}", x, f"{i}_1", residual=x)
         x = dense(f"out{i}", dense(f"inter{i}", attended, f"{i}_2"), f"{i}_3", residual=attended)
@@ -79,7 +82,8 @@ def ort_call(rows):
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = common.NUM_THREADS
     options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                           providers=["CPUExecutionProvider"])
     feed = {"x": np.random.default_rng(1).normal(size=(rows, HIDDEN)).astype(np.float32)}
     return lambda: session.run(None, feed)
 
@@ -99,7 +103,8 @@ def main(argv=None):
         results = {"cpu_flags": common.reported_cpu_flags()}
         for engine in ("tf", "ort"):
             results[engine] = common.run_subprocess(
-                "matmul_floor", [f"--engine={engine}", f"--repeats={args.repeats}", "--rows", *map(str, args.rows)])
+                "matmul_floor",
+                [f"--engine={engine}", f"--repeats={args.repeats}", "--rows", *map(str, args.rows)])
         flops = {rows: 2 * rows * LAYERS * sum(k * n for k, n in PROJECTIONS) for rows in args.rows}
         for engine in ("tf", "ort"):
             for rows in args.rows:

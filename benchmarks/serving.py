@@ -136,8 +136,9 @@ def run_transformers(size, batch_sizes, repeats):
 
     torch.manual_seed(0)
     layers, hidden, heads, intermediate = common.SIZES[size]
-    config = transformers.BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,
-                                     num_attention_heads=heads, intermediate_size=intermediate)
+    config = transformers.BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=hidden,
+                                     num_hidden_layers=layers, num_attention_heads=heads,
+                                     intermediate_size=intermediate)
     model = transformers.BertModel(config).eval()
     tokenizer = transformers.BertTokenizerFast(vocab_file(), do_lower_case=True)
     results = {}
@@ -159,7 +160,8 @@ def command_line():
 def main(argv=None):
     args = command_line().parse_args(argv)
     run = {"ours": run_ours, "transformers": run_transformers, "entities": run_entities}[args.impl]
-    common.emit(dict(kind="serving", impl=args.impl, size=args.size, **run(args.size, args.batch_sizes, args.repeats)))
+    common.emit(dict(kind="serving", impl=args.impl, size=args.size,
+                     **run(args.size, args.batch_sizes, args.repeats)))
 
 
 if __name__ == "__main__":

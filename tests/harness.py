@@ -76,7 +76,8 @@ def check_mixed_precision(build, inputs, call, output_dtype, atol):
     assert all(w.dtype == "float32" for w in mixed.weights if "float" in w.dtype)
     if isinstance(output_dtype, str):
         output_dtype = keras.tree.map_structure(lambda _: output_dtype, outputs)
-    assert keras.tree.map_structure(lambda t: keras.backend.standardize_dtype(t.dtype), outputs) == output_dtype
+    assert (keras.tree.map_structure(lambda t: keras.backend.standardize_dtype(t.dtype), outputs)
+            == output_dtype)
     mixed.set_weights(reference.get_weights())
     assert_same_outputs(call(mixed, inputs), reference_outputs, atol=atol)
     return mixed
@@ -86,8 +87,8 @@ def _call_layer(layer, inputs):
     return layer(*inputs, training=False)
 
 
-def run_layer_test(layer_cls, init_kwargs, inputs, expected_output_shape, tmp_path, mixed_output_dtype="bfloat16",
-                   rebuild_kwargs=None, mixed_atol=0.1):
+def run_layer_test(layer_cls, init_kwargs, inputs, expected_output_shape, tmp_path,
+                   mixed_output_dtype="bfloat16", rebuild_kwargs=None, mixed_atol=0.1):
     """Checks a layer built from `init_kwargs` (+ `rebuild_kwargs`, arguments its config leaves out) and
     called on the tuple `inputs`: output shape, config round trip, a `.keras` round trip inside a functional
     model (skipped with `rebuild_kwargs`: such a layer is saved by the model that owns the tied layer),

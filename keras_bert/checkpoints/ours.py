@@ -62,7 +62,8 @@ def saved_encoder_config(saved: dict, source: str) -> BertConfig:
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-    raise CheckpointError(f"{source}: a {saved.get('class_name')} with no BertEncoder; expected a keras_bert model")
+    raise CheckpointError(f"{source}: a {saved.get('class_name')} with no BertEncoder; "
+                          "expected a keras_bert model")
 
 
 def load_keras_model(path: str):
@@ -81,7 +82,8 @@ def read_keras(path: str) -> tuple[BertConfig, CheckpointWeights]:
     """The encoder config and the encoder (+ pre-training heads) weights under Google's names of the
     `.keras` model at `path`, for loading into a model built with another dtype policy."""
     encoder, pretrainer = load_keras(path)
-    return encoder.config, CheckpointWeights(path=keras_file(path), arrays=collect_weights(encoder, pretrainer))
+    return encoder.config, CheckpointWeights(path=keras_file(path),
+                                             arrays=collect_weights(encoder, pretrainer))
 
 
 def save_without_optimizer(model, path: str) -> None:

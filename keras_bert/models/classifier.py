@@ -79,7 +79,8 @@ class BertClassifier(EncoderTaskModel):
         """With long_text="windows" and single texts: the outputs averaged over strided windows."""
         if options.long_text != "windows" or "text_b" in texts:
             return None
-        return self.windowed_outputs(preprocessor, texts["text"], options.window_stride(preprocessor.seq_length))
+        return self.windowed_outputs(preprocessor, texts["text"],
+                                     options.window_stride(preprocessor.seq_length))
 
     def windowed_outputs(self, preprocessor, text, stride):
         """Outputs for `text` tf.string [b] of any length: the logits of every window of

@@ -70,7 +70,8 @@ def tagged_words(model, preprocessor, text, stride):
     splits = ids.row_splits
     piece_row = row_ids(splits)
     first_in_row = tf.range(splits[-1]) == tf.gather(splits, piece_row)
-    word_first = first_in_row | (starts.flat_values > shift_right(ends.flat_values, tf.constant(-1, tf.int64)))
+    word_first = first_in_row | (starts.flat_values
+                                 > shift_right(ends.flat_values, tf.constant(-1, tf.int64)))
     first_piece = tf.where(word_first)[:, 0]
     word_row = tf.gather(piece_row, first_piece)
     end = tf.math.unsorted_segment_max(ends.flat_values, tf.math.cumsum(tf.cast(word_first, tf.int64)) - 1,
@@ -143,7 +144,8 @@ def entity_outputs(model, tags, preprocessor, text, stride, with_words=False):
 
     counts = entity_splits[1:] - entity_splits[:-1]
 
-    entity_text = tf.strings.substr(tf.gather(text, entity_row), byte_start, byte_end - byte_start, unit="BYTE")
+    entity_text = tf.strings.substr(tf.gather(text, entity_row), byte_start, byte_end - byte_start,
+                                    unit="BYTE")
     entities = {
         "entity_text": per_row(entity_text, ""),
         "entity_type": per_row(tf.gather(types, tf.gather(ext_tags, first)), ""),

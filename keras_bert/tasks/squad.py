@@ -94,7 +94,8 @@ def predict(model, examples, lookup, settings, batch_size=32):
     rules = settings.answer_rules()
     result, num_windows = squad.SquadPredictions({}, {}, {}), 0
     inputs = {"question": [e.question_text for e in examples], "context": [e.context_text for e in examples]}
-    for begin, found in served_batches(model, inputs, batch_size, preprocessor, answer_rules=rules, nbest=True):
+    for begin, found in served_batches(model, inputs, batch_size, preprocessor, answer_rules=rules,
+                                       nbest=True):
         num_windows += int(found["num_windows"].sum())
         for row, example in enumerate(examples[begin : begin + batch_size]):
             result.predictions[example.qas_id] = found["answer"][row].decode("utf-8")
@@ -123,7 +124,8 @@ def _nbest_entries(found, row, settings):
     if settings.version_2_with_negative:
         null = {"text": "", "start_logit": float(found["null_start_logit"][row]),
                 "end_logit": float(found["null_end_logit"][row])}
-        place = sum(e["start_logit"] + e["end_logit"] >= null["start_logit"] + null["end_logit"] for e in entries)
+        place = sum(e["start_logit"] + e["end_logit"] >= null["start_logit"] + null["end_logit"]
+                    for e in entries)
         entries = (entries[:place] + [null] + entries[place:])[: max(settings.n_best_size, place + 1)]
     if not entries:  # no span fits the rules: the served answer is "" with score 0.0
         entries = [{"text": "", "start_logit": 0.0, "end_logit": 0.0}]

@@ -10,7 +10,8 @@ ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 def test_tanh_gelu_checkpoint_matches_transformers(tiny_batch, tmp_path):
-    hf_model = randomize(transformers.BertModel(transformers.BertConfig(**{**TINY, "hidden_act": "gelu_new"})))
+    hf_model = randomize(transformers.BertModel(
+        transformers.BertConfig(**{**TINY, "hidden_act": "gelu_new"})))
     hf_model.save_pretrained(tmp_path / "gelu_new")
     encoder = load_encoder(str(tmp_path / "gelu_new"))
     assert encoder.config.hidden_act == "gelu_tanh"

@@ -13,7 +13,8 @@ def _write(path, text):
 
 def test_csv_with_quotes_pairs_and_labels(tmp_path):
     train = _write(tmp_path / "train.csv",
-                   'id,text,text_b,label\n1,"Great, really great",It was fine,pos\n2,Awful,"multi\nline",neg\n'
+                   'id,text,text_b,label\n1,"Great, really great",It was fine,pos\n'
+                   '2,Awful,"multi\nline",neg\n'
                    "3,Meh,So so,neutral\n")
     examples = read_classification_file(train)
     assert [(e.text_a, e.text_b, e.label, e.index) for e in examples] == [
@@ -35,7 +36,8 @@ def test_tsv_single_sentence_and_unlabeled_predict_file(tmp_path):
 
 def test_regression_labels(tmp_path):
     _write(tmp_path / "train.tsv", "text\tlabel\nup\t0.75\ndown\t-2\n")
-    assert [e.label for e in read_classification_file(tmp_path / "train.tsv", is_regression=True)] == [0.75, -2.0]
+    assert ([e.label for e in read_classification_file(tmp_path / "train.tsv", is_regression=True)]
+            == [0.75, -2.0])
     _write(tmp_path / "bad.tsv", "text\tlabel\nup\t0.75\ndown\tlots\n")
     with pytest.raises(DataFormatError, match=r"bad\.tsv:3: label 'lots' is not a number"):
         read_classification_file(tmp_path / "bad.tsv", is_regression=True)
@@ -75,6 +77,6 @@ def test_ids_empty_label_columns_and_files_to_evaluate(tmp_path):
     with pytest.raises(DataFormatError, match=r"dev\.tsv:3: empty `label` field"):
         read_classification_file(tmp_path / "dev.tsv", label_list=["a", "b"])
     _write(tmp_path / "ids.tsv", "id\ttext\n1\tfirst\n2\tsecond\n1\tthird\n")
-    with pytest.raises(DataFormatError, match=r"ids\.tsv:4: duplicate id '1' \(first at line 2\); predictions are "
-                                              r"written by id"):
+    with pytest.raises(DataFormatError, match=r"ids\.tsv:4: duplicate id '1' \(first at line 2\); "
+                                              r"predictions are written by id"):
         read_classification_file(tmp_path / "ids.tsv")

@@ -1,7 +1,8 @@
 """Every file a model enters by is checked at the door, through the one loader (`resolve_pretrained`): a bad
 `.keras`, KerasHub preset file or calibration file gives one error naming the file (and key) and what was
 expected, the same in the library and through the CLIs (one `error:` line, exit status 1, nothing written).
-The recipes' tokenizer is the one `from_pretrained` gives, and label arguments agree with a checkpoint head."""
+The recipes' tokenizer is the one `from_pretrained` gives, and label arguments agree with a checkpoint
+head."""
 
 import inspect
 import json
@@ -29,7 +30,8 @@ def _cased_classifier(tmp_path, num_classes=3):
     config = BertConfig(vocab_size=len(WORDS), hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=16, max_position_embeddings=32)
     preprocessor = BertPreprocessor(BertTokenizer(str(vocab_file), lower_case=False), SEQ_LENGTH)
-    return BertClassifier(BertEncoder(config), num_classes=num_classes, preprocessor=preprocessor), str(vocab_file)
+    return (BertClassifier(BertEncoder(config), num_classes=num_classes, preprocessor=preprocessor),
+            str(vocab_file))
 
 
 @pytest.fixture
@@ -63,17 +65,20 @@ def test_the_recipe_tokenizes_as_from_pretrained(run_in_process, tmp_path, reque
     train = tmp_path / "train.csv"
     train.write_text("text,label\nHello WORLD,a\ngood world,b\nbad hello,c\nHello!,a\n")
     out = tmp_path / "out"
-    status, stderr = run_in_process("run_classifier", f"--init_checkpoint={checkpoint}", f"--train_file={train}",
-                                    "--do_eval=false", f"--output_dir={out}", "--num_train_epochs=0.5",
-                                    "--train_batch_size=2", f"--max_seq_length={SEQ_LENGTH}", "--nojit_compile")
+    status, stderr = run_in_process("run_classifier", f"--init_checkpoint={checkpoint}",
+                                    f"--train_file={train}", "--do_eval=false", f"--output_dir={out}",
+                                    "--num_train_epochs=0.5", "--train_batch_size=2",
+                                    f"--max_seq_length={SEQ_LENGTH}", "--nojit_compile")
     assert not status, stderr  # main returned: the run succeeded
     recipe = keras.saving.load_model(str(out / "model.keras"), compile=False).preprocessor
     library = BertClassifier.from_pretrained(checkpoint, num_classes=3, seq_length=SEQ_LENGTH).preprocessor
     assert _ids(recipe) == _ids(library) == [2, 5, 7, 3] + [0] * (SEQ_LENGTH - 4)  # [CLS] Hello WORLD [SEP]
     assert not recipe.tokenizer.lower_case
-    assert recipe.tokenizer.rules == library.tokenizer.rules == ("keras_hub" if source == "cased_preset" else "google")
-    status, stderr = run_in_process("run_classifier", f"--init_checkpoint={checkpoint}", f"--train_file={train}",
-                                    "--do_eval=false", f"--output_dir={tmp_path / 'out2'}", "--do_lower_case")
+    assert recipe.tokenizer.rules == library.tokenizer.rules == ("keras_hub" if source == "cased_preset"
+                                                                 else "google")
+    status, stderr = run_in_process("run_classifier", f"--init_checkpoint={checkpoint}",
+                                    f"--train_file={train}", "--do_eval=false",
+                                    f"--output_dir={tmp_path / 'out2'}", "--do_lower_case")
     assert status == 1 and "lower_case=True but" in stderr and "do_lower_case=False" in stderr
     assert len(stderr.splitlines()) == 1 and not os.path.exists(tmp_path / "out2")
 
@@ -98,7 +103,8 @@ def _break(kind, preset, tmp_path):
         return preset, f'{os.path.join(preset, kind)}: no "config" object'
     if kind == "num_classes_three":
         _edit_json(preset, "task.json", lambda values: values["config"].update(num_classes="three"))
-        return preset, f"{os.path.join(preset, 'task.json')}: num_classes is 'three'; expected a positive integer"
+        return preset, (f"{os.path.join(preset, 'task.json')}: num_classes is 'three'; expected a positive "
+                        f"integer")
     vocabulary = os.path.join(preset, "assets", "tokenizer", "vocabulary.txt")
     if kind == "special_tokens_only":
         with open(vocabulary, "w") as f:
@@ -112,7 +118,8 @@ def _break(kind, preset, tmp_path):
         return preset, (f"{os.path.join(preset, 'preprocessor.json')}: sequence_length=9999; expected 3 <= "
                         f"seq_length <= the model's max_position_embeddings=32")
     assert kind == "distilbert"
-    _edit_json(preset, "config.json", lambda values: values.update(registered_name="keras_hub>DistilBertBackbone"))
+    _edit_json(preset, "config.json",
+               lambda values: values.update(registered_name="keras_hub>DistilBertBackbone"))
     return preset, (f"{os.path.join(preset, 'config.json')}: a keras_hub>DistilBertBackbone preset; only "
                     f"keras_hub>BertBackbone is read")
 
@@ -129,7 +136,8 @@ def test_a_bad_model_file_is_one_error_naming_it(run_in_process, cased_preset, t
             load(path)
         assert expected in str(error.value)
     before = _tree(tmp_path)
-    for name, output in (("export.save_keras_hub", "--output_dir"), ("export.export_saved_model", "--export_dir")):
+    for name, output in (("export.save_keras_hub", "--output_dir"),
+                         ("export.export_saved_model", "--export_dir")):
         start = time.monotonic()
         status, stderr = run_in_process(name, f"--model_path={path}", f"{output}={tmp_path / 'written'}")
         assert status == 1 and stderr.startswith("error: ") and len(stderr.splitlines()) == 1, stderr
@@ -159,10 +167,10 @@ def test_labels_of_another_class_count_start_a_fresh_head_like_num_classes(cased
         by_count = BertClassifier.from_pretrained(cased_preset, num_classes=2)
     assert by_labels.num_classes == by_count.num_classes == 2 and by_labels.labels == ["a", "b"]
     warnings = [record.getMessage() for record in caplog.records if "holds a" in record.getMessage()]
-    assert warnings == [f"{cased_preset} holds a 3-class classifier; labels=['a', 'b'] (2 classes) asked for, so "
-                        "the head starts fresh",
-                        f"{cased_preset} holds a 3-class classifier; num_classes=2 asked for, so the head starts "
-                        "fresh"]
+    assert warnings == [f"{cased_preset} holds a 3-class classifier; labels=['a', 'b'] (2 classes) asked "
+                        "for, so the head starts fresh",
+                        f"{cased_preset} holds a 3-class classifier; num_classes=2 asked for, so the head "
+                        "starts fresh"]
     assert by_labels.get_layer("classifier").kernel.shape == (8, 2)
 
 
@@ -178,7 +186,8 @@ def test_a_preset_copy_without_its_task_loads_as_an_encoder(cased_preset, tmp_pa
 def test_every_from_pretrained_takes_the_same_arguments_in_the_same_order():
     from keras_bert import BertMultipleChoice, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 
-    classes = [BertEncoder, BertPretrainer, BertClassifier, BertSpanLabeler, BertTokenClassifier, BertMultipleChoice]
+    classes = [BertEncoder, BertPretrainer, BertClassifier, BertSpanLabeler, BertTokenClassifier,
+               BertMultipleChoice]
     for cls in classes:
         names = list(inspect.signature(cls.from_pretrained).parameters)
         assert names[:4] == ["path", "seq_length", "lower_case", "dtype"], (cls.__name__, names)

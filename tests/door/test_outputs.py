@@ -37,7 +37,8 @@ def _tree(path):
 
 def _leftovers(directory):
     """Hidden temporaries and locks of ours in `directory`: what a clean writer never leaves."""
-    return sorted(n for n in os.listdir(directory) if n.startswith(".tmp-") or n.endswith(outputs.LOCK_SUFFIX))
+    return sorted(n for n in os.listdir(directory)
+                  if n.startswith(".tmp-") or n.endswith(outputs.LOCK_SUFFIX))
 
 
 @contextlib.contextmanager
@@ -75,7 +76,7 @@ def _killed_while_writing(write):
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
 
-# --- The output files of the scripts: is / holds / lies inside an input, or exists ---------------------------
+# --- The output files of the scripts: is / holds / lies inside an input, or exists -------------------------
 
 @pytest.fixture
 def script_inputs(tmp_path, tiny_model):
@@ -91,22 +92,25 @@ def _file_cases(text, flags, vocab):
     features = [*flags, "--layers=-1"]
     return [
         ("build_vocab", [f"--input_files={text}", f"--output_file={text}"], text, "input_files"),
-        ("create_pretraining_data", [f"--input_file={text}", f"--output_file={text}", f"--vocab_file={vocab}"],
-         text, "input_file"),
-        ("create_pretraining_data", [f"--input_file={text}", f"--output_file={vocab}", f"--vocab_file={vocab}"],
-         vocab, "vocab_file"),
-        ("extract_features", [*features, f"--input_file={text}", f"--output_file={text}"], text, "input_file"),
-        ("extract_features", [*features, f"--input_file={text}", f"--output_file={vocab}"], vocab, "vocab_file"),
+        ("create_pretraining_data",
+         [f"--input_file={text}", f"--output_file={text}", f"--vocab_file={vocab}"], text, "input_file"),
+        ("create_pretraining_data",
+         [f"--input_file={text}", f"--output_file={vocab}", f"--vocab_file={vocab}"], vocab, "vocab_file"),
+        ("extract_features", [*features, f"--input_file={text}", f"--output_file={text}"], text,
+         "input_file"),
+        ("extract_features", [*features, f"--input_file={text}", f"--output_file={vocab}"], vocab,
+         "vocab_file"),
     ]
 
 
 @pytest.mark.parametrize("case", range(5))
-def test_an_output_file_that_is_an_input_is_refused_with_the_input_intact(run_in_process, script_inputs, tmp_path,
-                                                                          case):
+def test_an_output_file_that_is_an_input_is_refused_with_the_input_intact(run_in_process, script_inputs,
+                                                                          tmp_path, case):
     name, argv, source, flag = _file_cases(*script_inputs)[case]
     before = _tree(source)
     start = time.monotonic()
-    status, stderr = run_in_process(name, *argv, f"--output_dir={tmp_path / 'out'}" * (name == "extract_features"))
+    status, stderr = run_in_process(name, *argv,
+                                    f"--output_dir={tmp_path / 'out'}" * (name == "extract_features"))
     seconds = time.monotonic() - start
     label = f"--{flag}={source}" if flag == "vocab_file" else f"{source} (of --{flag})"
     assert (status, stderr) == (1, f"error: --output_file={source} is or contains the input {label}: writing "
@@ -116,7 +120,8 @@ def test_an_output_file_that_is_an_input_is_refused_with_the_input_intact(run_in
 
 
 @pytest.mark.parametrize("name", ["build_vocab", "create_pretraining_data", "extract_features"])
-def test_an_output_file_that_exists_or_is_being_written_is_refused(run_in_process, script_inputs, tmp_path, name):
+def test_an_output_file_that_exists_or_is_being_written_is_refused(run_in_process, script_inputs, tmp_path,
+                                                                   name):
     text, flags, vocab = script_inputs
     output = tmp_path / "output"
     argv = {"build_vocab": [f"--input_files={text}"],
@@ -128,8 +133,8 @@ def test_an_output_file_that_exists_or_is_being_written_is_refused(run_in_proces
                                              f"(pid {pid} on {socket.gethostname()}: ")
     output.write_bytes(b"an earlier output")
     status, stderr = run_in_process(name, *argv, f"--output_file={output}")
-    assert (status, stderr) == (1, f"error: --output_file={output} exists: pass --overwrite to replace it, or "
-                                   f"choose another --output_file\n")
+    assert (status, stderr) == (1, f"error: --output_file={output} exists: pass --overwrite to replace it, "
+                                   f"or choose another --output_file\n")
     assert output.read_bytes() == b"an earlier output" and not os.path.exists(tmp_path / "out")
     assert _leftovers(tmp_path) == []
 
@@ -175,8 +180,8 @@ def test_a_library_writer_refuses_an_existing_directory_and_overwrite_replaces_i
     (path / "stale.json").write_text("{}")
     with pytest.raises(UserInputError) as error:
         save(str(path))
-    assert str(error.value) == (f"{path} is not empty (stale.json): pass overwrite=True to replace it, or choose "
-                                f"another path")
+    assert str(error.value) == (f"{path} is not empty (stale.json): pass overwrite=True to replace it, or "
+                                f"choose another path")
     assert _tree(path) == {"stale.json": b"{}"}
     save(str(path), overwrite=True)
     names = sorted(_tree(path))
@@ -282,23 +287,26 @@ def test_save_keras_hub_refuses_the_checkpoint_it_read_and_an_existing_preset(ru
     for extra in ([], ["--overwrite"]):
         status, stderr = run_in_process("export.save_keras_hub", f"--model_path={checkpoint}",
                                         f"--output_dir={checkpoint}", *extra)
-        assert (status, stderr) == (1, f"error: --output_dir={checkpoint} is or contains the input --model_path="
-                                       f"{checkpoint}: writing there would replace it; choose another --output_dir\n")
+        assert (status, stderr) == (1, f"error: --output_dir={checkpoint} is or contains the input "
+                                       f"--model_path={checkpoint}: writing there would replace it; choose "
+                                       f"another --output_dir\n")
     assert _tree(checkpoint) == before
     preset = tmp_path / "preset"
     encoder = kb.BertEncoder.from_pretrained(checkpoint)
     save_keras_hub(kb.BertClassifier(encoder, num_classes=2), str(preset))
     old = _tree(preset)
     assert "task.json" in old
-    status, stderr = run_in_process("export.save_keras_hub", f"--model_path={checkpoint}", f"--output_dir={preset}")
+    status, stderr = run_in_process("export.save_keras_hub", f"--model_path={checkpoint}",
+                                    f"--output_dir={preset}")
     assert status == 1 and stderr.startswith(f"error: --output_dir={preset} is not empty (")
     assert stderr.endswith(": pass --overwrite to replace it, or choose another --output_dir\n")
     assert _tree(preset) == old
-    status, stderr = run_in_process("export.save_keras_hub", f"--model_path={checkpoint}", f"--output_dir={preset}",
-                                    "--overwrite")
+    status, stderr = run_in_process("export.save_keras_hub", f"--model_path={checkpoint}",
+                                    f"--output_dir={preset}", "--overwrite")
     assert status is None, stderr  # main returned
     new = _tree(preset)
-    assert "task.json" not in new and "task.weights.h5" not in new  # the old head is not left beside the backbone
+    # the old head is not left beside the backbone
+    assert "task.json" not in new and "task.weights.h5" not in new
     assert json.loads(new["config.json"])["config"]["num_layers"] == 2
 
 
@@ -310,15 +318,16 @@ def _classifier_flags(tmp_path, tiny_model):
     return [*tiny_model(LINES), f"--train_file={train}", "--do_eval=false"]
 
 
-def test_two_runs_into_one_fresh_directory_one_is_refused_naming_the_first(run_in_process, tiny_model, tmp_path):
+def test_two_runs_into_one_fresh_directory_one_is_refused_naming_the_first(run_in_process, tiny_model,
+                                                                           tmp_path):
     out = str(tmp_path / "out")
     flags = [*_classifier_flags(tmp_path, tiny_model), f"--output_dir={out}"]
     with _other_writer(out) as pid:
         start = time.monotonic()
         status, stderr = run_in_process("run_classifier", *flags)
         assert time.monotonic() - start < 5
-    assert status == 1 and stderr.startswith(f"error: --output_dir={out} is being written by another run (pid {pid} "
-                                             f"on {socket.gethostname()}: ")
+    assert status == 1 and stderr.startswith(f"error: --output_dir={out} is being written by another run "
+                                             f"(pid {pid} on {socket.gethostname()}: ")
     assert stderr.endswith("wait for it to finish or choose another --output_dir\n")
     assert not os.path.exists(out) and _leftovers(tmp_path) == []
 
@@ -345,8 +354,8 @@ def test_a_failing_non_chief_worker_creates_nothing(run_in_process, tiny_model, 
                                                 "task": {"type": "worker", "index": 1}}))
     bad = tmp_path / "bad.csv"
     bad.write_bytes(b"text,label\n\xe9,a\n")
-    status, stderr = run_in_process("run_classifier", *tiny_model(LINES), f"--train_file={bad}", "--do_eval=false",
-                                    f"--output_dir={out}")
+    status, stderr = run_in_process("run_classifier", *tiny_model(LINES), f"--train_file={bad}",
+                                    "--do_eval=false", f"--output_dir={out}")
     assert status == 1 and ":2: not valid UTF-8" in stderr
     assert not out.exists() and _leftovers(tmp_path) == []
 
@@ -370,8 +379,8 @@ def test_overwrite_replaces_a_run_directory_whole(run_in_process, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "stale.txt").write_text("an older run")
-    argv = [f"--init_checkpoint={checkpoint}", f"--input_files={corpus}", f"--output_dir={out}", "--num_new_tokens=1",
-            "--min_frequency=1"]
+    argv = [f"--init_checkpoint={checkpoint}", f"--input_files={corpus}", f"--output_dir={out}",
+            "--num_new_tokens=1", "--min_frequency=1"]
     status, stderr = run_in_process("extend_vocab", *argv)
     assert (status, stderr) == (1, f"error: --output_dir={out} is not empty (stale.txt): pass --overwrite to "
                                    f"replace it, or choose another --output_dir\n")
@@ -381,8 +390,9 @@ def test_overwrite_replaces_a_run_directory_whole(run_in_process, tmp_path):
     assert _leftovers(tmp_path) == []
 
 
-def test_a_directory_in_a_read_only_parent_is_locked_and_filled_from_inside(run_in_process, tiny_model, tmp_path,
-                                                                             monkeypatch, tiny_config):
+def test_a_directory_in_a_read_only_parent_is_locked_and_filled_from_inside(run_in_process, tiny_model,
+                                                                             tmp_path, monkeypatch,
+                                                                             tiny_config):
     # Root may write anywhere, so the read-only parent (a volume mounted in a read-only root) is what
     # `parent_writable` answers; every file operation below is real.
     out = tmp_path / "volume"
@@ -394,7 +404,7 @@ def test_a_directory_in_a_read_only_parent_is_locked_and_filled_from_inside(run_
     before = {name: (out / name).read_bytes() for name in os.listdir(out)}
     bad = tmp_path / "bad.csv"
     bad.write_bytes(b"text,label\n\xe9,a\n")
-    status, stderr = run_in_process("run_classifier", *tiny_model(LINES), f"--train_file={bad}", "--do_eval=false",
-                                    f"--output_dir={out}", "--overwrite")
+    status, stderr = run_in_process("run_classifier", *tiny_model(LINES), f"--train_file={bad}",
+                                    "--do_eval=false", f"--output_dir={out}", "--overwrite")
     assert status == 1 and ":2: not valid UTF-8" in stderr
     assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before  # put back, nothing left

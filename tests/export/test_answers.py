@@ -1,5 +1,6 @@
 """Finished answers served by TF Serving's C++ loader (C API, fresh process): entities equal run_ner's
-predictions file (windowed alike), windowed classification equals the average over hand-made windows, `choice`, pooling."""
+predictions file (windowed alike), windowed classification equals the average over hand-made windows,
+`choice`, pooling."""
 
 import json
 
@@ -80,7 +81,8 @@ def test_windows_pick_the_max_context_window():
     windows = piece_windows(tf.ragged.constant([[1, 2, 3, 4, 5, 6, 7], [], [8, 9]]), 4, 2)
     assert windows.pieces.to_list() == [[1, 2, 3, 4], [3, 4, 5, 6], [5, 6, 7], [], [8, 9]]
     # Value = 10 * window + position: piece 4 is position 3 of window 0 (context 0) and 1 of window 1
-    # (context 1); piece 3 has context 1 in window 0 and 0 in window 1; window 2 (3 pieces) gives 6 its middle.
+    # (context 1); piece 3 has context 1 in window 0 and 0 in window 1; window 2 (3 pieces) gives 6 its
+    # middle.
     values = tf.constant([[10 * w + p for p in range(4)] for w in range(5)])
     assert pick_max_context(windows, values).to_list() == [[0, 1, 2, 11, 12, 21, 22], [], [40, 41]]
 
@@ -100,8 +102,8 @@ def test_served_answers_in_the_c_api(vocab_file, tiny_config, tmp_path):
     conll = tmp_path / "test.conll"
     conll.write_text("\n\n".join("\n".join(f"{t} O" for t in s) for s in SENTENCES) + "\n")
     stride = 5
-    ner.predict_sentences(tagger, read_conll_file(str(conll), tag_list=TAGS), WordPieceLookup(tokenizer), TAGS,
-                          SEQ_LENGTH, str(tmp_path / "pred.txt"), stride=stride)
+    ner.predict_sentences(tagger, read_conll_file(str(conll), tag_list=TAGS), WordPieceLookup(tokenizer),
+                          TAGS, SEQ_LENGTH, str(tmp_path / "pred.txt"), stride=stride)
     expected = _entities_of_predictions(tmp_path / "pred.txt")
     assert sum(len(e) for _, e in expected) >= 6 and {k for _, e in expected for k, *_ in e} == {"PER", "LOC"}
 
@@ -154,8 +156,8 @@ def test_served_answers_in_the_c_api(vocab_file, tiny_config, tmp_path):
         want = _manual_window_logits(classifier, tokenizer, text, stride)
         np.testing.assert_allclose(served["logits"][row], want, atol=1e-5)
         assert served["label"][row] == classifier.labels[int(np.argmax(want))]
-    np.testing.assert_allclose(served["logits"][-1], _manual_window_logits(classifier, tokenizer, LONG, stride),
-                               atol=1e-4)
+    np.testing.assert_allclose(served["logits"][-1],
+                               _manual_window_logits(classifier, tokenizer, LONG, stride), atol=1e-4)
     np.testing.assert_allclose(np.sum(served["probabilities"], axis=-1), 1.0, atol=1e-6)
     np.testing.assert_allclose(served["logits"][len(texts) + 1], served["logits"][len(texts) + 2], atol=1e-6)
 
@@ -165,8 +167,8 @@ def test_served_answers_in_the_c_api(vocab_file, tiny_config, tmp_path):
 
     served = reports["cls"]["runs"][0]["outputs"]
     cls = np.asarray(encoder({k: v[:, 1] for k, v in token_ids.items()})["sequence_output"])[:, 0]
-    np.testing.assert_allclose(served["sentence_embedding"], cls / np.linalg.norm(cls, axis=-1, keepdims=True),
-                               atol=1e-5)
+    np.testing.assert_allclose(served["sentence_embedding"],
+                               cls / np.linalg.norm(cls, axis=-1, keepdims=True), atol=1e-5)
 
 
 def test_answer_options_are_checked(vocab_file, tiny_config, tmp_path):
@@ -222,7 +224,8 @@ def test_sentence_pooling_reads_modules_json(tmp_path):
     config.write_text(json.dumps({"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}))
     assert sentence_pooling(tmp_path) == ("cls", False)
     config.write_text(json.dumps({"pooling_mode_cls_token": False, "pooling_mode_max_tokens": True}))
-    with pytest.raises(CheckpointError, match=r"1_Pooling/config.json: pooling modes \['pooling_mode_max_tokens'\]"):
+    with pytest.raises(CheckpointError,
+                       match=r"1_Pooling/config.json: pooling modes \['pooling_mode_max_tokens'\]"):
         sentence_pooling(tmp_path)
 
 
@@ -246,12 +249,14 @@ def test_check_answers_names_a_wrong_span():
     texts = {"text": np.array(["Zoë flew".encode(), b""], dtype=object)}
 
     def outputs(start):
-        return {"entity_count": np.array([1, 0], np.int32), "entity_text": np.array([[b"Zo\xc3\xab"], [b""]], object),
+        return {"entity_count": np.array([1, 0], np.int32),
+                "entity_text": np.array([[b"Zo\xc3\xab"], [b""]], object),
                 "entity_type": np.array([[b"PER"], [b""]], object), "entity_start": np.array([[start], [-1]]),
                 "entity_end": np.array([[3], [-1]])}
 
     check_answers("export", texts, outputs(0))
-    with pytest.raises(ServabilityError, match=r"export: text 0 entity 0 b'Zo\\xc3\\xab' is not text\[1:3\] = 'oë'"):
+    with pytest.raises(ServabilityError,
+                       match=r"export: text 0 entity 0 b'Zo\\xc3\\xab' is not text\[1:3\] = 'oë'"):
         check_answers("export", texts, outputs(1))
     with pytest.raises(ServabilityError, match=r"choice \[0\] is not the argmax"):
         check_answers("export", {}, {"probabilities": np.array([[0.2, 0.8]]), "choice": np.array([0])})

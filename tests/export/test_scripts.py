@@ -1,4 +1,5 @@
-"""The export scripts: export_saved_model.py (TF Hub layout from a checkpoint), check_servable.py, client.py."""
+"""The export scripts: export_saved_model.py (TF Hub layout from a checkpoint), check_servable.py,
+client.py."""
 
 import json
 import os
@@ -33,8 +34,8 @@ def test_tfhub_export_from_checkpoint_and_check_servable_cli(tmp_path):
     encoder = BertEncoder(BertConfig(vocab_size=len(WORDS), hidden_size=32, num_hidden_layers=2,
                                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=32))
     save_pretrained(encoder, str(tmp_path / "ckpt"), vocab_file=str(vocab_file))
-    out = _script("export_saved_model.py", f"--model_path={tmp_path / 'ckpt'}", f"--export_dir={tmp_path / 'hub'}",
-                  "--format=tfhub", "--max_seq_length=8", "--check")
+    out = _script("export_saved_model.py", f"--model_path={tmp_path / 'ckpt'}",
+                  f"--export_dir={tmp_path / 'hub'}", "--format=tfhub", "--max_seq_length=8", "--check")
     preprocess_dir, encoder_dir = out.split()[:2]
     assert preprocess_dir == str(tmp_path / "hub" / "preprocess" / "1")
     assert encoder_dir == str(tmp_path / "hub" / "encoder" / "1")
@@ -80,7 +81,8 @@ def test_client_prints_answers_of_row_and_columnar_responses():
                              "no_answer_score": -0.5, "has_answer": True},
                             {"answer": "", "answer_start": 0, "answer_end": 0, "score": 0.0,
                              "no_answer_score": 2.0, "has_answer": False}]}
-    columns = {"outputs": {name: [row[name] for row in rows["predictions"]] for name in rows["predictions"][0]}}
+    columns = {"outputs": {name: [row[name] for row in rows["predictions"]]
+                           for name in rows["predictions"][0]}}
     want = ["Q: Where?\nA: 'Zürich' [22:28]  score 1.250  no-answer score -0.500",
             "Q: Who?\nA: (none)  score 0.000  no-answer score 2.000"]
     assert client.answer_lines(["Where?", "Who?"], rows) == want

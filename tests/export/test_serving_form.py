@@ -55,7 +55,8 @@ def test_static_int8_matmul_equals_a_float_matmul_of_the_clamped_input():
     step = input_range / 127
     column_sums = kernel.astype("float32").sum(0)
     got = static_int8_matmul(tf.constant(inputs), tf.constant(kernel), input_range,
-                             tf.constant(bias * scale / step - 128 * column_sums), tf.constant(step / scale)).numpy()
+                             tf.constant(bias * scale / step - 128 * column_sums),
+                             tf.constant(step / scale)).numpy()
     quantized = np.clip(np.round(inputs / step), -128, 127) * step
     want = quantized @ kernel.astype("float32") / scale + bias
     assert got.shape == (3, 4, 7)
@@ -74,14 +75,16 @@ def test_calibrated_int8_matmul_has_constant_ranges_and_float32_labels(preproces
     np.testing.assert_array_equal(got["label_id"], want["label_id"])
     ops = _graph_ops(served, preprocessor(tf.constant(TEXTS[:2])))
     assert {"QuantizeV2", "QuantizedMatMulWithBiasAndDequantize"} <= ops
-    assert not ops & {"Max", "Abs", "MatMul"}  # no per-row reduction; every Dense int8 (BatchMatMulV2: attention)
+    # no per-row reduction; every Dense int8 (BatchMatMulV2: attention)
+    assert not ops & {"Max", "Abs", "MatMul"}
     with pytest.raises(ValueError, match="calibration texts set the input ranges of quantize='int8_matmul'"):
         serving_form(model, "int8_weights", calibration_inputs=calibration)
 
 
 def test_calibration_texts_need_a_model_of_single_texts(preprocessor, tmp_path):  # noqa: F811
     model = BertMultipleChoice(BertEncoder(tiny_config()), 2)
-    with pytest.raises(ExportError, match="calibration_texts: a BertMultipleChoice cannot run on single texts"):
+    with pytest.raises(ExportError,
+                       match="calibration_texts: a BertMultipleChoice cannot run on single texts"):
         export_saved_model(model, tmp_path, preprocessor, quantize="int8_matmul", calibration_texts=["a dog"])
 
 
@@ -110,7 +113,8 @@ def test_served_forms_are_close_to_float32(preprocessor, quantize, dtype, tolera
 
 
 @pytest.mark.parametrize("flags, form", [(BF16_CPU, "int8_matmul"), (AVX2_CPU | {"avx_vnni"}, "int8_matmul"),
-                                         (AVX2_CPU, "int8_weights"), (AVX2_CPU | {"avx512_bf16"}, "int8_weights")])
+                                         (AVX2_CPU, "int8_weights"),
+                                         (AVX2_CPU | {"avx512_bf16"}, "int8_weights")])
 def test_int8_is_int8_matmul_where_the_cpu_has_vnni(cpu, flags, form, caplog):  # noqa: F811
     cpu(flags)
     with caplog.at_level(logging.INFO, logger="keras_bert"):

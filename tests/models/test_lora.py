@@ -1,4 +1,5 @@
-"""LoRA: a frozen encoder with rank-R updates trains; the merged plain model computes what the LoRA model does."""
+"""LoRA: a frozen encoder with rank-R updates trains; the merged plain model computes what the LoRA model
+does."""
 
 import keras
 import numpy as np

@@ -1,4 +1,5 @@
-"""Helpers of the recipe tests: a tiny vocab + bert_config.json on disk, and running a recipe as a user does."""
+"""Helpers of the recipe tests: a tiny vocab + bert_config.json on disk, and running a recipe as a user
+does."""
 
 import importlib
 import os
@@ -37,14 +38,15 @@ def tiny_model(tmp_path):
                             intermediate_size=64, max_position_embeddings=128)
         config_path = str(tmp_path / "bert_config.json")
         config.to_json_file(config_path, fmt="google")
-        return [f"--vocab_file={vocab}", f"--bert_config_file={config_path}", f"--max_seq_length={max_seq_length}",
-                "--nojit_compile", "--seed=1"]
+        return [f"--vocab_file={vocab}", f"--bert_config_file={config_path}",
+                f"--max_seq_length={max_seq_length}", "--nojit_compile", "--seed=1"]
 
     return make
 
 
 # Lines the recipes' default quiet logs must hide (TensorFlow C++ and Python INFO).
-LOG_NOISE = re.compile(r"cudart_stub|oneDNN custom operations|builder_impl\.py|functional_saver\.py|XLA service")
+LOG_NOISE = re.compile(r"cudart_stub|oneDNN custom operations|builder_impl\.py|functional_saver\.py|"
+                       r"XLA service")
 
 
 def run_recipe(name, *flags, check=True, timeout=900):
@@ -52,8 +54,8 @@ def run_recipe(name, *flags, check=True, timeout=900):
     (quiet) logs; returns the CompletedProcess. TensorFlow's INFO lines in its stderr fail the test."""
     env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "KERAS_BERT_VERBOSE")}
     env["CUDA_VISIBLE_DEVICES"] = ""
-    result = subprocess.run([sys.executable, os.path.join("recipes", f"{name}.py"), *flags], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run([sys.executable, os.path.join("recipes", f"{name}.py"), *flags], cwd=REPO,
+                            env=env, capture_output=True, text=True, timeout=timeout)
     if check and result.returncode != 0:
         raise AssertionError(f"recipes.{name} failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
                              f"{result.stderr[-6000:]}")
@@ -65,8 +67,9 @@ def run_recipe(name, *flags, check=True, timeout=900):
 @pytest.fixture
 def run_in_process(capsys, monkeypatch):
     """run(name, *flags) -> (exit status, stderr): recipes/<name>.py's main (or export/<x>.py's for name
-    "export.<x>") through `logs.call_main`, the wrapper its `__main__` line uses, in this process (no 10 s TensorFlow import). The recipe's flags are
-    defined afresh, and absl's flags as they were are put back after."""
+    "export.<x>") through `logs.call_main`, the wrapper its `__main__` line uses, in this process (no 10 s
+    TensorFlow import). The recipe's flags are defined afresh, and absl's flags as they were are put back
+    after."""
     from absl import flags
 
     from recipes import flags as shared_flags

@@ -1,5 +1,5 @@
-"""recipes/pretrain.py end to end: resume after SIGKILL, multi-worker == single process, learning on real text,
-streaming from text files and from a prepared TFDS dataset under mixed precision, bad text input."""
+"""recipes/pretrain.py end to end: resume after SIGKILL, multi-worker == single process, learning on real
+text, streaming from text files and from a prepared TFDS dataset under mixed precision, bad text input."""
 
 import json
 import os
@@ -46,8 +46,8 @@ def corpus(tmp_path_factory):
         files[name] = str(root / f"{name}.tfrecord")
         pretraining.write_examples(examples, files[name])
         files[name + "_examples"] = examples
-    flags = [f"--vocab_file={vocab}", f"--bert_config_file={root / 'bert_config.json'}", "--max_seq_length=64",
-             "--max_predictions_per_seq=10", f"--input_files={files['train']}",
+    flags = [f"--vocab_file={vocab}", f"--bert_config_file={root / 'bert_config.json'}",
+             "--max_seq_length=64", "--max_predictions_per_seq=10", f"--input_files={files['train']}",
              f"--eval_input_files={files['eval']}", "--nojit_compile", "--seed=1", "--eval_steps=4",
              "--eval_batch_size=32"]
     return dict(files, flags=flags, root=root, vocab_size=size)
@@ -65,8 +65,8 @@ def _latest_step(model_dir):
 @pytest.mark.slow
 def test_resume_after_sigkill(corpus, tmp_path):
     model_dir = str(tmp_path / "run")
-    flags = [*corpus["flags"], f"--model_dir={model_dir}", "--num_train_steps=40", "--save_checkpoints_steps=5",
-             "--train_batch_size=8", "--num_warmup_steps=5"]
+    flags = [*corpus["flags"], f"--model_dir={model_dir}", "--num_train_steps=40",
+             "--save_checkpoints_steps=5", "--train_batch_size=8", "--num_warmup_steps=5"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     process = subprocess.Popen([sys.executable, "-m", "recipes.pretrain", *flags], cwd=REPO, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -219,7 +219,8 @@ def _op_dtypes(model_dir, dtype):
 
 def _check_mixed_precision_run(model_dir, dtype, vocab_size):
     """A finished run under a mixed policy: finite losses near a random model's, float32 variables, loss
-    scaling for float16 only; the model's softmax, LayerNorm and loss ops in float32, its matmuls in 16 bits."""
+    scaling for float16 only; the model's softmax, LayerNorm and loss ops in float32, its matmuls in
+    16 bits."""
     with open(os.path.join(model_dir, "eval_results.json")) as f:
         results = json.load(f)
     assert results["global_step"] == 6, results
@@ -230,7 +231,8 @@ def _check_mixed_precision_run(model_dir, dtype, vocab_size):
     reader = tf.train.load_checkpoint(os.path.join(model_dir, "checkpoints"))
     dtypes = [dtype.name for dtype in reader.get_variable_to_dtype_map().values()]
     assert dtypes.count("float32") > 100 and not {"float16", "bfloat16"} & set(dtypes)
-    assert reader.has_tensor("optimizer/dynamic_scale/.ATTRIBUTES/VARIABLE_VALUE") == (dtype == "mixed_float16")
+    assert (reader.has_tensor("optimizer/dynamic_scale/.ATTRIBUTES/VARIABLE_VALUE")
+            == (dtype == "mixed_float16"))
     ops = _op_dtypes(model_dir, dtype)
     assert ops["Softmax"] == ops["Rsqrt"] == ops["SparseSoftmaxCrossEntropyWithLogits"] == {"float32"}, ops
     assert {"bfloat16" if dtype == "mixed_bfloat16" else "float16"} == ops["BatchMatMulV2"], ops
@@ -239,15 +241,18 @@ def _check_mixed_precision_run(model_dir, dtype, vocab_size):
 @pytest.mark.slow
 def test_tfds_input_mixed_float16(corpus, tfds_prose, tmp_path):
     model_dir = str(tmp_path / "run")
-    flags = [f for f in corpus["flags"] if not f.startswith(("--input_files", "--eval_input_files", "--eval_steps"))]
+    flags = [f for f in corpus["flags"]
+             if not f.startswith(("--input_files", "--eval_input_files", "--eval_steps"))]
     run_recipe("pretrain", *flags, f"--model_dir={model_dir}", f"--tfds_name={tfds_prose['name']}",
-               f"--tfds_data_dir={tfds_prose['data_dir']}", "--tfds_text_key=text", "--tfds_eval_split=validation",
-               "--dtype=mixed_float16", "--num_train_steps=6", "--save_checkpoints_steps=3", "--train_batch_size=8",
-               "--num_warmup_steps=1", "--eval_steps=2", "--eval_batch_size=8", timeout=300)
+               f"--tfds_data_dir={tfds_prose['data_dir']}", "--tfds_text_key=text",
+               "--tfds_eval_split=validation", "--dtype=mixed_float16", "--num_train_steps=6",
+               "--save_checkpoints_steps=3", "--train_batch_size=8", "--num_warmup_steps=1", "--eval_steps=2",
+               "--eval_batch_size=8", timeout=300)
     _check_mixed_precision_run(model_dir, "mixed_float16", corpus["vocab_size"])
 
     # The paragraphs come back as the sentences they were made of.
-    documents = list(pretraining.tfds_documents(tfds_prose["name"], tfds_prose["data_dir"], "text", "validation"))
+    documents = list(pretraining.tfds_documents(tfds_prose["name"], tfds_prose["data_dir"], "text",
+                                                "validation"))
     expected = [d for i, d in enumerate(tfds_prose["documents"]) if i % 5 == 0]
     assert len(documents) == len(expected)
     assert sum(d in expected for d in documents) >= 0.9 * len(expected)
@@ -267,7 +272,8 @@ def test_text_files_mixed_bfloat16_whole_words(corpus, tmp_path):
     (tmp_path / "singles.txt").write_text("\n\n".join(d[0] for d in documents[:10]) + "\n")
     (tmp_path / "corpus.txt").write_text("\n\n".join("\n".join(d) for d in documents[10:]) + "\n")
     model_dir = str(tmp_path / "run")
-    flags = [f for f in corpus["flags"] if not f.startswith(("--input_files", "--eval_input_files", "--eval_steps"))]
+    flags = [f for f in corpus["flags"]
+             if not f.startswith(("--input_files", "--eval_input_files", "--eval_steps"))]
     result = run_recipe("pretrain", *flags, f"--model_dir={model_dir}", f"--input_files={tmp_path}/*.txt",
                         "--dtype=mixed_bfloat16", "--do_whole_word_mask", "--num_train_steps=6",
                         "--save_checkpoints_steps=3", "--train_batch_size=8", "--num_warmup_steps=1",

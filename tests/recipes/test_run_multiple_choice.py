@@ -14,8 +14,10 @@ HEADER = ["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-sou
 QUESTIONS = [
     ("The man opens the door.", "He", ["walks inside.", "eats the moon.", "sings a door.", "is a cloud."], 0),
     ("A woman picks up a cup.", "She", ["flies away.", "drinks the tea.", "paints the sky.", "melts."], 1),
-    ("The boy kicks the ball.", "The ball", ["reads a book.", "cooks dinner.", "rolls across the grass.", "sleeps."], 2),
-    ("Someone starts the car.", "The car", ["laughs.", "swims.", "writes a letter.", "drives down the road."], 3),
+    ("The boy kicks the ball.", "The ball",
+     ["reads a book.", "cooks dinner.", "rolls across the grass.", "sleeps."], 2),
+    ("Someone starts the car.", "The car",
+     ["laughs.", "swims.", "writes a letter.", "drives down the road."], 3),
 ]
 
 

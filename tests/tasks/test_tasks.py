@@ -24,15 +24,18 @@ def test_finetuning_steps_round_up_batches_and_take_the_warmup_proportion():
     assert finetuning.finetuning_steps(100, 8, 3.0, 0.1, num_warmup_steps=5) == (13, 39, 5)
 
 
-def test_build_task_model_continues_a_saved_task_model_and_reuses_the_encoder_of_another(tiny_config, tmp_path):
+def test_build_task_model_continues_a_saved_task_model_and_reuses_the_encoder_of_another(tiny_config,
+                                                                                         tmp_path):
     classifier = kb.BertClassifier(kb.BertEncoder(tiny_config), num_classes=3)
     kb.save_pretrained(classifier, str(tmp_path / "clf"))
-    same = finetuning.build_task_model(kb.BertClassifier, lambda e: kb.BertClassifier(e, 2), str(tmp_path / "clf"))
+    same = finetuning.build_task_model(kb.BertClassifier, lambda e: kb.BertClassifier(e, 2),
+                                       str(tmp_path / "clf"))
     assert same.num_classes == 3  # the fine-tuned head continues
     other = finetuning.build_task_model(kb.BertTokenClassifier, lambda e: kb.BertTokenClassifier(e, 5),
                                         str(tmp_path / "clf"))
     assert other.task_kind == "token_classifier" and other.num_classes == 5
-    np.testing.assert_array_equal(other.encoder.pooler.kernel.numpy(), classifier.encoder.pooler.kernel.numpy())
+    np.testing.assert_array_equal(other.encoder.pooler.kernel.numpy(),
+                                  classifier.encoder.pooler.kernel.numpy())
     fresh = finetuning.build_task_model(kb.BertSpanLabeler, kb.BertSpanLabeler, config=tiny_config)
     assert fresh.encoder.config.num_hidden_layers == 2
 
@@ -44,7 +47,8 @@ def test_checks_name_the_values_they_reject(tiny_config):
         finetuning.check_num_classes(classifier, ["a", "b", "c"])
     with pytest.raises(ValueError, match="vocab_size=60 but the vocab file v.txt has 59 tokens"):
         finetuning.check_vocab_size(tiny_config, 59, "v.txt")
-    with pytest.raises(ValueError, match="seq_length=65; expected 3 <= seq_length <= the model's max_position_embeddings=64"):
+    with pytest.raises(ValueError, match="seq_length=65; expected 3 <= seq_length <= the model's "
+                                         "max_position_embeddings=64"):
         finetuning.check_seq_length(tiny_config, 65)
 
 
@@ -52,7 +56,8 @@ def test_one_kind_per_model_for_checkpoints_and_export(tiny_config):
     encoder = kb.BertEncoder(tiny_config)
     pretrainer = kb.BertPretrainer(encoder)
     classifier = kb.BertClassifier(encoder, num_classes=2)
-    assert [model_kind(m) for m in (encoder, pretrainer, classifier)] == ["encoder", "pretrainer", "classifier"]
+    assert ([model_kind(m) for m in (encoder, pretrainer, classifier)]
+            == ["encoder", "pretrainer", "classifier"])
     assert split_model(pretrainer) == (encoder, pretrainer)
     assert split_model(classifier) == (encoder, None)
     with pytest.raises(TypeError, match="got Dense"):
