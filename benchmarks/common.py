@@ -198,8 +198,8 @@ def run_subprocess(module, args=(), timeout=600):
             "load_before": load_before, "wall_s": wall}
 
 
-def pretraining_batch(batch_size, seq_length=SEQ_LENGTH, max_predictions=MAX_PREDICTIONS, vocab_size=VOCAB_SIZE,
-                      seed=0):
+def pretraining_batch(batch_size, seq_length=SEQ_LENGTH, max_predictions=MAX_PREDICTIONS,
+                      vocab_size=VOCAB_SIZE, seed=0):
     """A synthetic pre-training batch as numpy int32/float32 arrays under the original feature names.
 
     Full-length sequences (as create_pretraining_data mostly makes), two segments, `max_predictions`
@@ -239,7 +239,8 @@ def epoch_timer():
             self.times, self.cpu_times, self.steals, self.logs = [], [], [], []
 
         def on_epoch_begin(self, epoch, logs=None):
-            self._start, self._cpu_start, self._steal_start = time.perf_counter(), time.process_time(), steal_seconds()
+            self._start, self._cpu_start, self._steal_start = (time.perf_counter(), time.process_time(),
+                                                               steal_seconds())
 
         def on_epoch_end(self, epoch, logs=None):
             self.times.append(time.perf_counter() - self._start)
@@ -290,4 +291,5 @@ def fit_timed(model, tf, batches, steps, to_inputs=lambda b: b, timed_epochs=1, 
         times = times[1:]
     per_step = [t / steps for t in times]
     cpu_per_step = [t / steps for t in timer.cpu_times[1:]]
-    return statistics.median(per_step), timer.logs[-1]["loss"], steps, (per_step, cpu_per_step, timer.steals[1:])
+    return (statistics.median(per_step), timer.logs[-1]["loss"], steps,
+            (per_step, cpu_per_step, timer.steals[1:]))

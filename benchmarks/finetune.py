@@ -36,8 +36,8 @@ def task_batches(batch_size, count, pad_to_multiple_of=0):
     tokenizer = BertTokenizer(inputs.vocab_file())
     examples = classification.read_classification_file(default_classification_files()[0])
     labels = sorted({example.label for example in examples})
-    dataset = features.classification_dataset(examples, BertPreprocessor(tokenizer, common.SEQ_LENGTH), labels,
-                                              batch_size=batch_size, shuffle=True, seed=0,
+    dataset = features.classification_dataset(examples, BertPreprocessor(tokenizer, common.SEQ_LENGTH),
+                                              labels, batch_size=batch_size, shuffle=True, seed=0,
                                               pad_to_multiple_of=pad_to_multiple_of)
     return [(x, y % NUM_CLASSES) for x, y in dataset.take(count).as_numpy_iterator()]
 
@@ -93,8 +93,9 @@ def run_transformers(size, batches, steps):
 
     torch.manual_seed(0)
     layers, hidden, heads, intermediate = common.SIZES[size]
-    config = transformers.BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,
-                                     num_attention_heads=heads, intermediate_size=intermediate,
+    config = transformers.BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=hidden,
+                                     num_hidden_layers=layers, num_attention_heads=heads,
+                                     intermediate_size=intermediate,
                                      num_labels=NUM_CLASSES)
     model = transformers.BertForSequenceClassification(config).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01, eps=1e-6)

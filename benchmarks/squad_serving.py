@@ -33,7 +33,8 @@ def questions_and_contexts(batch_size):
 
 
 def alternating_latency(fns, repeats):
-    """Median seconds of each of `fns` over `repeats` rounds calling each once per round (two warm-up rounds)."""
+    """Median seconds of each of `fns` over `repeats` rounds calling each once per round (two warm-up
+    rounds)."""
     times = [[] for _ in fns]
     for round_index in range(repeats + 2):
         for fn, spent in zip(fns, times, strict=True):
@@ -65,7 +66,8 @@ def run(size, batch_sizes, repeats):
             questions, contexts = (tf.constant(x) for x in questions_and_contexts(batch_size))
             windows, _ = question_context_windows(preprocessor, questions, contexts, rules)
             answer_s, logits_s = alternating_latency(
-                [lambda q=questions, c=contexts: answers(question=q, context=c), lambda w=windows: logits(**w)],
+                [lambda q=questions, c=contexts: answers(question=q, context=c),
+                 lambda w=windows: logits(**w)],
                 repeats)
             answer_ms, logits_ms = answer_s * 1e3, logits_s * 1e3
             results.update({f"windows_b{batch_size}": int(windows["input_word_ids"].shape[0]),

@@ -33,14 +33,16 @@ def claim_output_dir(flag, input_flags=(), check_only=False):
         return outputs.check_inputs(path, inputs, label, flag)
     held = outputs.claim(path, inputs, overwrite=True, kind="dir", label=label, flag=flag)
     try:
-        entries = sorted(set(os.listdir(path)) - {RUN_MARKER, outputs.LOCK_SUFFIX}) if os.path.isdir(path) else []
+        entries = (sorted(set(os.listdir(path)) - {RUN_MARKER, outputs.LOCK_SUFFIX}) if os.path.isdir(path)
+                   else [])
         owner = _marker(path)
         resumable = recipe in RESUMING_RECIPES and (
-            owner == recipe or (owner is None and os.path.exists(os.path.join(path, "checkpoints", "checkpoint"))))
+            owner == recipe or (owner is None
+                                and os.path.exists(os.path.join(path, "checkpoints", "checkpoint"))))
         if entries and not resumable and not FLAGS.overwrite:
-            raise UserInputError(f"{label} is not empty ({', '.join(entries[:3])}{', ...' * (len(entries) > 3)}) "
-                                 f"and holds no run of {recipe} to resume: pass --overwrite to replace its files, "
-                                 f"or choose another --{flag}")
+            raise UserInputError(f"{label} is not empty ({', '.join(entries[:3])}"
+                                 f"{', ...' * (len(entries) > 3)}) and holds no run of {recipe} to resume: "
+                                 f"pass --overwrite to replace its files, or choose another --{flag}")
         if check_only:
             return held.release(False)
         os.makedirs(path, exist_ok=True)

@@ -63,12 +63,13 @@ def read_google_checkpoint(prefix: str) -> tuple[BertConfig, CheckpointWeights]:
                 ignored.append(name)
     except (tf.errors.OpError, IndexError) as e:  # a truncated .data file raises IndexError
         reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise CheckpointError(f"{prefix}: cannot read the TF1 checkpoint ({type(e).__name__}: {reason}); is a "
-                              f"file truncated or still being written?") from None
+        raise CheckpointError(f"{prefix}: cannot read the TF1 checkpoint ({type(e).__name__}: {reason}); "
+                              f"is a file truncated or still being written?") from None
     return config, CheckpointWeights(path=prefix, arrays=arrays, ignored=ignored)
 
 
-def save_google_checkpoint(model, path_prefix: str, vocab_file: str | None = None, overwrite: bool = False) -> str:
+def save_google_checkpoint(model, path_prefix: str, vocab_file: str | None = None,
+                           overwrite: bool = False) -> str:
     """Writes `model` (a BertEncoder, a BertPretrainer with its `cls/` heads, or a task model's encoder) as
     a TF1 checkpoint under the original variable names, plus `bert_config.json` (and `vocab.txt` when
     given) in the prefix's directory. Returns `path_prefix`; load it with `tf.train.load_checkpoint`,

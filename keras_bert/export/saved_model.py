@@ -36,9 +36,9 @@ def model_kind(model):
     """The task of `model` (its `task_kind`, e.g. "classifier"); ExportError for a model keras_bert cannot
     serve."""
     if not hasattr(model, "serving_endpoints"):
-        raise ExportError(f"cannot export a {type(model).__name__}: expected a BertEncoder or a keras_bert task "
-                          "model (BertClassifier, BertSpanLabeler, BertTokenClassifier, BertMultipleChoice, "
-                          "BertPretrainer)")
+        raise ExportError(f"cannot export a {type(model).__name__}: expected a BertEncoder or a keras_bert "
+                          "task model (BertClassifier, BertSpanLabeler, BertTokenClassifier, "
+                          "BertMultipleChoice, BertPretrainer)")
     return model.task_kind
 
 
@@ -87,7 +87,8 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
     if preprocessor is not None:
         check_compatible(model, preprocessor)
     try:
-        endpoints = model.serving_endpoints(preprocessor, signature, options or ServingOptions(), example_seq_length)
+        endpoints = model.serving_endpoints(preprocessor, signature, options or ServingOptions(),
+                                            example_seq_length)
     except ExportError:
         raise
     except ValueError as e:
@@ -124,7 +125,8 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
 
 def next_version(export_dir):
     """1 + the largest integer-named subdirectory of `export_dir` (1 if none), as TF Serving numbers them."""
-    versions = [int(name) for name in os.listdir(export_dir) if name.isdigit()] if os.path.isdir(export_dir) else []
+    versions = ([int(name) for name in os.listdir(export_dir) if name.isdigit()] if os.path.isdir(export_dir)
+                else [])
     return max(versions, default=0) + 1
 
 
@@ -158,7 +160,8 @@ def prediction_log(inputs, signature_name="serving_default", model_name=""):
 
 
 def write_warmup(version_dir, requests):
-    """Writes `requests` (list of (signature_name, numpy inputs)) to assets.extra/tf_serving_warmup_requests."""
+    """Writes `requests` (list of (signature_name, numpy inputs)) to
+    assets.extra/tf_serving_warmup_requests."""
     path = os.path.join(version_dir, WARMUP_FILE)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with tf.io.TFRecordWriter(path) as writer:
@@ -186,7 +189,8 @@ def publish_version(export_dir, version, write):
         write(tmp_dir)
         outputs.seal(tmp_dir)  # readable by a server running as another user, as a plain mkdir would be
         version_dir = outputs.rename_to_free(
-            tmp_dir, version_dir, chosen and (lambda: os.path.join(export_dir, str(next_version(export_dir)))))
+            tmp_dir, version_dir,
+            chosen and (lambda: os.path.join(export_dir, str(next_version(export_dir)))))
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
@@ -194,9 +198,10 @@ def publish_version(export_dir, version, write):
 
 
 def export_saved_model(model, export_dir, preprocessor=None, version=None, signature=None, warmup=True,
-                       example_seq_length=None, long_text="truncate", stride=None, pooling=None, normalize=False,
-                       answer_rules=None, quantize=None, dtype="float32", calibration_texts=None, fixed_length=False,
-                       sequence_output=False, nbest=False, word_tags=False):
+                       example_seq_length=None, long_text="truncate", stride=None, pooling=None,
+                       normalize=False, answer_rules=None, quantize=None, dtype="float32",
+                       calibration_texts=None, fixed_length=False, sequence_output=False, nbest=False,
+                       word_tags=False):
     """Exports `model` for TF Serving as `<export_dir>/<version>`, written atomically.
 
     Args:
@@ -245,16 +250,17 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
         model_kind(model)
         if not model.serving_calibration or preprocessor is None:
             raise ExportError(f"calibration_texts: a {type(model).__name__} "
-                              f"{'without a preprocessor ' if preprocessor is None else ''}cannot run on single "
-                              "texts; calibrate an encoder, classifier, span labeler or token classifier")
+                              f"{'without a preprocessor ' if preprocessor is None else ''}cannot run on "
+                              "single texts; calibrate an encoder, classifier, span labeler or token "
+                              "classifier")
         calibration_inputs = preprocessor(tf.constant(list(calibration_texts)))
     try:
         model = serving_form(model, quantize, dtype, calibration_inputs)
     except ValueError as e:
         raise ExportError(str(e)) from None
     try:
-        options = ServingOptions(long_text, stride, pooling, normalize, answer_rules, fixed_length, sequence_output,
-                                 nbest, word_tags)
+        options = ServingOptions(long_text, stride, pooling, normalize, answer_rules, fixed_length,
+                                 sequence_output, nbest, word_tags)
     except ValueError as e:
         raise ExportError(str(e)) from None
     archive, signature, endpoints = build_archive(model, preprocessor, signature, example_seq_length, options)

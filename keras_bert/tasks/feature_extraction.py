@@ -49,13 +49,15 @@ def write_features(encoder, preprocessor, pairs, layers, output_file, batch_size
                 rows = [(begin + i, a, b) for i, (a, b) in enumerate(batch) if (b is not None) == has_b]
                 if not rows:
                     continue
-                texts = [tf.constant([a for _, a, _ in rows])] + ([tf.constant([b for *_, b in rows])] if has_b else [])
+                texts = [tf.constant([a for _, a, _ in rows])] + ([tf.constant([b for *_, b in rows])]
+                                                                  if has_b else [])
                 inputs = preprocessor(tuple(texts))
                 values = [np.asarray(v, np.float32) for v in extract(inputs)]
                 ids, mask = np.asarray(inputs["input_word_ids"]), np.asarray(inputs["input_mask"])
                 for row, (line_index, _, _) in enumerate(rows):
                     tokens = [{"token": tokenizer.id_to_token(ids[row, t]),
-                               "layers": [{"index": layer, "values": [round(float(x), 6) for x in value[row, t]]}
+                               "layers": [{"index": layer,
+                                           "values": [round(float(x), 6) for x in value[row, t]]}
                                           for layer, value in zip(layers, values, strict=True)]}
                               for t in range(int(mask[row].sum()))]
                     written[line_index] = json.dumps({"linex_index": line_index, "features": tokens})

@@ -4,8 +4,9 @@ The loss is the model's (`BertTokenClassifier.task_loss`).
 
     train, tags = tag_list(train_file="eng.train")
     model = BertTokenClassifier(encoder, labels=tags); model.compile(optimizer)
-    sentences = conll.read_conll_file("eng.testa", tag_list=tags)       # before training: bad files fail early
-    sentences, predicted, eval_loss = predict_sentences(model, sentences, lookup, tags, 128, "eval_predictions.txt")
+    sentences = conll.read_conll_file("eng.testa", tag_list=tags)  # before training: bad files fail early
+    sentences, predicted, eval_loss = predict_sentences(model, sentences, lookup, tags, 128,
+                                                        "eval_predictions.txt")
     results = eval_results(sentences, predicted, eval_loss)
 """
 
@@ -24,14 +25,15 @@ def tag_list(train_file=None, saved_tags=None):
         train = conll.read_conll_file(train_file)
         return train, conll.collect_tags(train)
     if saved_tags is None:
-        raise ValueError("the tag set comes from a training file, or from the labels.json beside a fine-tuned "
-                         "model.keras: neither was given")
+        raise ValueError("the tag set comes from a training file, or from the labels.json beside a "
+                         "fine-tuned model.keras: neither was given")
     return None, saved_tags
 
 
-def predict_sentences(model, sentences, lookup, tags, max_seq_length, output_path, batch_size=32, stride=None):
-    """Tags every word of `sentences` (read from a CoNLL file with `conll.read_conll_file`, before training, so
-    a bad file fails early) with a `BertTokenClassifier` that has tag names (`model.labels`) and writes
+def predict_sentences(model, sentences, lookup, tags, max_seq_length, output_path, batch_size=32,
+                      stride=None):
+    """Tags every word of `sentences` (read from a CoNLL file with `conll.read_conll_file`, before training,
+    so a bad file fails early) with a `BertTokenClassifier` that has tag names (`model.labels`) and writes
     `output_path` (`token gold predicted` lines). Each sentence is served as its tokens joined by spaces
     (`model.serve` with `word_tags=True`, the decoding its export serves): a sentence of more than
     `max_seq_length - 2` pieces is read in windows `stride` pieces apart (default half a window), each piece
@@ -42,15 +44,17 @@ def predict_sentences(model, sentences, lookup, tags, max_seq_length, output_pat
     predicted, first_logits, first_labels = [], [], []
     tag_ids = {tag: index for index, tag in enumerate(tags)}
     texts = {"text": [" ".join(sentence.tokens) for sentence in sentences]}
-    for begin, served in served_batches(model, texts, batch_size, preprocessor, signature="text", stride=stride,
-                                        word_tags=True):
+    for begin, served in served_batches(model, texts, batch_size, preprocessor, signature="text",
+                                        stride=stride, word_tags=True):
         for row, sentence in enumerate(sentences[begin : begin + batch_size]):
             words = _first_words(sentence.tokens, served["word_start"][row, : served["word_count"][row]])
             predicted.append(["O" if w is None else tags[served["word_tag_id"][row, w]] for w in words])
             first_logits.extend(served["word_logits"][row, w] for w in words if w is not None)
-            first_labels.extend(tag_ids[tag] for tag, w in zip(sentence.tags, words, strict=True) if w is not None)
+            first_labels.extend(tag_ids[tag] for tag, w in zip(sentence.tags, words, strict=True)
+                                if w is not None)
     conll.write_conll_predictions(output_path, sentences, predicted)
-    loss = model.task_loss()[0](np.asarray(first_labels, np.int32), np.stack(first_logits)) if first_labels else 0.0
+    loss = (model.task_loss()[0](np.asarray(first_labels, np.int32), np.stack(first_logits)) if first_labels
+            else 0.0)
     return sentences, predicted, float(loss)
 
 

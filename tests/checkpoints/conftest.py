@@ -38,7 +38,8 @@ def tiny_batch():
 
 @pytest.fixture
 def tiny_hf_pretraining(tmp_path):
-    """(directory, model): a random transformers.BertForPreTraining saved as config.json + model.safetensors."""
+    """(directory, model): a random transformers.BertForPreTraining saved as config.json +
+    model.safetensors."""
     model = randomize(transformers.BertForPreTraining(transformers.BertConfig(**TINY)))
     directory = tmp_path / "hf_pretraining"
     model.save_pretrained(directory)

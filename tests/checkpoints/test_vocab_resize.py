@@ -7,7 +7,8 @@ from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights
 from keras_bert.checkpoints.vocab_resize import MLM_OUTPUT_BIAS, WORD_EMBEDDINGS, resize_vocab
 from keras_bert.config import BertConfig
 
-CONFIG = BertConfig(vocab_size=4, hidden_size=2, num_hidden_layers=1, num_attention_heads=1, intermediate_size=4)
+CONFIG = BertConfig(vocab_size=4, hidden_size=2, num_hidden_layers=1, num_attention_heads=1,
+                    intermediate_size=4)
 
 
 def _weights(**arrays):
@@ -18,7 +19,8 @@ def _weights(**arrays):
 
 
 def test_new_rows_are_means_of_old_rows():
-    # Row 1 (an [unusedK] slot) from old rows 2+3; appended row 4 from old rows 1+2 (not the overwritten row 1).
+    # Row 1 (an [unusedK] slot) from old rows 2+3; appended row 4 from old rows 1+2 (not the overwritten
+    # row 1).
     config, weights = resize_vocab(CONFIG, _weights(), 5, {1: [2, 3], 4: [1, 2]})
     assert config.vocab_size == 5 and CONFIG.vocab_size == 4
     np.testing.assert_array_equal(weights.arrays[WORD_EMBEDDINGS],
@@ -33,7 +35,8 @@ def test_errors_name_the_variable_and_ids():
         resize_vocab(CONFIG, _weights(), 6, {4: [1]})
     with pytest.raises(CheckpointError, match="new id 4 from old ids \\[4\\]"):
         resize_vocab(CONFIG, _weights(), 5, {4: [4]})
-    with pytest.raises(CheckpointError, match="'cls/predictions/output_bias' has 3 rows, expected vocab_size=4"):
+    with pytest.raises(CheckpointError,
+                       match="'cls/predictions/output_bias' has 3 rows, expected vocab_size=4"):
         resize_vocab(CONFIG, _weights(**{MLM_OUTPUT_BIAS: np.zeros(3, "float32")}), 5, {4: [1]})
     with pytest.raises(CheckpointError, match="smaller than the checkpoint's 4"):
         resize_vocab(CONFIG, _weights(), 3, {})

@@ -12,12 +12,14 @@ from keras_bert.data.swag import SwagExample
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.recipes.conftest import write_vocab
 
-TEXTS = ["The quick brown fox jumped over the lazy dog.", "Unaffable foxes, quickly!", "Dogs sleep all day long."]
+TEXTS = ["The quick brown fox jumped over the lazy dog.", "Unaffable foxes, quickly!",
+         "Dogs sleep all day long."]
 
 
 @pytest.fixture
 def tokenizer(tmp_path):
-    return BertTokenizer(write_vocab(tmp_path / "vocab.txt", ["the quick brown fox over lazy dog sleep day"])[0])
+    return BertTokenizer(write_vocab(tmp_path / "vocab.txt",
+                                     ["the quick brown fox over lazy dog sleep day"])[0])
 
 
 def test_classification_dataset_is_the_preprocessor_in_example_order(tokenizer):
@@ -38,21 +40,25 @@ def test_classification_dataset_errors_name_the_example(tokenizer):
     preprocessor = BertPreprocessor(tokenizer, 16)
     with pytest.raises(ValueError, match=r"x-1: unknown label 'c'"):
         features.classification_dataset([ClassificationExample("x-0", "a", label="a"),
-                                         ClassificationExample("x-1", "b", label="c")], preprocessor, ["a", "b"])
+                                         ClassificationExample("x-1", "b", label="c")], preprocessor,
+                                        ["a", "b"])
     with pytest.raises(ValueError, match="x-0 has no text_b"):
         features.classification_dataset([ClassificationExample("x-0", "a", label="a"),
-                                         ClassificationExample("x-1", "b", "c", label="a")], preprocessor, ["a"])
+                                         ClassificationExample("x-1", "b", "c", label="a")], preprocessor,
+                                        ["a"])
 
 
 def test_regression_labels_are_float_columns(tokenizer):
     examples = [ClassificationExample("s-0", "a", "b", 2.5), ClassificationExample("s-1", "c", "d", 0.25)]
-    (_, labels), = features.classification_dataset(examples, BertPreprocessor(tokenizer, 8), is_regression=True)
+    (_, labels), = features.classification_dataset(examples, BertPreprocessor(tokenizer, 8),
+                                                   is_regression=True)
     np.testing.assert_allclose(labels, [[2.5], [0.25]])
 
 
 def test_multiple_choice_rows_are_the_pairs(tokenizer):
     preprocessor = BertPreprocessor(tokenizer, 12)
-    example = SwagExample("v/0", "The dog sleeps.", "Then it", ("jumps.", "runs over.", "eats.", "sleeps all day."), 3)
+    example = SwagExample("v/0", "The dog sleeps.", "Then it",
+                          ("jumps.", "runs over.", "eats.", "sleeps all day."), 3)
     (inputs, labels), = features.multiple_choice_dataset([example, example], preprocessor, batch_size=4)
     assert inputs["input_word_ids"].shape == (2, 4, 12)
     np.testing.assert_array_equal(labels, [3, 3])

@@ -112,7 +112,8 @@ def test_serving_inputs_of_the_wrong_rank_or_batch_name_the_input():
     pair = {"text": tf.TensorSpec([None], tf.string, name="text"),
             "text_b": tf.TensorSpec([None], tf.string, name="text_b")}
     with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=r"serving inputs `text` and `text_b` must have the same batch size; got 2 and 1"):
+                       match=r"serving inputs `text` and `text_b` must have the same batch size; "
+                             r"got 2 and 1"):
         checked_inputs({"text": tf.constant(["a", "b"]), "text_b": tf.constant(["c"])}, pair)
     choices = BertMultipleChoice(BertEncoder(BertConfig(vocab_size=12, hidden_size=8, num_hidden_layers=1,
                                                         num_attention_heads=2, intermediate_size=16)), 3)
@@ -120,7 +121,8 @@ def test_serving_inputs_of_the_wrong_rank_or_batch_name_the_input():
     checked = checked_inputs(ids, choices.token_id_spec())
     assert sorted(checked) == sorted(ids)
     with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=r"serving input `input_mask` must be tf.int32 of shape \[batch, 3, any\]; got shape \[2 4 5\]"):
+                       match=r"serving input `input_mask` must be tf.int32 of shape \[batch, 3, any\]; "
+                             r"got shape \[2 4 5\]"):
         checked_inputs({**ids, "input_mask": tf.zeros([2, 4, 5], tf.int32)}, choices.token_id_spec())
     np.testing.assert_array_equal(checked["input_word_ids"], ids["input_word_ids"])
 
@@ -137,7 +139,8 @@ def test_exports_racing_for_a_version_both_publish(tmp_path):
         return into
 
     results = {}
-    threads = [threading.Thread(target=lambda t=tag: results.update({t: publish_version(str(tmp_path), None, write(t))}))
+    threads = [threading.Thread(
+                   target=lambda t=tag: results.update({t: publish_version(str(tmp_path), None, write(t))}))
                for tag in ("a", "b")]
     for thread in threads:
         thread.start()

@@ -14,8 +14,10 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import servability
 api = servability.TensorFlowCApi(load_tf_text=False)
-print(json.dumps({"core_ops": len(api.core_ops), "tensorflow_file": getattr(sys.modules["tensorflow"], "__file__", None),
-                  "modules": sorted(m for m in sys.modules if m.split(".")[0] in ("keras", "keras_bert", "tf_keras")
+print(json.dumps({"core_ops": len(api.core_ops),
+                  "tensorflow_file": getattr(sys.modules["tensorflow"], "__file__", None),
+                  "modules": sorted(m for m in sys.modules
+                                    if m.split(".")[0] in ("keras", "keras_bert", "tf_keras")
                                     or m.startswith(("tensorflow.python", "tensorflow_text")))}))
 """
 

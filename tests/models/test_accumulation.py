@@ -27,7 +27,8 @@ def _pretraining_data(rng):
     x["masked_lm_positions"] = rng.integers(0, 6, (BATCH, 4)).astype("int32")
     x["masked_lm_ids"] = rng.integers(5, 60, (BATCH, 4)).astype("int32")
     # Uneven masked counts per example (and so per micro-batch): a mean of micro-batch means is not exact.
-    x["masked_lm_weights"] = (rng.random((BATCH, 4)) < np.linspace(0.1, 1.0, BATCH)[:, None]).astype("float32")
+    x["masked_lm_weights"] = (rng.random((BATCH, 4))
+                              < np.linspace(0.1, 1.0, BATCH)[:, None]).astype("float32")
     x["next_sentence_labels"] = rng.integers(0, 2, (BATCH, 1)).astype("int32")
     return tf.data.Dataset.from_tensors(x)
 
@@ -71,7 +72,8 @@ def _weights_after_one_step(kind, config, steps, replicas, jit_compile, data):
 # 12 rows in 5 micro-batches: the last is padding-weighted (one replica's 6 rows in 5: likewise). XLA is not
 # tried on 2 replicas: on logical CPUs it cannot reach the second one's variables (plain Keras steps neither).
 @pytest.mark.parametrize("kind,replicas,steps,jit_compile", [
-    ("pretrainer", 1, 5, True), ("pretrainer", 2, 2, False), ("classifier", 1, 4, True), ("classifier", 2, 5, False)])
+    ("pretrainer", 1, 5, True), ("pretrainer", 2, 2, False), ("classifier", 1, 4, True),
+    ("classifier", 2, 5, False)])
 def test_accumulated_step_equals_the_whole_batch_step(tiny_config, kind, replicas, steps, jit_compile):
     config = dataclasses.replace(tiny_config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     make_data = _pretraining_data if kind == "pretrainer" else _classification_data
@@ -82,7 +84,8 @@ def test_accumulated_step_equals_the_whole_batch_step(tiny_config, kind, replica
         np.testing.assert_allclose(w2, w1, rtol=1e-5, atol=1e-7)
     # The updates themselves agree (as one vector: single entries below a weight's float spacing do not).
     update_whole = np.concatenate([(w1 - w0).ravel() for w0, w1 in zip(start, whole, strict=True)])
-    update_accumulated = np.concatenate([(w2 - w0).ravel() for w0, w2 in zip(start, accumulated, strict=True)])
+    update_accumulated = np.concatenate([(w2 - w0).ravel()
+                                         for w0, w2 in zip(start, accumulated, strict=True)])
     assert np.linalg.norm(update_whole) > 1e-2
     assert np.linalg.norm(update_accumulated - update_whole) < 1e-4 * np.linalg.norm(update_whole)
 
@@ -97,13 +100,14 @@ def test_rejects_a_bad_number_of_steps(tiny_config):
 def test_metrics_count_real_rows_when_k_does_not_divide_the_batch(tiny_config):
     # 8 rows in 3 micro-batches of 3: one padding row; accuracy must be out of 8, not 9 (5/9 before).
     rng = np.random.default_rng(0)
-    x = {"input_word_ids": rng.integers(5, 60, (8, 6)).astype("int32"), "input_mask": np.ones((8, 6), "int32"),
-         "input_type_ids": np.zeros((8, 6), "int32")}
+    x = {"input_word_ids": rng.integers(5, 60, (8, 6)).astype("int32"),
+         "input_mask": np.ones((8, 6), "int32"), "input_type_ids": np.zeros((8, 6), "int32")}
     y = np.array([0, 1, 0, 1, 1, 1, 0, 0])
     config = dataclasses.replace(tiny_config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = kb.BertClassifier(kb.BertEncoder(config), num_classes=2)
     accuracy = {}
     for steps in (1, 3):
-        model.compile(optimizer=keras.optimizers.SGD(0.0), gradient_accumulation_steps=steps, jit_compile=False)
+        model.compile(optimizer=keras.optimizers.SGD(0.0), gradient_accumulation_steps=steps,
+                      jit_compile=False)
         accuracy[steps] = model.fit(x, y, batch_size=8, verbose=0).history["accuracy"][0]
     assert accuracy[3] == accuracy[1] and accuracy[1] * 8 == round(accuracy[1] * 8)

@@ -98,7 +98,8 @@ def test_minilm_reads_vocab_and_casing_from_its_files():
     got = clf.preprocessor(np.array(texts, dtype=object))
     np.testing.assert_array_equal(got["input_word_ids"], want["input_ids"])
     np.testing.assert_array_equal(got["input_mask"], want["attention_mask"])
-    word_embeddings = load_file(os.path.join(MINILM, "model.safetensors"))["embeddings.word_embeddings.weight"]
+    word_embeddings = load_file(os.path.join(MINILM, "model.safetensors"))[
+        "embeddings.word_embeddings.weight"]
     np.testing.assert_array_equal(clf.encoder.embeddings.word_embeddings.embeddings.numpy(), word_embeddings)
     with pytest.raises(ValueError, match="lower_case=False but .* states do_lower_case=True"):
         BertClassifier.from_pretrained(MINILM, num_classes=3, lower_case=False)

@@ -127,7 +127,8 @@ def test_keras_file_is_self_contained(preprocessor, tmp_path):
     path = str(tmp_path / "m.keras")
     clf.save(path)
     with zipfile.ZipFile(path) as archive:  # the vocab is an asset too, readable without Keras
-        assets = [name for name in archive.namelist() if name.startswith("assets/") and name.endswith("vocab.txt")]
+        assets = [name for name in archive.namelist()
+                  if name.startswith("assets/") and name.endswith("vocab.txt")]
         assert len(assets) == 1
         assert archive.read(assets[0]).decode("utf-8").splitlines() == preprocessor.tokenizer.vocab
     os.remove(preprocessor.tokenizer.vocab_file)
@@ -207,8 +208,8 @@ def test_float_labels_are_class_ids_only_when_integral_and_in_range(preprocessor
     np.testing.assert_array_equal(clf.label_ids([1.0, 0.0, 2.0]), [1, 0, 2])
     for labels, bad in (([0.0, 0.9], "0.9"), ([1.0, float("nan")], "nan"), ([5.0, 7.0], "5.0")):
         index = 1 if bad != "5.0" else 0
-        with pytest.raises(ValueError, match=rf"label {bad} \(example {index}\) is not a class id: expected an "
-                                             r"integer in \[0, 3\)"):
+        with pytest.raises(ValueError, match=rf"label {bad} \(example {index}\) is not a class id: "
+                                             r"expected an integer in \[0, 3\)"):
             clf.evaluate(["good", "bad"], labels, verbose=0)
     regression = BertClassifier(_encoder(preprocessor), num_classes=1, preprocessor=preprocessor)
     np.testing.assert_array_equal(regression.label_ids([0.9, 2.5]), [0.9, 2.5])  # a score, not a class
@@ -222,7 +223,8 @@ def test_empty_inputs_and_label_lists(preprocessor):
     with pytest.raises(ValueError, match="fit: there is nothing to fit: x holds no examples"):
         clf.fit([], [], verbose=0)
     for labels in ([], ["only"]):
-        with pytest.raises(ValueError, match=re.escape(f"labels={labels}: a classifier needs at least two labels")):
+        with pytest.raises(ValueError,
+                           match=re.escape(f"labels={labels}: a classifier needs at least two labels")):
             BertClassifier(_encoder(preprocessor), labels=labels)
     with pytest.raises(ValueError, match="labels=\\['O'\\]: a classifier needs at least two labels"):
         BertTokenClassifier(_encoder(preprocessor), labels=["O"])

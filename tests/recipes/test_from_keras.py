@@ -25,10 +25,11 @@ TEXTS = ["The bridge was built in 1895.", "Steve Smith visited Paris", "river"]
 
 
 def _saved(tmp_path, name, build, vocab):
-    """`build(encoder)` on a tiny random encoder with a preprocessor of `vocab`, saved as <name>/<name>.keras."""
+    """`build(encoder)` on a tiny random encoder with a preprocessor of `vocab`, saved as
+    <name>/<name>.keras."""
     tokenizer = BertTokenizer(vocab, lower_case=True)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
     model = build(BertEncoder(config))
     model.preprocessor = BertPreprocessor(tokenizer, SEQ_LENGTH)
     os.makedirs(tmp_path / name)
@@ -39,8 +40,8 @@ def _saved(tmp_path, name, build, vocab):
 
 def _start(recipe, *flags):
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BERT_VERBOSE"}
-    return subprocess.Popen([sys.executable, os.path.join("recipes", f"{recipe}.py"), *flags], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, os.path.join("recipes", f"{recipe}.py"), *flags], cwd=REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _finish(process):
@@ -50,16 +51,19 @@ def _finish(process):
 
 @pytest.mark.slow
 def test_recipes_predict_from_a_lone_keras_file_as_it_serves(tmp_path):
-    vocab, _ = write_vocab(tmp_path / "vocab.txt", [CONTEXT, *TEXTS, " ".join(SENTENCES[1]), "who when built"])
+    vocab, _ = write_vocab(tmp_path / "vocab.txt",
+                           [CONTEXT, *TEXTS, " ".join(SENTENCES[1]), "who when built"])
     span, span_path = _saved(tmp_path, "span", BertSpanLabeler, vocab)
-    ner, ner_path = _saved(tmp_path, "ner", lambda e: BertTokenClassifier(e, labels=["O", "B-PER", "I-PER"]), vocab)
+    ner, ner_path = _saved(tmp_path, "ner", lambda e: BertTokenClassifier(e, labels=["O", "B-PER", "I-PER"]),
+                           vocab)
     clf, clf_path = _saved(tmp_path, "clf", lambda e: BertClassifier(e, labels=["bridge", "people"]), vocab)
     os.remove(vocab)  # nothing beside the .keras files
 
     squad_file = tmp_path / "dev.json"
     questions = {"q1": "Who built the bridge?", "q2": "When was it built?"}
     squad_file.write_text(json.dumps({"version": "v1.1", "data": [{"title": "t", "paragraphs": [{
-        "context": CONTEXT, "qas": [{"id": k, "question": q, "answers": []} for k, q in questions.items()]}]}]}))
+        "context": CONTEXT,
+        "qas": [{"id": k, "question": q, "answers": []} for k, q in questions.items()]}]}]}))
     conll_file = tmp_path / "test.conll"
     conll_file.write_text("".join("".join(f"{w} NNP I-NP O\n" for w in s) + "\n" for s in SENTENCES))
     csv_file = tmp_path / "predict.csv"
@@ -68,17 +72,17 @@ def test_recipes_predict_from_a_lone_keras_file_as_it_serves(tmp_path):
 
     common = ["--do_train=false", "--nojit_compile"]
     runs = {
-        "squad": _start("run_squad", f"--init_checkpoint={span_path}", f"--predict_file={squad_file}", "--do_predict",
-                        "--do_eval=false", "--doc_stride=8", "--max_query_length=8",
+        "squad": _start("run_squad", f"--init_checkpoint={span_path}", f"--predict_file={squad_file}",
+                        "--do_predict", "--do_eval=false", "--doc_stride=8", "--max_query_length=8",
                         f"--output_dir={tmp_path / 'squad_out'}", *common),
-        "ner": _start("run_ner", f"--init_checkpoint={ner_path}", f"--predict_file={conll_file}", "--do_predict",
-                      "--do_eval=false", f"--output_dir={tmp_path / 'ner_out'}", *common),
+        "ner": _start("run_ner", f"--init_checkpoint={ner_path}", f"--predict_file={conll_file}",
+                      "--do_predict", "--do_eval=false", f"--output_dir={tmp_path / 'ner_out'}", *common),
         "clf": _start("run_classifier", "--task_name=custom", f"--init_checkpoint={clf_path}",
                       f"--predict_file={csv_file}", "--do_predict", "--do_eval=false",
                       f"--output_dir={tmp_path / 'clf_out'}", *common),
         "contradiction": _start("run_classifier", "--task_name=custom", f"--init_checkpoint={clf_path}",
-                                f"--predict_file={csv_file}", "--do_predict", "--do_eval=false", "--max_seq_length=32",
-                                f"--output_dir={tmp_path / 'refused'}", *common),
+                                f"--predict_file={csv_file}", "--do_predict", "--do_eval=false",
+                                "--max_seq_length=32", f"--output_dir={tmp_path / 'refused'}", *common),
     }
     done = {name: _finish(process) for name, process in runs.items()}
     for name in ("squad", "ner", "clf"):
@@ -100,8 +104,10 @@ def test_recipes_predict_from_a_lone_keras_file_as_it_serves(tmp_path):
     with open(tmp_path / "clf_out" / "predictions.tsv") as f:
         labels = [row[1] for row in csv.reader(f, delimiter="\t")][1:]
     assert labels == [label.decode() for label in clf.serve({"text": TEXTS})["label"]]
-    np.testing.assert_array_equal(clf.serve({"text": TEXTS})["label_id"], np.argmax(clf.predict(TEXTS, verbose=0), -1))
+    np.testing.assert_array_equal(clf.serve({"text": TEXTS})["label_id"],
+                                  np.argmax(clf.predict(TEXTS, verbose=0), -1))
 
     code, _, stderr = done["contradiction"]
     assert code != 0
-    assert f"--max_seq_length=32 but --init_checkpoint={clf_path} was trained with seq_length={SEQ_LENGTH}" in stderr
+    assert (f"--max_seq_length=32 but --init_checkpoint={clf_path} was trained with seq_length={SEQ_LENGTH}"
+            in stderr)

@@ -37,7 +37,8 @@ def _write(path, questions_per_context):
 def test_squad_v2_train_predict_eval(tmp_path, tiny_model):
     a, b, c = CONTEXTS
     train = _write(tmp_path / "train.json", [
-        [_qa("t1", "When was the bridge built?", a, "1895"), _qa("t2", "Who built the bridge?", a, "Steve Smith")],
+        [_qa("t1", "When was the bridge built?", a, "1895"),
+         _qa("t2", "Who built the bridge?", a, "Steve Smith")],
         [_qa("t3", "What is the capital of France?", b, "Paris"),
          _qa("t4", "What is misplaced?", b, "museums", start=0)],  # text not at its offset: skipped
         [_qa("t5", "Who slept?", c, "the dog"), _qa("t6", "What is the capital of Spain?")],
@@ -50,8 +51,10 @@ def test_squad_v2_train_predict_eval(tmp_path, tiny_model):
     out = str(tmp_path / "out")
     result = run_recipe("run_squad", f"--train_file={train}", f"--predict_file={dev}", "--do_predict",
                         "--version_2_with_negative", "--doc_stride=16", "--max_query_length=12",
-                        f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4", "--pad_to_multiple_of=8",
-                        *tiny_model(CONTEXTS + ["when was built who what is capital france spain slept moon where"],
+                        f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4",
+                        "--pad_to_multiple_of=8",
+                        *tiny_model(CONTEXTS
+                                    + ["when was built who what is capital france spain slept moon where"],
                                     max_seq_length=40))
     assert "5 questions (1 skipped: answer not at its offset)" in result.stdout
     with open(os.path.join(out, "predictions.json")) as f:
@@ -75,8 +78,9 @@ def test_squad_v2_train_predict_eval(tmp_path, tiny_model):
     model_flags = tiny_model(CONTEXTS + ["when was built who what is capital france spain slept moon where"],
                              max_seq_length=40)
     run_recipe("run_squad", f"--init_checkpoint={out}/model.keras", "--do_train=false", "--do_predict",
-               f"--predict_file={dev}", "--version_2_with_negative", "--doc_stride=16", "--max_query_length=12",
-               f"--output_dir={again}", *[f for f in model_flags if not f.startswith("--bert_config_file")])
+               f"--predict_file={dev}", "--version_2_with_negative", "--doc_stride=16",
+               "--max_query_length=12", f"--output_dir={again}",
+               *[f for f in model_flags if not f.startswith("--bert_config_file")])
     with open(os.path.join(again, "predictions.json")) as f:
         assert json.load(f) == predictions
 

@@ -91,7 +91,8 @@ def test_extension_keeps_old_texts_and_initialises_new_rows(tmp_path, fmt):
     assert config.vocab_size == len(new_vocab)
     for name in ("bert/embeddings/word_embeddings", "cls/predictions/output_bias"):
         old, new = old_weights.arrays[name], new_weights.arrays[name]
-        np.testing.assert_array_equal(np.delete(new[: len(old)], [1, 6], axis=0), np.delete(old, [1, 6], axis=0))
+        np.testing.assert_array_equal(np.delete(new[: len(old)], [1, 6], axis=0),
+                                      np.delete(old, [1, 6], axis=0))
         for new_id, pieces in extension.pieces.items():
             np.testing.assert_allclose(new[new_id], old[pieces].mean(axis=0), rtol=0, atol=1e-6)
     tokenizer_pieces = extension.pieces[extension.new_ids["tokenizer"]]
@@ -112,15 +113,18 @@ def test_pretraining_continues_from_extended_checkpoint(tmp_path):
     np.testing.assert_array_equal(model.next_sentence.kernel.numpy(),
                                   load_pretrainer(old_path).next_sentence.kernel.numpy())
     texts = tf.constant([text for text in DOMAIN if text])
-    features = {name: value.numpy() for name, value in BertPreprocessor(tokenizer, seq_length=16)(texts).items()}
+    features = {name: value.numpy()
+                for name, value in BertPreprocessor(tokenizer, seq_length=16)(texts).items()}
     features["masked_lm_positions"] = np.tile(np.array([[1, 2, 3]], "int32"), (len(texts), 1))
-    features["masked_lm_ids"] = np.take_along_axis(features["input_word_ids"], features["masked_lm_positions"], 1)
+    features["masked_lm_ids"] = np.take_along_axis(features["input_word_ids"],
+                                                   features["masked_lm_positions"], 1)
     features["masked_lm_weights"] = np.ones((len(texts), 3), "float32")
     features["next_sentence_labels"] = np.zeros((len(texts), 1), "int32")
     assert np.isin(list(result.extension.new_ids.values()), features["masked_lm_ids"]).any()
     bias_before = model.masked_lm.output_bias.numpy().copy()
     model.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=False, run_eagerly=True)
-    history = model.fit(tf.data.Dataset.from_tensors(features).repeat(), steps_per_epoch=3, epochs=1, verbose=0)
+    history = model.fit(tf.data.Dataset.from_tensors(features).repeat(), steps_per_epoch=3, epochs=1,
+                        verbose=0)
     assert np.isfinite(history.history["loss"]).all() and history.history["masked_lm_loss"][0] > 0
     # The resized MLM bias trains, the appended rows included.
     assert np.abs(model.masked_lm.output_bias.numpy() - bias_before)[len(result.extension.vocab) - 1] > 0

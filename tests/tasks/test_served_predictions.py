@@ -36,7 +36,8 @@ def tagger(preprocessor, tiny_config):
 
 
 def _conll(path, sentences):
-    path.write_text("\n\n".join("\n".join(f"{t} {TAGS[i % 5]}" for i, t in enumerate(s)) for s in sentences) + "\n")
+    path.write_text("\n\n".join("\n".join(f"{t} {TAGS[i % 5]}" for i, t in enumerate(s)) for s in sentences)
+                    + "\n")
     return read_conll_file(str(path), tag_list=TAGS)
 
 
@@ -62,24 +63,26 @@ def test_classifier_dev_predictions_are_served(preprocessor, tiny_config, tmp_pa
 
 
 def test_multiple_choice_predictions_are_served(preprocessor, tiny_config, tmp_path):
-    examples = [SwagExample(f"s{i}", "the quick fox", "jumps", ["over the dog", "a world", "is paris", "lazy ."],
-                            i % 4) for i in range(3)]
+    examples = [SwagExample(f"s{i}", "the quick fox", "jumps",
+                            ["over the dog", "a world", "is paris", "lazy ."], i % 4) for i in range(3)]
     model = BertMultipleChoice(BertEncoder(tiny_config), 4, preprocessor=preprocessor)
     answers = multiple_choice.served(model, examples, batch_size=2)
     path = multiple_choice.write_predictions(str(tmp_path / "eval_predictions.csv"), examples, answers)
-    served = model.serve({"text": ["the quick fox"] * 3, "text_b": [[f"jumps {e}" for e in examples[0].endings]] * 3})
+    served = model.serve({"text": ["the quick fox"] * 3,
+                          "text_b": [[f"jumps {e}" for e in examples[0].endings]] * 3})
     with open(path, encoding="utf-8") as f:
         rows = list(csv.reader(f))[1:]
     assert [int(row[1]) for row in rows] == served["choice"].tolist()
-    np.testing.assert_allclose([[float(p) for p in row[2:]] for row in rows], served["probabilities"], atol=1e-6)
+    np.testing.assert_allclose([[float(p) for p in row[2:]] for row in rows], served["probabilities"],
+                               atol=1e-6)
     results = multiple_choice.eval_results(model, examples, answers, "val.csv")
     assert results["accuracy"] == pytest.approx(np.mean(served["choice"] == [0, 1, 2]))
 
 
 def test_ner_predictions_are_the_served_word_tags(tagger, preprocessor, tmp_path):
     sentences = _conll(tmp_path / "test.conll", SENTENCES)
-    _, predicted, loss = ner.predict_sentences(tagger, sentences, WordPieceLookup(preprocessor.tokenizer), TAGS, 16,
-                                               str(tmp_path / "pred.txt"), batch_size=4, stride=5)
+    _, predicted, loss = ner.predict_sentences(tagger, sentences, WordPieceLookup(preprocessor.tokenizer),
+                                               TAGS, 16, str(tmp_path / "pred.txt"), batch_size=4, stride=5)
     served = tagger.serve({"text": [" ".join(s.tokens) for s in sentences]}, stride=5, word_tags=True)
     lines = [line.split(" ") for line in (tmp_path / "pred.txt").read_text().splitlines() if line]
     # Every token of these sentences is one served word.
@@ -96,8 +99,8 @@ def test_ner_predictions_are_the_served_word_tags(tagger, preprocessor, tmp_path
 def test_ner_token_without_pieces_is_tagged_o(tagger, preprocessor, tmp_path):
     # "\u200b" (a format character) has no piece: "O", as conll.word_predictions gives it, and no loss term.
     sentences = _conll(tmp_path / "test.conll", [["the", "\u200b", "fox"]])
-    _, predicted, _ = ner.predict_sentences(tagger, sentences, WordPieceLookup(preprocessor.tokenizer), TAGS, 16,
-                                            str(tmp_path / "pred.txt"))
+    _, predicted, _ = ner.predict_sentences(tagger, sentences, WordPieceLookup(preprocessor.tokenizer), TAGS,
+                                            16, str(tmp_path / "pred.txt"))
     served = tagger.serve({"text": ["the \u200b fox"]}, word_tags=True)
     assert served["word_count"].tolist() == [2] and served["word_start"][0].tolist() == [0, 6]
     tags = [t.decode() for t in served["word_tag"][0]]
@@ -106,24 +109,28 @@ def test_ner_token_without_pieces_is_tagged_o(tagger, preprocessor, tmp_path):
 
 def test_squad_prediction_files_are_served(tmp_path):
     model = span_labeler(PASSAGES + QUESTIONS, seed=2)
-    paragraphs = [{"context": c, "qas": [{"id": f"q{i}", "question": q, "answers": [], "is_impossible": True}]}
+    paragraphs = [{"context": c,
+                   "qas": [{"id": f"q{i}", "question": q, "answers": [], "is_impossible": True}]}
                   for i, (q, c) in enumerate(zip(QUESTIONS, CONTEXTS, strict=True))]
-    (tmp_path / "dev.json").write_text(json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": paragraphs}]}))
+    (tmp_path / "dev.json").write_text(json.dumps({"version": "v2.0",
+                                                   "data": [{"title": "t", "paragraphs": paragraphs}]}))
     settings = squad_task.SquadSettings(max_seq_length=SEQ_LENGTH, version_2_with_negative=True, doc_stride=8,
                                         max_query_length=6, n_best_size=5, max_answer_length=6)
     examples = squad_task.read_predict_examples(str(tmp_path / "dev.json"), settings)
-    _, result = squad_task.predict(model, examples, WordPieceLookup(model.preprocessor.tokenizer), settings, 3)
+    _, result = squad_task.predict(model, examples, WordPieceLookup(model.preprocessor.tokenizer), settings,
+                                   3)
     served = model.serve({"question": QUESTIONS, "context": CONTEXTS}, answer_rules=settings.answer_rules(),
                          nbest=True)
     assert [result.predictions[f"q{i}"] for i in range(4)] == [a.decode() for a in served["answer"]]
     np.testing.assert_allclose([result.null_odds[f"q{i}"] for i in range(4)],
                                served["no_answer_score"] - served["score"], atol=1e-5)
     for row in range(4):
-        spans = [t.decode() for t, valid in zip(served["nbest_text"][row], served["nbest_valid"][row], strict=True)
+        spans = [t.decode() for t, valid in zip(served["nbest_text"][row], served["nbest_valid"][row],
+                                                strict=True)
                  if valid]
         assert [e["text"] for e in result.nbest[f"q{row}"] if e["text"]][: len(spans)] == spans
-        for text, start, end in zip(served["nbest_text"][row], served["nbest_start"][row], served["nbest_end"][row],
-                                    strict=True):
+        for text, start, end in zip(served["nbest_text"][row], served["nbest_start"][row],
+                                    served["nbest_end"][row], strict=True):
             assert CONTEXTS[row][start:end] == text.decode()
 
 
@@ -142,8 +149,8 @@ def test_options_that_do_not_apply_are_refused(tagger, preprocessor, tiny_config
 @pytest.mark.slow
 def test_export_serves_word_tags_and_nbest_as_eager_serve(tagger, tmp_path):
     span = span_labeler(PASSAGES + QUESTIONS, seed=2)
-    rules = squad_task.SquadSettings(max_seq_length=SEQ_LENGTH, doc_stride=8, max_query_length=6, n_best_size=5,
-                                     max_answer_length=6).answer_rules()
+    rules = squad_task.SquadSettings(max_seq_length=SEQ_LENGTH, doc_stride=8, max_query_length=6,
+                                     n_best_size=5, max_answer_length=6).answer_rules()
     texts = [" ".join(s) for s in SENTENCES] + ["", "naïve \u200b dog"]
     for model, inputs, options in ((tagger, {"text": texts}, {"stride": 5, "word_tags": True}),
                                    (span, {"question": QUESTIONS, "context": CONTEXTS},

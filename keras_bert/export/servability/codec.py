@@ -33,7 +33,8 @@ def save_check_arrays(path, inputs, expected):
             if value.dtype.kind in "OSU":
                 flat = [v if isinstance(v, bytes) else str(v).encode() for v in value.reshape(-1)]
                 arrays[f"{group}/{key}:bytes"] = np.frombuffer(b"".join(flat), np.uint8)
-                arrays[f"{group}/{key}:lengths"] = np.array([len(v) for v in flat], np.int64).reshape(value.shape)
+                arrays[f"{group}/{key}:lengths"] = np.array([len(v) for v in flat],
+                                                            np.int64).reshape(value.shape)
             else:
                 arrays[f"{group}/{key}"] = value
     np.savez(path, **arrays)

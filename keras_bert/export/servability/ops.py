@@ -69,12 +69,14 @@ def op_report(ops, core_ops, tf_text_ops, serving_version=DEFAULT_SERVING_VERSIO
     for op in sorted(op for op in ops if op.startswith("_")):
         # Registered in core (so not caught below), but only as targets of TF's runtime graph rewrites
         # (oneDNN's _Mkl*, grappler's _Fused*): a saved graph holding one depends on that build's rewrites.
-        report["missing"][op] = "internal op (a runtime rewrite's target); a saved graph must hold the public op"
+        report["missing"][op] = ("internal op (a runtime rewrite's target); a saved graph must hold the "
+                                 "public op")
     for op in sorted(set(ops) - set(core_ops) - set(report["missing"])):
         first = TF_TEXT_OP_FIRST_SERVING.get(op)
         if first is None:
             origin = "tensorflow-text" if op in tf_text_ops else "no library loaded here"
-            report["missing"][op] = f"registered by {origin}, but in no TF Serving release known to this check"
+            report["missing"][op] = (f"registered by {origin}, but in no TF Serving release known to this "
+                                     "check")
             continue
         report["tf_text"][op] = first
         if _version_tuple(first) > _version_tuple(report["min_serving_version"]):
