@@ -7,14 +7,15 @@ Corpus: the default corpus (7.8 MB of docstring prose), repeated to --megabytes 
 in a different seeded order, cut at a document boundary. Settings: the original's defaults (seq 128, 20
 predictions, masked_lm_prob 0.15, short_seq_prob 0.1, --dupe_factor 10), uncased MiniLM/BERT vocab.
 
-  * keras_bert: `keras_bert.data.pretraining.create_pretraining_files` (what recipes/create_pretraining_data.py
-    runs) on the whole corpus, one output file, one thread per CPU: tf-text tokenization, numpy NSP
-    pairs/masks, numpy-encoded tf.train.Examples.
+  * keras_bert: `keras_bert.data.pretraining.create_pretraining_files` (what
+    recipes/create_pretraining_data.py runs) on the whole corpus, one output file, one thread per CPU: tf-text
+    tokenization, numpy NSP pairs/masks, numpy-encoded tf.train.Examples.
   * reference: the original's per-line pipeline in Python: the pure-Python BERT tokenizer (transformers'
     legacy BasicTokenizer + WordpieceTokenizer, a port of Google's FullTokenizer), the original NSP pairing
     (`create_instances_from_document` of tests/data/pretraining_reference.py), per-instance masking
-    (shuffled candidates, 80/10/10) and one `tf.train.Example` per instance. Its cost is per line and per instance, so it is timed on the first
-    --reference_megabytes of the same corpus and its MB/s applies to any size (the output says so).
+    (shuffled candidates, 80/10/10) and one `tf.train.Example` per instance. Its cost is per line and per
+    instance, so it is timed on the first --reference_megabytes of the same corpus and its MB/s applies to any
+    size (the output says so).
 
 Both are timed from file names to closed TFRecord files, Python imports excluded, tokenizer setup included.
 Prints one JSON line (MB/s of both, the speed-up, the load average before and after).
@@ -96,7 +97,8 @@ def reference(corpus, vocab_file, output, dupe_factor, max_seq_length, max_predi
             labels = [tokens[i] for i in picked]
             for i in picked:
                 roll = rng.random()
-                tokens[i] = mask if roll < 0.8 else tokens[i] if roll < 0.9 else rng.randint(0, vocab_size - 1)
+                tokens[i] = (mask if roll < 0.8 else tokens[i] if roll < 0.9
+                             else rng.randint(0, vocab_size - 1))
             pad = max_seq_length - len(tokens)
             padp = max_predictions - len(picked)
             feature = {
@@ -119,7 +121,8 @@ def command_line():
     parser.add_argument("--reference_megabytes", type=float, default=2.0,
                         help="The reference runs on this many MB from the corpus's start.")
     parser.add_argument("--shards", type=int, default=1, help="keras_bert output files.")
-    parser.add_argument("--vocab_file", help="WordPiece vocab.txt (default: the bundled MiniLM uncased vocab).")
+    parser.add_argument("--vocab_file",
+                        help="WordPiece vocab.txt (default: the bundled MiniLM uncased vocab).")
     parser.add_argument("--dupe_factor", type=int, default=10, help="Passes over the documents.")
     parser.add_argument("--max_seq_length", type=int, default=128, help="Packed sequence length.")
     parser.add_argument("--num_workers", type=int, default=0, help="keras_bert threads (0: one per CPU).")
@@ -158,8 +161,8 @@ def measure(work, vocab, args):
                                                masked_lm_prob=0.15, short_seq_prob=0.1,
                                                dupe_factor=args.dupe_factor, seed=12345)
     outputs = [os.path.join(work, f"ours-{i}.tfrecord") for i in range(args.shards)]
-    shards, _ = pretraining.create_pretraining_files([corpus], outputs, BertTokenizer(vocab, lower_case=True), config,
-                                                     threads=args.num_workers or None)
+    shards, _ = pretraining.create_pretraining_files([corpus], outputs, BertTokenizer(vocab, lower_case=True),
+                                                     config, threads=args.num_workers or None)
     seconds = time.perf_counter() - start
     results.update(keras_bert_s=round(seconds, 1), keras_bert_mb_per_s=megabytes / seconds,
                    keras_bert_examples=sum(s["examples"] for s in shards),
@@ -172,8 +175,8 @@ def measure(work, vocab, args):
     results.update(reference_s=round(seconds, 1), reference_mb_per_s=reference_megabytes / seconds,
                    load_after=round(os.getloadavg()[0], 2))
     results["speedup"] = results["keras_bert_mb_per_s"] / results["reference_mb_per_s"]
-    results["note"] = (f"reference timed on the first {reference_megabytes:.1f} MB (its cost is per line and per "
-                       f"instance); keras_bert on all {megabytes:.1f} MB")
+    results["note"] = (f"reference timed on the first {reference_megabytes:.1f} MB (its cost is per line and "
+                       f"per instance); keras_bert on all {megabytes:.1f} MB")
     return results
 
 

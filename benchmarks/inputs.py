@@ -51,7 +51,8 @@ def max_seq_length(directory):
 
 
 def sentence_texts():
-    """(timed, calibration): two disjoint lists of TIMED_TEXTS real English texts, fixed for a Python version."""
+    """(timed, calibration): two disjoint lists of TIMED_TEXTS real English texts, fixed for a Python
+    version."""
     from keras_bert.data.default_corpus import DOCSTRING, prose_sentences
 
     stdlib = sysconfig.get_paths()["stdlib"]

@@ -28,7 +28,8 @@ ACCENTED = [
     "Пётр Ильич Чайковский composed Swan Lake; Дмитрий Шостакович wrote fifteen symphonies.",
     "Ἀριστοτέλης taught at the Λύκειον in Athens; his student Alexander reached the Indus in 326 BC.",
     "The ﬁrst oﬃcial ﬂight left Reykjavík at 14:05 — passengers paid 12,500 kr (≈ €85) each.",
-    "Cafe\u0301 de Flore on the Boulevard Saint-Germain was frequented by Jean-Paul Sartre and Simone de Beauvoir.",
+    "Cafe\u0301 de Flore on the Boulevard Saint-Germain was frequented by Jean-Paul Sartre and "
+    "Simone de Beauvoir.",
     "Gabriel García Márquez published Cien años de soledad in 1967 in Buenos Aires, Argentina.",
     "Ibn Sīnā (Avicenna) wrote al-Qānūn fī al-Ṭibb, the “Canon of Medicine”, finished in 1025.",
     "Nguyễn Du wrote Truyện Kiều; Hà Nội and Huế were capitals of Đại Việt at different times.",
@@ -90,7 +91,8 @@ def measure(contexts, tokenizer, questions_per_context, seed):
             first, last = window.start_position, window.end_position
             words = doc_tokens[window.token_to_orig_map[first] : window.token_to_orig_map[last] + 1]
             pieces = " ".join(window.tokens[first : last + 1]).replace(" ##", "").replace("##", "")
-            old = squad_reference.get_final_text(" ".join(pieces.split()), " ".join(words), tokenizer.lower_case)
+            old = squad_reference.get_final_text(" ".join(pieces.split()), " ".join(words),
+                                                 tokenizer.lower_case)
             offset = first - 2  # [CLS] (empty question) [SEP]
             new = context[prefix_chars[piece_starts[offset]] : prefix_chars[piece_ends[last - 2]]]
             totals["questions"] += 1

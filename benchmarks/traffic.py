@@ -5,9 +5,9 @@ the concurrent ones.
   sequential(embed)             a single-worker server: a lock serializes the requests, each one is
                                 `embed([text])` alone;
   tf_batching(tf, embed_batch)  TensorFlow's own batching (the BatchFunction op TF Serving's
-                                `--enable_batching` schedules): concurrent requests are concatenated into one
-                                batch of up to `max_batch_size` texts, or what arrived within `timeout_ms` of the
-                                first, and split back after one call.
+                                `--enable_batching` schedules): concurrent requests are concatenated into
+                                one batch of up to `max_batch_size` texts, or what arrived within
+                                `timeout_ms` of the first, and split back after one call.
 `client_throughput` runs the clients on threads (TF, ONNX Runtime and torch release the GIL while they
 compute) and reports texts per second and the latency clients saw.
 """
@@ -52,7 +52,8 @@ def client_throughput(serve_one, texts, clients):
     _run_clients(serve_one, texts[:clients], clients)
     latencies, seconds = _run_clients(serve_one, texts, clients)
     ordered = sorted(latencies)
-    return {"texts_per_s": round(len(texts) / seconds, 2), "p50_ms": round(1e3 * statistics.median(ordered), 2),
+    return {"texts_per_s": round(len(texts) / seconds, 2),
+            "p50_ms": round(1e3 * statistics.median(ordered), 2),
             "p90_ms": round(1e3 * ordered[int(0.9 * (len(ordered) - 1))], 2)}
 
 

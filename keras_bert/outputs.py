@@ -69,7 +69,8 @@ def remove_stale(parent):
 
 
 def make_temp_dir(parent, prefix=".tmp-"):
-    """A new hidden directory in `parent` (created if missing) marked as ours; stale ones are removed first."""
+    """A new hidden directory in `parent` (created if missing) marked as ours; stale ones are removed
+    first."""
     os.makedirs(parent, exist_ok=True)
     remove_stale(parent)
     path = tempfile.mkdtemp(prefix=prefix, dir=parent)
@@ -123,8 +124,8 @@ def check_inputs(path, inputs, label=None, flag=None):
             relation = "lies inside"
         else:
             continue
-        raise UserInputError(f"{label or path} {relation} the input {source_label}: writing there would replace "
-                             f"it; choose another {_noun(flag)}")
+        raise UserInputError(f"{label or path} {relation} the input {source_label}: writing there would "
+                             f"replace it; choose another {_noun(flag)}")
 
 
 def _noun(flag):
@@ -169,8 +170,8 @@ def _lock(path, label, flag):
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
             if not _owner_gone(lock):
-                raise UserInputError(f"{label or path} is being written by another run ({_describe(lock)}); wait "
-                                     f"for it to finish or choose another {_noun(flag)}") from None
+                raise UserInputError(f"{label or path} is being written by another run ({_describe(lock)}); "
+                                     f"wait for it to finish or choose another {_noun(flag)}") from None
             with contextlib.suppress(FileNotFoundError):
                 os.remove(lock)
             continue
@@ -249,7 +250,8 @@ def _check_free(path, kind, overwrite, label, flag):
     if not os.path.lexists(path):
         return
     if os.path.isdir(path) != (kind == "dir"):
-        raise UserInputError(f"{label} is a {'directory, not a file' if kind == 'file' else 'file, not a directory'}")
+        raise UserInputError(f"{label} is a "
+                             f"{'directory, not a file' if kind == 'file' else 'file, not a directory'}")
     entries = _contents(path) if kind == "dir" else [os.path.basename(path)]
     if entries and not overwrite:
         shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
@@ -305,7 +307,8 @@ def writing_file(path, inputs=(), overwrite=False, label=None, flag=None):
     at the claim). On failure the temporary file is removed and no output is left."""
     with claim(path, inputs, overwrite, "file", label, flag) as held:
         parent, name = os.path.split(held.path)
-        tmp = os.path.join(parent, f".tmp-{name}")  # ours alone while the lock is held; a killed write's is replaced
+        # ours alone while the lock is held; a killed write's is replaced
+        tmp = os.path.join(parent, f".tmp-{name}")
         try:
             yield tmp
             os.chmod(tmp, 0o666 & ~_umask())

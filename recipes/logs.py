@@ -74,7 +74,8 @@ def _project_format():
 
 
 def _filter_stderr():
-    """Points file descriptor 2 at a pipe whose lines a thread copies to the real stderr, less `_CPP_NOISE`."""
+    """Points file descriptor 2 at a pipe whose lines a thread copies to the real stderr, less
+    `_CPP_NOISE`."""
     sys.stderr.flush()
     real_stderr = os.dup(2)
     read_end, write_end = os.pipe()
@@ -184,13 +185,16 @@ def _is_user_error(error):
     errors = sys.modules.get("keras_bert.errors")
     if isinstance(error, (OSError, app.UsageError)) or (errors and isinstance(error, errors.UserInputError)):
         return True
-    if type(error).__name__ == "ServabilityError":  # its package loads without keras_bert: not a UserInputError
+    # its package loads without keras_bert: not a UserInputError
+    if type(error).__name__ == "ServabilityError":
         return True
-    if type(error).__name__ in ("NotFoundError", "PermissionDeniedError") and "tensorflow" in type(error).__module__:
+    if (type(error).__name__ in ("NotFoundError", "PermissionDeniedError")
+            and "tensorflow" in type(error).__module__):
         return True  # tf.io.gfile's errors about a user's file
     if isinstance(error, ValueError):  # raised by our checks, not deep inside Keras or TensorFlow
         frames = traceback.extract_tb(error.__traceback__)
-        ours = _SCRIPT_DIRS + ((os.path.dirname(os.path.abspath(keras_bert.__file__)) + os.sep,) if keras_bert else ())
+        ours = _SCRIPT_DIRS + ((os.path.dirname(os.path.abspath(keras_bert.__file__)) + os.sep,)
+                               if keras_bert else ())
         return bool(frames) and os.path.abspath(frames[-1].filename).startswith(ours)
     return False
 

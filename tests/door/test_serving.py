@@ -23,7 +23,8 @@ def _strings(*shape):
 
 # (signature, inputs, the line): requests that reach the graph, refused alike by every runtime.
 GRAPH_ROWS = [
-    ("serve_text_pair", {"text": np.array(b"fox", dtype=object), "text_b": _strings(1)}, f"{TEXT}; got shape []"),
+    ("serve_text_pair", {"text": np.array(b"fox", dtype=object), "text_b": _strings(1)},
+     f"{TEXT}; got shape []"),
     ("serve_text_pair", {"text": _strings(1, 1), "text_b": _strings(1)}, f"{TEXT}; got shape [1 1]"),
     ("serve_text_pair", {"text": _strings(2, 2), "text_b": _strings(2)}, f"{TEXT}; got shape [2 2]"),
     ("serve_text_pair", {"text": _strings(2), "text_b": _strings(2, 1)}, f"{TEXT_B}; got shape [2 1]"),
@@ -58,7 +59,8 @@ def model(tmp_path_factory):
     (vocab := tmp_path_factory.mktemp("vocab") / "vocab.txt").write_text("\n".join(WORDS) + "\n")
     encoder = BertEncoder(BertConfig(vocab_size=len(WORDS), hidden_size=8, num_hidden_layers=1,
                                      num_attention_heads=2, intermediate_size=16, max_position_embeddings=32))
-    return BertClassifier(encoder, 2, preprocessor=BertPreprocessor(BertTokenizer(str(vocab), lower_case=True), 16))
+    return BertClassifier(encoder, 2,
+                          preprocessor=BertPreprocessor(BertTokenizer(str(vocab), lower_case=True), 16))
 
 
 @pytest.fixture(scope="module")

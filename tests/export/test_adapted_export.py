@@ -61,8 +61,8 @@ def test_int8_matmul_static_int8_matmul_and_bfloat16_exports_run_in_the_c_api(pr
                                          preprocessor, signature="text", quantize=quantize, dtype=dtype,
                                          calibration_texts=calibration)
         jobs.append({"export_dir": version_dir,
-                     "runs": [_run(tmp_path, f"{quantize}-{dtype}-{bool(calibration)}", "serving_default", texts,
-                                   fp32_want)]})
+                     "runs": [_run(tmp_path, f"{quantize}-{dtype}-{bool(calibration)}", "serving_default",
+                                   texts, fp32_want)]})
     # As served, against float32 in Python: labels identical, logits within 4e-2 for int8 (measured 2.8e-2, 2%
     # of their range; static ranges 2.2e-2 in Python) and 2e-2 for bfloat16 (measured 4e-3).
     reports = {r["export_dir"]: r for r in servability.check_servable_subprocess(jobs, atol=4e-2)}

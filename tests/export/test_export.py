@@ -1,4 +1,5 @@
-"""Export: every model kind is exported, then loaded and run by TF Serving's C++ loader (C API, fresh process)."""
+"""Export: every model kind is exported, then loaded and run by TF Serving's C++ loader (C API, fresh
+process)."""
 
 import os
 
@@ -107,11 +108,13 @@ def test_every_model_kind_loads_and_runs_in_the_c_api(preprocessor, tmp_path):
         runs.append(_run(tmp_path, f"{name}-ids", "serve_token_ids", ids, ids_want))
         if name == "classifier":
             examples = np.array([_example({"text": [t]}) for t in TEXTS], dtype=object)
-            runs.append(_run(tmp_path, f"{name}-examples", "serve_examples", {"examples": examples}, text_want))
+            runs.append(_run(tmp_path, f"{name}-examples", "serve_examples", {"examples": examples},
+                             text_want))
         if name == "encoder":
             examples = np.array([_example({k: v[i] for k, v in token_ids.items()}) for i in range(2)],
                                 dtype=object)
-            runs.append(_run(tmp_path, f"{name}-examples", "serve_examples", {"examples": examples}, ids_want))
+            runs.append(_run(tmp_path, f"{name}-examples", "serve_examples", {"examples": examples},
+                             ids_want))
         jobs.append({"export_dir": version_dir, "runs": runs})
 
     # The classic `tf.saved_model.save` of a Keras 3 model: Python loads it, TF Serving's loader does not.
@@ -121,7 +124,8 @@ def test_every_model_kind_loads_and_runs_in_the_c_api(preprocessor, tmp_path):
     tf.saved_model.save(clf, str(classic), signatures=tf.function(
         lambda x: {"logits": clf(x, training=False)}, input_signature=[spec]))
     servability.save_check_arrays(tmp_path / "classic.npz", token_ids, None)
-    jobs.append({"export_dir": classic, "runs": [{"signature": "serving_default", "arrays": tmp_path / "classic.npz"}]})
+    jobs.append({"export_dir": classic,
+                 "runs": [{"signature": "serving_default", "arrays": tmp_path / "classic.npz"}]})
 
     reports = {r["export_dir"]: r for r in servability.check_servable_subprocess(jobs)}
     assert "Could not find variable" in reports.pop(os.fspath(classic))["error"]
@@ -137,7 +141,8 @@ def test_every_model_kind_loads_and_runs_in_the_c_api(preprocessor, tmp_path):
         assert "error" not in report, report["error"]
         assert report["warmup_requests"] == 1
         for run in report["runs"]:
-            assert run["max_abs_diff"] and max(run["max_abs_diff"].values()) <= 1e-4, (name, run["max_abs_diff"])
+            assert run["max_abs_diff"] and max(run["max_abs_diff"].values()) <= 1e-4, (name,
+                                                                                        run["max_abs_diff"])
         assert report["ops"]["missing"] == {}
         if text_inputs:
             assert f"serve_{signature}" in report["signatures"]
@@ -160,7 +165,8 @@ def test_refuses_vocab_mismatch_existing_version_and_bad_signature(preprocessor,
     config = tiny_config()
     config.vocab_size = len(WORDS) + 1
     model = BertClassifier(BertEncoder(config), 2)
-    with pytest.raises(ExportError, match=r"vocab\.txt has 23 tokens but the model's config.vocab_size is 24"):
+    with pytest.raises(ExportError,
+                       match=r"vocab\.txt has 23 tokens but the model's config.vocab_size is 24"):
         export_saved_model(model, tmp_path, preprocessor)
     model = BertSpanLabeler(BertEncoder(tiny_config()))
     with pytest.raises(ExportError, match="signature='text_pair'"):
@@ -195,7 +201,9 @@ def test_op_report_flags_ops_serving_lacks():
     report = servability.op_report({"TFText>Utf8Binarize", "MyCustomOp"}, core, {"TFText>Utf8Binarize"})
     assert "registered by tensorflow-text" in report["missing"]["TFText>Utf8Binarize"]
     assert "no library loaded here" in report["missing"]["MyCustomOp"]
-    report = servability.op_report({"QuantizedMatMulWithBiasAndDequantize", "_MklQuantizedMatMulWithBiasAndDequantize"},
-                                   {"QuantizedMatMulWithBiasAndDequantize", "_MklQuantizedMatMulWithBiasAndDequantize"},
+    report = servability.op_report({"QuantizedMatMulWithBiasAndDequantize",
+                                    "_MklQuantizedMatMulWithBiasAndDequantize"},
+                                   {"QuantizedMatMulWithBiasAndDequantize",
+                                    "_MklQuantizedMatMulWithBiasAndDequantize"},
                                    set())
     assert list(report["missing"]) == ["_MklQuantizedMatMulWithBiasAndDequantize"]

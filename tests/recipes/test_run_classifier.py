@@ -15,7 +15,8 @@ from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.recipes.conftest import run_recipe
 
 PAIRS = [
-    ("The company said profits rose sharply in the third quarter.", "Profits rose sharply in the third quarter, the company said."),
+    ("The company said profits rose sharply in the third quarter.",
+     "Profits rose sharply in the third quarter, the company said."),
     ("He arrived in Paris on Monday.", "The weather in Paris was cold."),
     ("Shares fell five percent after the report.", "After the report, shares dropped five percent."),
     ("The court rejected the appeal.", "The appeal was heard by a new judge."),
@@ -39,7 +40,8 @@ def _write_mrpc(directory):
 
 
 @pytest.mark.slow
-# Also with LoRA, accumulation and remat: the saved model (LoRA merged) then reproduces the LoRA model's metrics.
+# Also with LoRA, accumulation and remat: the saved model (LoRA merged) then reproduces the LoRA model's
+# metrics.
 @pytest.mark.parametrize("adaptation", [(), ("--lora_rank=2", "--gradient_accumulation_steps=3", "--remat")])
 def test_mrpc_train_eval_predict(tmp_path, tiny_model, adaptation):
     data_dir, out = str(tmp_path / "MRPC"), str(tmp_path / "out")

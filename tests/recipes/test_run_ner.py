@@ -29,8 +29,9 @@ def test_conll_train_eval_predict(tmp_path, tiny_model):
     train = _write_conll(tmp_path / "eng.train", SENTENCES * 4)
     dev = _write_conll(tmp_path / "eng.testa", SENTENCES)
     out = str(tmp_path / "out")
-    run_recipe("run_ner", f"--train_file={train}", f"--eval_file={dev}", f"--predict_file={dev}", "--do_predict",
-               f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4", "--pad_to_multiple_of=8",
+    run_recipe("run_ner", f"--train_file={train}", f"--eval_file={dev}", f"--predict_file={dev}",
+               "--do_predict", f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4",
+               "--pad_to_multiple_of=8",
                *tiny_model([" ".join(t for t, _ in s) for s in SENTENCES], max_seq_length=16))
     with open(os.path.join(out, "eval_results.json")) as f:
         results = json.load(f)
@@ -38,9 +39,11 @@ def test_conll_train_eval_predict(tmp_path, tiny_model):
         assert json.load(f)["labels"] == ["O", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
     with open(os.path.join(out, "eval_predictions.txt")) as f:
         blocks = [b.splitlines() for b in f.read().strip().split("\n\n")]
-    assert [[line.split()[:2] for line in block] for block in blocks] == [[list(p) for p in s] for s in SENTENCES]
+    assert ([[line.split()[:2] for line in block] for block in blocks]
+            == [[list(p) for p in s] for s in SENTENCES])
     # The reported scores are conlleval's on the written predictions.
-    scores = conlleval([[line.split()[1] for line in b] for b in blocks], [[line.split()[2] for line in b] for b in blocks])
+    scores = conlleval([[line.split()[1] for line in b] for b in blocks],
+                       [[line.split()[2] for line in b] for b in blocks])
     for name in ("precision", "recall", "f1", "accuracy"):
         assert results[name] == pytest.approx(scores[name])
     assert results["num_sentences"] == 3 and results["eval_loss"] > 0

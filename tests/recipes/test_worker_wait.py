@@ -23,8 +23,9 @@ def _start(tmp_path, name, wait_s):
     env.update(CUDA_VISIBLE_DEVICES="", TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker",
                                                                                            "index": 0}}))
     stderr = tmp_path / f"{name}.stderr"
-    process = subprocess.Popen([sys.executable, "recipes/pretrain.py", "--distribution_strategy=multi_worker_mirrored",
-                                f"--worker_wait_s={wait_s}", f"--model_dir={tmp_path / name}"], cwd=REPO, env=env,
+    process = subprocess.Popen([sys.executable, "recipes/pretrain.py",
+                                "--distribution_strategy=multi_worker_mirrored", f"--worker_wait_s={wait_s}",
+                                f"--model_dir={tmp_path / name}"], cwd=REPO, env=env,
                                stdout=subprocess.DEVNULL, stderr=open(stderr, "w"))  # noqa: SIM115
     return process, stderr, cluster["worker"][1]
 
@@ -40,7 +41,8 @@ def _wait_for_line(process, stderr, text, timeout=120):
 
 def test_a_missing_peer_is_named_waited_for_a_bounded_time_and_sigterm_ends_the_wait(tmp_path):
     bounded, bounded_err, peer = _start(tmp_path, "bounded", 3)
-    killed, killed_err, _ = _start(tmp_path, "killed", 600)  # both at once: one TensorFlow import of wall time
+    # both at once: one TensorFlow import of wall time
+    killed, killed_err, _ = _start(tmp_path, "killed", 600)
     try:
         _check(bounded, bounded_err, peer, killed, killed_err, tmp_path)
     finally:
@@ -55,8 +57,8 @@ def _check(bounded, bounded_err, peer, killed, killed_err, tmp_path):
     waited = time.monotonic() - waiting
     lines = [line for line in bounded_err.read_text().splitlines() if line.strip()]
     assert lines == [f"multi-worker: worker 0 waits for worker 1 ({peer}) to start (at most 3 s)",
-                     f"error: multi-worker: worker 1 ({peer}) did not start within 3 s; start every worker of "
-                     "TF_CONFIG, or wait longer (given as --distribution_strategy=multi_worker_mirrored, "
+                     f"error: multi-worker: worker 1 ({peer}) did not start within 3 s; start every worker "
+                     "of TF_CONFIG, or wait longer (given as --distribution_strategy=multi_worker_mirrored, "
                      "--worker_wait_s=3.0)"]
     assert 2.9 < waited < 15, waited
     assert not os.path.exists(tmp_path / "bounded")  # the run wrote nothing

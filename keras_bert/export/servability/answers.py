@@ -19,7 +19,8 @@ def _entities(where, texts, outputs):
     for row, text in enumerate(texts):
         decoded = text.decode("utf-8", "replace")
         for i in range(width):
-            span = tuple(outputs[k][row, i] for k in ("entity_text", "entity_type", "entity_start", "entity_end"))
+            span = tuple(outputs[k][row, i]
+                         for k in ("entity_text", "entity_type", "entity_start", "entity_end"))
             if i >= count[row]:
                 if span != (b"", b"", -1, -1):
                     raise ServabilityError(f"{where}: text {row} entity {i} is past entity_count "
@@ -36,8 +37,8 @@ def _spans(where, contexts, outputs):
         start, end = int(outputs["answer_start"][row]), int(outputs["answer_end"][row])
         answer = outputs["answer"][row].decode("utf-8", "replace")
         if text[start:end] != answer:
-            raise ServabilityError(f"{where}: answer {answer!r} of example {row} is not context[{start}:{end}] = "
-                                   f"{text[start:end]!r}")
+            raise ServabilityError(f"{where}: answer {answer!r} of example {row} is not "
+                                   f"context[{start}:{end}] = {text[start:end]!r}")
 
 
 def check_answers(where, inputs, outputs):
