@@ -1,6 +1,6 @@
 """Loads a SavedModel the way TF Serving does and runs it: exit status 0 only if it would serve.
 
-    python export/check_servable.py --export_dir=/models/bert_classifier/1 \
+    keras-bert check_servable --export_dir=/models/bert_classifier/1 \
         [--text="a sentence" --text="another"] [--text_b=...] [--signature=serving_default] \
         [--question="who?" --context="a paragraph"] \
         [--expected=expected.npz] [--serving_version=2.20]

@@ -108,7 +108,7 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     _put_first(root)
-    sys.argv = [f"{PROGRAM} {name}", *argv[2:]]
+    sys.argv = [PROGRAM, *argv[2:]]  # runpy sets argv[0] to the script's path, as `python -m recipes.X` has it
     runpy.run_module(f"{table[name][0]}.{name}", run_name="__main__", alter_sys=True)
     return 0
 

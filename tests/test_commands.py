@@ -45,6 +45,20 @@ def test_unknown_command(capsys):
     assert "run_classifier" in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("argv0, orig_argv, expected", [
+    ("-m", ["python", "-m", "keras_bert", "build_vocab"], True),
+    ("-m", ["python", "-X", "dev", "-mkeras_bert", "build_vocab"], True),
+    ("-m", ["python", "-m", "keras_bert.commands"], False),
+    ("-m", ["python", "-m", "pytest", "tests"], False),
+    ("/usr/bin/keras-bert", ["python", "/usr/bin/keras-bert", "build_vocab"], False),
+])
+def test_located_by_dash_m(argv0, orig_argv, expected, monkeypatch):
+    """keras_bert's __init__ quiets the logs only while `python -m keras_bert` locates the package."""
+    monkeypatch.setattr(sys, "argv", [argv0, "build_vocab"])
+    monkeypatch.setattr(sys, "orig_argv", orig_argv)
+    assert commands._located_by_dash_m() is expected
+
+
 def _venv_path(python, key):
     code = f"import sysconfig; print(sysconfig.get_paths()[{key!r}])"
     return subprocess.run([python, "-c", code], check=True, capture_output=True, text=True).stdout.strip()
