@@ -9,7 +9,8 @@ import sys
 
 def main():
     package_dir = importlib.util.find_spec("keras_bert").submodule_search_locations[0]
-    spec = importlib.util.spec_from_file_location("_keras_bert_commands", os.path.join(package_dir, "commands.py"))
+    path = os.path.join(package_dir, "commands.py")
+    spec = importlib.util.spec_from_file_location("_keras_bert_commands", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     sys.exit(module.main())

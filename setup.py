@@ -11,7 +11,8 @@ setup(
     "WordPiece, pre-training, fine-tuning recipes and TF Serving export.",
     # The scripts travel inside keras_bert (keras_bert/commands.py puts that folder on sys.path): no
     # top-level `recipes`/`export` package in site-packages.
-    packages=find_packages(include=["keras_bert", "keras_bert.*"]) + [f"keras_bert._scripts.{p}" for p in SCRIPTS],
+    packages=find_packages(include=["keras_bert", "keras_bert.*"])
+    + [f"keras_bert._scripts.{p}" for p in SCRIPTS],
     package_dir={f"keras_bert._scripts.{p}": p for p in SCRIPTS},
     py_modules=["keras_bert_commands"],
     entry_points={"console_scripts": ["keras-bert = keras_bert_commands:main"]},

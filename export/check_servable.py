@@ -63,7 +63,8 @@ def _load_servability():
     # Imported as the top-level `servability` package: importing keras_bert would import keras and
     # TensorFlow's Python side (see keras_bert/export/servability/worker.py).
     # find_spec locates keras_bert (a checkout's or an installed one) without running its __init__.
-    sys.path.insert(0, os.path.join(importlib.util.find_spec("keras_bert").submodule_search_locations[0], "export"))
+    package_dir = importlib.util.find_spec("keras_bert").submodule_search_locations[0]
+    sys.path.insert(0, os.path.join(package_dir, "export"))
     import servability
 
     return servability

@@ -1,4 +1,4 @@
-"""`keras-bert COMMAND [flags]` and `python -m keras_bert COMMAND [flags]`: the recipe and export scripts by name.
+"""`keras-bert COMMAND [flags]` (or `python -m keras_bert COMMAND`): the recipe and export scripts by name.
 
 A command is a script of `recipes/` or `export/` with a `__main__` block; it runs as `python -m recipes.X`
 does (same module names, same preamble, same exit status). `keras-bert` alone or `--help` lists them.
@@ -8,7 +8,7 @@ package_dir), so that no top-level `recipes`/`export` package lands in site-pack
 them beside `keras_bert/`. Either folder goes first on sys.path, so `from recipes import ...` resolves to the
 scripts of the keras_bert that runs.
 
-Standard library only, and `main` imports no keras_bert module: the listing stays instant and a command's
+Standard library only (no keras_bert import of its own): the listing stays instant and a command's
 preamble runs before TensorFlow loads (the console script loads this file without keras_bert's __init__).
 """
 
@@ -108,7 +108,7 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     _put_first(root)
-    sys.argv = [PROGRAM, *argv[2:]]  # runpy sets argv[0] to the script's path, as `python -m recipes.X` has it
+    sys.argv = [PROGRAM, *argv[2:]]  # runpy sets argv[0] to the script's path, as `python -m recipes.X` does
     runpy.run_module(f"{table[name][0]}.{name}", run_name="__main__", alter_sys=True)
     return 0
 
