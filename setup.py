@@ -2,12 +2,20 @@
 
 from setuptools import find_packages, setup
 
+SCRIPTS = ("recipes", "export")  # the absl-flag scripts, run as `keras-bert COMMAND`
+
 setup(
     name="keras_bert",
     version="0.1.0",
     description="BERT (Devlin et al., 2018) as Keras 3 layers and models, with tf-text "
     "WordPiece, pre-training, fine-tuning recipes and TF Serving export.",
-    packages=find_packages(include=["keras_bert", "keras_bert.*"]),
+    # The scripts travel inside keras_bert (keras_bert/commands.py puts that folder on sys.path): no
+    # top-level `recipes`/`export` package in site-packages.
+    packages=find_packages(include=["keras_bert", "keras_bert.*"])
+    + [f"keras_bert._scripts.{p}" for p in SCRIPTS],
+    package_dir={f"keras_bert._scripts.{p}": p for p in SCRIPTS},
+    py_modules=["keras_bert_commands"],
+    entry_points={"console_scripts": ["keras-bert = keras_bert_commands:main"]},
     python_requires=">=3.10",
     install_requires=[
         "tensorflow==2.21.*",

@@ -1,6 +1,6 @@
 """Loads a SavedModel the way TF Serving does and runs it: exit status 0 only if it would serve.
 
-    python export/check_servable.py --export_dir=/models/bert_classifier/1 \
+    keras-bert check_servable --export_dir=/models/bert_classifier/1 \
         [--text="a sentence" --text="another"] [--text_b=...] [--signature=serving_default] \
         [--question="who?" --context="a paragraph"] \
         [--expected=expected.npz] [--serving_version=2.20]
@@ -12,6 +12,7 @@ on the inputs of --expected, an .npz from `servability.save_check_arrays`, compa
 the signatures, every non-core op with the first TF Serving release that has it, and the outputs as JSON.
 """
 
+import importlib.util
 import json
 import os
 import sys
@@ -61,7 +62,9 @@ def rest_response(outputs, request_format):
 def _load_servability():
     # Imported as the top-level `servability` package: importing keras_bert would import keras and
     # TensorFlow's Python side (see keras_bert/export/servability/worker.py).
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "keras_bert", "export"))
+    # find_spec locates keras_bert (a checkout's or an installed one) without running its __init__.
+    package_dir = importlib.util.find_spec("keras_bert").submodule_search_locations[0]
+    sys.path.insert(0, os.path.join(package_dir, "export"))
     import servability
 
     return servability

@@ -1,7 +1,7 @@
 """Sends text to a running TF Serving model server and prints the answers, one text at a time.
 
-    python export/client.py --model=bert_classifier --text="a great movie" --text="a dull movie"
-    python export/client.py --model=bert_squad --question="Who built it?" --context="Steve built it." --protocol=grpc
+    keras-bert client --model=bert_classifier --text="a great movie" --text="a dull movie"
+    keras-bert client --model=bert_squad --question="Who built it?" --context="Steve built it." --protocol=grpc
 
 REST (port 8501) needs nothing beyond the standard library; gRPC (port 8500) needs `tensorflow-serving-api`.
 Entities, span answers, labels, the chosen ending and sentence embeddings print as one line each; other

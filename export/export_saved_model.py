@@ -1,6 +1,6 @@
 """Exports a keras_bert model as a raw-text SavedModel for TF Serving (or as a TF Hub encoder pair).
 
-    python -m export.export_saved_model --model_path=runs/classifier/model.keras \
+    keras-bert export_saved_model --model_path=runs/classifier/model.keras \
         --export_dir=/models/bert_classifier [--signature=text_pair] [--check]
 
 --model_path is a `.keras` file (any keras_bert model: encoder or task model) or a checkpoint directory in

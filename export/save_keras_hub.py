@@ -1,6 +1,6 @@
 """Writes a keras_bert model as a KerasHub preset directory, for `keras_hub.models.*.from_preset`.
 
-    python -m export.save_keras_hub --model_path=runs/classifier/model.keras --output_dir=presets/my_bert
+    keras-bert save_keras_hub --model_path=runs/classifier/model.keras --output_dir=presets/my_bert
 
 --model_path is a `.keras` file (any keras_bert model; a BertClassifier also becomes a BertTextClassifier
 task preset) or a checkpoint directory in any format `BertEncoder.from_pretrained` reads (its encoder, with

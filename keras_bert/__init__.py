@@ -4,9 +4,10 @@ Models take and return dicts with the TF Hub BERT names: `input_word_ids`, `inpu
 -> `sequence_output`, `pooled_output`, `encoder_outputs`.
 """
 
-# Imported for their registrations too: .keras files of fine-tuned models name our optimizer, schedule
-# and text layers, which must be registered before keras.models.load_model reads them.
-from keras_bert import text, training
+# `commands` first: under `python -m keras_bert COMMAND` it quiets the logs before TensorFlow loads.
+# text, training for their registrations too: .keras files of fine-tuned models name our optimizer,
+# schedule and text layers, which must be registered before keras.models.load_model reads them.
+from keras_bert import commands, text, training
 from keras_bert.checkpoints import (
     find_vocab_file,
     save_google_checkpoint,
@@ -33,6 +34,7 @@ __all__ = [
     "BertPretrainer",
     "BertSpanLabeler",
     "BertTokenClassifier",
+    "commands",
     "find_vocab_file",
     "load_encoder",
     "load_pretrained_model",

@@ -1,6 +1,6 @@
 """Learns a WordPiece vocab.txt from text files, split exactly as keras_bert's BertTokenizer splits words.
 
-    python recipes/build_vocab.py --input_files='corpus/*.txt' --output_file=vocab.txt \
+    keras-bert build_vocab --input_files='corpus/*.txt' --output_file=vocab.txt \
         --vocab_size=30522 --do_lower_case=true
 
 The vocab starts with [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4), then single characters (word-initial and

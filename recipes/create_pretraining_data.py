@@ -1,6 +1,6 @@
 """Builds pre-training TFRecords (NSP pairs + static masks) from a text corpus, the original's flags.
 
-    python -m recipes.create_pretraining_data --input_file='corpus/*.txt' --output_file=out/a.tfrecord,out/b.tfrecord \\
+    keras-bert create_pretraining_data --input_file='corpus/*.txt' --output_file=out/a.tfrecord,out/b.tfrecord \\
         --vocab_file=vocab.txt --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=10
 
 Corpus: UTF-8 text, one sentence per line, a blank line between documents. One process: every sentence is

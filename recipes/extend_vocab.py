@@ -1,6 +1,6 @@
 """Extends a checkpoint's WordPiece vocab with the pieces that shorten a domain's text most.
 
-    python -m recipes.extend_vocab --init_checkpoint=DIR --input_files='domain/*.txt' \\
+    keras-bert extend_vocab --init_checkpoint=DIR --input_files='domain/*.txt' \\
         --num_new_tokens=1000 --output_dir=OUT
 
 New tokens fill the vocab's [unusedK] slots first, then are appended; their word-embedding and MLM-bias

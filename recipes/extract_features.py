@@ -1,7 +1,7 @@
 """The paper's feature-based approach: per-token vectors of chosen encoder layers, as JSON lines like the
 original `extract_features.py`.
 
-    python -m recipes.extract_features --input_file=input.txt --output_file=features.jsonl \\
+    keras-bert extract_features --input_file=input.txt --output_file=features.jsonl \\
         --init_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt --layers=-1,-2,-3,-4 --max_seq_length=128
 
 Input: one example per line, `text` or `text_a ||| text_b`. Output: one JSON object per line,

@@ -1,6 +1,6 @@
 """Pre-trains BERT (masked LM + next-sentence prediction) with model.fit under a tf.distribute strategy.
 
-    python -m recipes.pretrain --input_files='data/pretrain-*.tfrecord' --vocab_file=vocab.txt \\
+    keras-bert pretrain --input_files='data/pretrain-*.tfrecord' --vocab_file=vocab.txt \\
         --preset=mini --train_batch_size=256 --num_train_steps=100000 --model_dir=runs/mini
 
 Input: TFRecords from recipes/create_pretraining_data.py, raw text files (one sentence per line, blank line

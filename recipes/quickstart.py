@@ -1,6 +1,6 @@
 """The main job end to end on the embedded default corpus, with no network and no user data.
 
-    python -m recipes.quickstart --run_dir=runs/quickstart
+    keras-bert quickstart --run_dir=runs/quickstart      (in a checkout: python -m recipes.quickstart ...)
 
 Runs the recipes a user would run, each as its own process with its own flags (so every command printed
 here can be copied and rerun):
@@ -53,9 +53,9 @@ DEMO_SENTENCES = (
 )
 
 
-def _run(step, module_or_script, args):
-    command = [sys.executable] + (["-m", module_or_script] if not module_or_script.endswith(".py")
-                                  else [module_or_script]) + args
+def _run(step, name, args):
+    # `python -m keras_bert NAME`: the same command in a source checkout and after `pip install`.
+    command = [sys.executable, "-m", "keras_bert", name, *args]
     print(f"\n=== {step}\n$ {shlex.join(command)}", flush=True)
     start = time.time()
     subprocess.run(command, check=True)
@@ -104,19 +104,19 @@ def main(argv):
     seconds = {}
 
     if not os.path.exists(vocab):
-        seconds["build_vocab"] = _run("1/5 learn a WordPiece vocab", "recipes.build_vocab", [
+        seconds["build_vocab"] = _run("1/5 learn a WordPiece vocab", "build_vocab", [
             f"--input_files={corpus}", f"--output_file={vocab}", f"--vocab_size={FLAGS.vocab_size}"])
-    seconds["pretrain"] = _run("2/5 pre-train (MLM + NSP)", "recipes.pretrain", [
+    seconds["pretrain"] = _run("2/5 pre-train (MLM + NSP)", "pretrain", [
         f"--input_files={corpus}", f"--vocab_file={vocab}", f"--preset={FLAGS.preset}",
         f"--max_seq_length={FLAGS.max_seq_length}", f"--train_batch_size={FLAGS.train_batch_size}",
         f"--num_train_steps={FLAGS.num_train_steps}", f"--num_warmup_steps={FLAGS.num_train_steps // 10}",
         "--learning_rate=1e-3", f"--save_checkpoints_steps={max(FLAGS.num_train_steps // 4, 1)}",
         "--log_steps=25", f"--dtype={FLAGS.dtype}", f"--model_dir={pretrain_dir}"])
-    seconds["run_classifier"] = _run("3/5 fine-tune a classifier", "recipes.run_classifier", [
+    seconds["run_classifier"] = _run("3/5 fine-tune a classifier", "run_classifier", [
         f"--init_checkpoint={os.path.join(pretrain_dir, 'pretrained')}", f"--output_dir={classifier_dir}",
         "--max_seq_length=64", "--num_train_epochs=5", "--learning_rate=5e-4",
         "--do_train", "--do_eval", "--do_predict", "--overwrite"])  # a rerun replaces its own classifier
-    seconds["export"] = _run("4/5 export for TF Serving (+ C++ loader check)", "export/export_saved_model.py", [
+    seconds["export"] = _run("4/5 export for TF Serving (+ C++ loader check)", "export_saved_model", [
         f"--model_path={os.path.join(classifier_dir, 'model.keras')}", f"--export_dir={export_dir}"])
 
     curve = _loss_curve(os.path.join(pretrain_dir, "logs"))

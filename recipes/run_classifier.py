@@ -1,9 +1,9 @@
 """Fine-tunes BERT for sentence (pair) classification or regression: GLUE, TFDS glue/*, or your CSV/TSV.
 
-    python -m recipes.run_classifier --task_name=MRPC --data_dir=glue_data/MRPC \\
+    keras-bert run_classifier --task_name=MRPC --data_dir=glue_data/MRPC \\
         --init_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt --output_dir=runs/mrpc
-    python -m recipes.run_classifier --tfds_name=glue/sst2 --tfds_data_dir=~/tensorflow_datasets ...
-    python -m recipes.run_classifier --task_name=custom --train_file=train.csv --eval_file=dev.csv \\
+    keras-bert run_classifier --tfds_name=glue/sst2 --tfds_data_dir=~/tensorflow_datasets ...
+    keras-bert run_classifier --task_name=custom --train_file=train.csv --eval_file=dev.csv \\
         --predict_file=test.csv --init_checkpoint=path/to/hf_model_dir ...
 
 Data, by the first of these given: --tfds_name; --task_name=<GLUE task> with --data_dir (the official TSV

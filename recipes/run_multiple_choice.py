@@ -1,7 +1,7 @@
 """Fine-tunes BERT for multiple choice on SWAG CSV files (the paper's setup: each ending is scored as the
 pair (sent1, sent2 + ending) from its pooled output; softmax over the 4 choices).
 
-    python -m recipes.run_multiple_choice --train_file=swagaf/data/train.csv --eval_file=swagaf/data/val.csv \\
+    keras-bert run_multiple_choice --train_file=swagaf/data/train.csv --eval_file=swagaf/data/val.csv \\
         --init_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt --output_dir=runs/swag
 
 Writes to --output_dir: eval_results.json (accuracy, eval_loss), eval_predictions.csv / predictions.csv

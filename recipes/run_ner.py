@@ -1,7 +1,7 @@
 """Fine-tunes BERT for named-entity recognition on CoNLL-2003 files (the paper's feature: a tag per word,
 predicted at the word's first WordPiece).
 
-    python -m recipes.run_ner --train_file=eng.train --eval_file=eng.testa --predict_file=eng.testb \\
+    keras-bert run_ner --train_file=eng.train --eval_file=eng.testa --predict_file=eng.testb \\
         --init_checkpoint=cased_L-12_H-768_A-12/bert_model.ckpt --nodo_lower_case --output_dir=runs/ner
 
 Files: `token ... tag` per line, blank lines between sentences, -DOCSTART- lines ignored; tags IOB1 or IOB2

@@ -1,9 +1,9 @@
 """Fine-tunes BERT for extractive question answering on SQuAD v1.1 / v2.0 JSON files.
 
-    python -m recipes.run_squad --train_file=train-v1.1.json --predict_file=dev-v1.1.json \\
+    keras-bert run_squad --train_file=train-v1.1.json --predict_file=dev-v1.1.json \\
         --init_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt --max_seq_length=384 --doc_stride=128 \\
         --output_dir=runs/squad
-    python -m recipes.run_squad --version_2_with_negative --null_score_diff_threshold=-1.0 ...
+    keras-bert run_squad --version_2_with_negative --null_score_diff_threshold=-1.0 ...
 
 Contexts longer than a window are split into windows `doc_stride` pieces apart; each answer is predicted in
 the window where its tokens have the most context, as the characters of the context its pieces came from
