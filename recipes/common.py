@@ -16,7 +16,7 @@ from absl import flags
 from keras_bert import compat
 from keras_bert.config import PRESETS, BertConfig
 from keras_bert.errors import UserInputError
-from keras_bert.training import distribute, optimization
+from keras_bert.training import distribute, optimization, tf_config
 from recipes import logs
 
 FLAGS = flags.FLAGS
@@ -104,7 +104,7 @@ def claim_output_dir(flag, input_flags=()):
                                  f"would replace it; choose another --{flag}")
     if os.path.exists(path) and not os.path.isdir(path):
         raise UserInputError(f"--{flag}={path} is a file, not a directory")
-    if not _is_chief_task(json.loads(os.environ.get("TF_CONFIG") or "{}")):
+    if not tf_config.writes_files(FLAGS.get_flag_value("distribution_strategy", None)):
         return os.makedirs(path, exist_ok=True)  # a multi-worker run: the chief claims it
     entries = sorted(e for e in os.listdir(path) if e != RUN_MARKER) if os.path.isdir(path) else []
     owner = _marker(path)
@@ -121,14 +121,6 @@ def claim_output_dir(flag, input_flags=()):
             f.write(recipe + "\n")
     if not entries and owner is None:
         logs.AFTER_MAIN.append(lambda succeeded: succeeded or _unclaim(path, created))
-
-
-def _is_chief_task(tf_config):
-    """Whether TF_CONFIG's task is the one that writes (as `distribute.is_chief`); True without TF_CONFIG."""
-    task = tf_config.get("task", {})
-    if "chief" in tf_config.get("cluster", {}):
-        return task.get("type") == "chief"
-    return int(task.get("index", 0)) == 0
 
 
 def _within(inner, outer):
