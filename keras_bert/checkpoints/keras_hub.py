@@ -27,6 +27,7 @@ import h5py
 import keras
 import numpy as np
 
+from keras_bert import compat
 from keras_bert.checkpoints.files import KERAS_HUB_TOKENIZER as TOKENIZER_FILE
 from keras_bert.checkpoints.files import KERAS_HUB_TOKENIZER_CLASS as TOKENIZER
 from keras_bert.checkpoints.files import KERAS_HUB_VOCAB as VOCAB_ASSET
@@ -339,7 +340,8 @@ def save_keras_hub(model, directory) -> str:
 
 def _write_classifier(tmp, model, backbone, tokenizer, preprocessor):
     head = model.get_layer("classifier")
-    kernel, bias = (keras.ops.convert_to_numpy(keras.ops.cast(v, "float32")) for v in (head.kernel, head.bias))
+    kernel, bias = (keras.ops.convert_to_numpy(keras.ops.cast(v, "float32"))
+                    for v in (compat.float_kernel(head), head.bias))
     _write_h5(os.path.join(tmp, TASK_WEIGHTS_FILE), {"layers/dense/vars/0": kernel, "layers/dense/vars/1": bias})
     packing = None
     if tokenizer is not None:
