@@ -11,45 +11,40 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert import (
-    BertClassifier,
-    BertConfig,
-    BertEncoder,
-    BertMultipleChoice,
-    BertPretrainer,
-    BertSpanLabeler,
-    BertTokenClassifier,
-    compat,
-    save_pretrained,
-)
+import keras_bert as kb
+from keras_bert import compat
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog"]
 SEQ = 8
 # class, from_pretrained arguments, the inputs' leading shape (multiple choice: [batch, choices])
 CASES = [
-    (BertEncoder, {}, (2,)),
-    (BertClassifier, {"labels": ["neg", "pos"]}, (2,)),
-    (BertSpanLabeler, {}, (2,)),
-    (BertTokenClassifier, {"num_classes": 3}, (2,)),
-    (BertMultipleChoice, {"num_choices": 2}, (2, 2)),
-    (BertPretrainer, {}, (2,)),
+    (kb.BertEncoder, {}, (2,)),
+    (kb.BertClassifier, {"labels": ["neg", "pos"]}, (2,)),
+    (kb.BertSpanLabeler, {}, (2,)),
+    (kb.BertTokenClassifier, {"num_classes": 3}, (2,)),
+    (kb.BertMultipleChoice, {"num_choices": 2}, (2, 2)),
+    (kb.BertPretrainer, {}, (2,)),
 ]
+
+
+def tiny_checkpoint(directory):
+    """A random 1-layer, 8-wide encoder saved in `directory` with its vocab.txt; returns its path."""
+    (directory / "vocab-src.txt").write_text("\n".join(WORDS) + "\n")
+    config = kb.BertConfig(vocab_size=len(WORDS), hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                           intermediate_size=16, max_position_embeddings=16)
+    return kb.save_pretrained(kb.BertEncoder(config), str(directory / "bert"), str(directory / "vocab-src.txt"))
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("ckpt")
-    (directory / "vocab-src.txt").write_text("\n".join(WORDS) + "\n")
-    config = BertConfig(vocab_size=len(WORDS), hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=16, max_position_embeddings=16)
-    return save_pretrained(BertEncoder(config), str(directory / "bert"), str(directory / "vocab-src.txt"))
+    return tiny_checkpoint(tmp_path_factory.mktemp("ckpt"))
 
 
 def token_inputs(model, leading):
     rng = np.random.default_rng(3)
     ids = rng.integers(5, len(WORDS), size=(*leading, SEQ)).astype("int32")
     inputs = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
-    if isinstance(model, BertPretrainer):
+    if isinstance(model, kb.BertPretrainer):
         inputs["masked_lm_positions"] = np.array([[1, 3], [2, 6]], "int32")
     return inputs
 
@@ -100,7 +95,7 @@ def test_keras_apis_on_every_model(checkpoint, tmp_path, cls, kwargs, leading):
     served = loaded.serve({k: tf.constant(v) for k, v in inputs.items()})
     assert_close([np.asarray(x) for x in keras.tree.flatten(served)], float_outputs, atol=1e-5)
 
-    if cls is not BertEncoder:  # the encoder has no loss: nothing to compile
+    if cls is not kb.BertEncoder:  # the encoder has no loss: nothing to compile
         model.compile()
     loaded, caught = save_and_load(model, str(tmp_path / "float.keras"))
     assert caught == [] and loaded.compiled == model.compiled
@@ -108,7 +103,7 @@ def test_keras_apis_on_every_model(checkpoint, tmp_path, cls, kwargs, leading):
 
     with frozen_heap():
         model.quantize("int8")
-    encoder = model if cls is BertEncoder else model.encoder
+    encoder = model if cls is kb.BertEncoder else model.encoder
     assert compat.dense_kernel_variable(encoder.transformer_layers[0].qkv).dtype == "int8"
     quantized_outputs = outputs(model, inputs)
     assert_close(quantized_outputs, float_outputs, atol=0.05)  # int8 weights and per-row int8 inputs
