@@ -44,6 +44,45 @@ def dense_kernel_variable(layer):
     return layer._kernel
 
 
+# Keras 3.15.x: keras/src/layers/core/embedding.py Embedding._embeddings (`embeddings` adds the LoRA update).
+def embeddings_variable(layer):
+    """The Embedding `layer`'s stored table variable (int8 once quantized; without its LoRA update)."""
+    return layer._embeddings
+
+
+# Keras 3.15.x: keras/src/layers/core/{dense,embedding}.py: int8 codes in `_kernel` / `_embeddings`, one scale
+# per output unit (Dense `kernel_scale`) or per row (Embedding `embeddings_scale`); the LoRA factors beside them.
+FLOAT_QUANTIZATION_MODES = (None, "float8")  # kernels stay float in these modes
+
+
+def float_kernel(layer):
+    """The Dense `layer`'s kernel as the float matrix it computes with: int8 codes divided by their scales,
+    the LoRA update added. Raises ValueError naming the layer for another quantization mode."""
+    return _dequantized(layer, layer._kernel if layer.quantization_mode == "int8" else None, "kernel",
+                        lambda codes: keras.ops.divide(codes, layer.kernel_scale))
+
+
+def float_embeddings(layer):
+    """The Embedding `layer`'s table as float [input_dim, output_dim], as `float_kernel`."""
+    return _dequantized(layer, layer._embeddings if layer.quantization_mode == "int8" else None, "embeddings",
+                        lambda codes: keras.ops.divide(codes, keras.ops.expand_dims(layer.embeddings_scale, -1)))
+
+
+def _dequantized(layer, codes, name, descale):
+    mode = layer.quantization_mode
+    if mode in FLOAT_QUANTIZATION_MODES:
+        return getattr(layer, name)  # float, the LoRA update added by Keras
+    if mode != "int8":
+        raise ValueError(f"layer {layer.path!r} is quantized as {mode!r}; only int8 weights can be written as "
+                         "float weights: quantize with 'int8', or write the model before quantizing it")
+    value = descale(keras.ops.cast(codes, "float32"))
+    if layer.lora_enabled:
+        a, b = (layer.lora_kernel_a, layer.lora_kernel_b) if name == "kernel" else (
+            layer.lora_embeddings_a, layer.lora_embeddings_b)
+        value = value + (layer.lora_alpha / layer.lora_rank) * keras.ops.matmul(a, b)
+    return value
+
+
 # Keras 3.15.x: keras/src/layers/layer.py Layer.quantized_call dispatches int8 layers to `self._int8_call`.
 def set_int8_call(layer, call):
     """Makes the int8-quantized `layer` compute `call(inputs, training=None)` instead of Dense's int8 call."""

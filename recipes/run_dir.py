@@ -1,7 +1,6 @@
 """A recipe's output directory: claimed through `keras_bert.outputs.claim` (inputs, lock), marked with the
 recipe that writes it, and left as it was when the run writes nothing there (failed, stopped or unused)."""
 
-import json
 import os
 import shutil
 
@@ -9,6 +8,7 @@ from absl import flags
 
 from keras_bert import outputs
 from keras_bert.errors import UserInputError
+from keras_bert.training import tf_config
 from recipes import logs
 
 FLAGS = flags.FLAGS
@@ -29,7 +29,7 @@ def claim_output_dir(flag, input_flags=(), check_only=False):
     path, recipe = FLAGS[flag].value, logs.recipe_name()
     label = f"--{flag}={path}"
     inputs = {f"--{name}={FLAGS[name].value}": FLAGS[name].value for name in input_flags}
-    if not _is_chief_task(json.loads(os.environ.get("TF_CONFIG") or "{}")):
+    if not tf_config.writes_files(FLAGS.get_flag_value("distribution_strategy", None)):
         return outputs.check_inputs(path, inputs, label, flag)
     held = outputs.claim(path, inputs, overwrite=True, kind="dir", label=label, flag=flag)
     try:
@@ -56,14 +56,6 @@ def claim_output_dir(flag, input_flags=(), check_only=False):
     fresh = not entries or stash is not None  # nothing of an earlier run left in it
     replaced = False if owner == recipe else owner  # the marker this claim replaced (None: it added one)
     logs.AFTER_MAIN.append(lambda succeeded: _finish(held, succeeded, fresh, replaced, stash))
-
-
-def _is_chief_task(tf_config):
-    """Whether TF_CONFIG's task is the one that writes (as `distribute.is_chief`); True without TF_CONFIG."""
-    task = tf_config.get("task", {})
-    if "chief" in tf_config.get("cluster", {}):
-        return task.get("type") == "chief"
-    return int(task.get("index", 0)) == 0
 
 
 def _marker(path):

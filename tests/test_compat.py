@@ -62,6 +62,29 @@ def test_dense_kernel_variable_is_the_stored_kernel_without_lora():
                        keras.ops.convert_to_numpy(stored) + layer.lora_alpha / layer.lora_rank)
 
 
+def test_float_kernel_and_embeddings_undo_int8_and_add_lora():
+    """Dense `_kernel` / Embedding `_embeddings` int8 codes with per-unit / per-row scales, LoRA factors beside."""
+    dense, embedding = keras.layers.Dense(4), keras.layers.Embedding(6, 4)
+    dense.build((None, 3))
+    embedding.build(None)
+    kernel, table = (keras.ops.convert_to_numpy(v) for v in (dense.kernel, embedding.embeddings))
+    dense.quantize("int8")
+    embedding.quantize("int8")
+    assert compat.dense_kernel_variable(dense).dtype == compat.embeddings_variable(embedding).dtype == "int8"
+    # abs-max int8: each value within half a step (max |column| / 127 / 2) of the float one
+    np.testing.assert_allclose(compat.float_kernel(dense), kernel, atol=np.abs(kernel).max() / 127)
+    np.testing.assert_allclose(compat.float_embeddings(embedding), table, atol=np.abs(table).max() / 127)
+    dense.enable_lora(2)
+    dense.lora_kernel_b.assign(np.ones((2, 4), "float32"))
+    update = keras.ops.convert_to_numpy(dense.lora_kernel_a) @ np.ones((2, 4), "float32")
+    np.testing.assert_allclose(compat.float_kernel(dense), kernel + update, atol=np.abs(kernel).max() / 127)
+    int4_dense = keras.layers.Dense(4)
+    int4_dense.build((None, 3))
+    int4_dense.quantize("int4")
+    with pytest.raises(ValueError, match="is quantized as 'int4'; only int8 weights"):
+        compat.float_kernel(int4_dense)
+
+
 def test_int8_call_is_replaced_and_restored():
     layer = keras.layers.Dense(2, use_bias=False)
     layer.build((None, 2))

@@ -27,7 +27,7 @@ import h5py
 import keras
 import numpy as np
 
-from keras_bert import outputs
+from keras_bert import compat, outputs
 from keras_bert.checkpoints.files import KERAS_HUB_VOCAB as VOCAB_ASSET
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
@@ -347,6 +347,7 @@ def save_keras_hub(model, directory, overwrite=False) -> str:
               for path, name, layout in variable_table(config.num_hidden_layers)}
     preprocessor = getattr(model, "preprocessor", None) or getattr(encoder, "preprocessor", None)
     kind = getattr(model, "task_kind", None)
+    head = _classifier_arrays(model) if kind == "classifier" else None  # read (and checked) before any write
     if kind not in ("encoder", "classifier"):
         logger.warning("save_keras_hub: the %s head of %s has no KerasHub BERT counterpart; writing the backbone",
                        kind, type(model).__name__)
@@ -367,15 +368,21 @@ def save_keras_hub(model, directory, overwrite=False) -> str:
         else:
             logger.info("save_keras_hub: %s has no preprocessor; the preset has no tokenizer", type(model).__name__)
         if kind == "classifier":
-            _write_classifier(tmp, model, backbone, tokenizer, preprocessor)
+            _write_classifier(tmp, model, head, backbone, tokenizer, preprocessor)
         _write_json(tmp, CONFIG_FILE, backbone)
     return directory
 
 
-def _write_classifier(tmp, model, backbone, tokenizer, preprocessor):
+def _classifier_arrays(model):
+    """The BertClassifier head's float kernel and bias under KerasHub's task weight names."""
     head = model.get_layer("classifier")
-    kernel, bias = (keras.ops.convert_to_numpy(keras.ops.cast(v, "float32")) for v in (head.kernel, head.bias))
-    _write_h5(os.path.join(tmp, TASK_WEIGHTS_FILE), {"layers/dense/vars/0": kernel, "layers/dense/vars/1": bias})
+    kernel, bias = (keras.ops.convert_to_numpy(keras.ops.cast(v, "float32"))
+                    for v in (compat.float_kernel(head), head.bias))
+    return {"layers/dense/vars/0": kernel, "layers/dense/vars/1": bias}
+
+
+def _write_classifier(tmp, model, head, backbone, tokenizer, preprocessor):
+    _write_h5(os.path.join(tmp, TASK_WEIGHTS_FILE), head)
     packing = None
     if tokenizer is not None:
         packing = _serialized(CLASSIFIER_PREPROCESSOR, "bert_text_classifier_preprocessor", {

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import keras
 import numpy as np
 
+from keras_bert import compat
 from keras_bert.errors import UserInputError
 
 logger = logging.getLogger("keras_bert")
@@ -54,6 +55,16 @@ class Slot:
     names: tuple[str, ...]
     variable: keras.Variable
     transpose: bool = False
+    # The Dense / Embedding layer whose kernel / table `variable` stores: read through it as float.
+    layer: keras.layers.Layer | None = None
+
+    def float_value(self):
+        """The value the model computes with, float32: LoRA merged, int8 dequantized (`compat`)."""
+        if isinstance(self.layer, keras.layers.Dense):
+            return compat.float_kernel(self.layer)
+        if isinstance(self.layer, keras.layers.Embedding):
+            return compat.float_embeddings(self.layer)
+        return self.variable.value
 
     def part_shape(self) -> tuple[int, ...]:
         shape = tuple(self.variable.shape)
@@ -62,7 +73,12 @@ class Slot:
 
 
 def _dense(prefix, layer):
-    return [Slot((f"{prefix}/kernel",), layer.kernel), Slot((f"{prefix}/bias",), layer.bias)]
+    return [Slot((f"{prefix}/kernel",), compat.dense_kernel_variable(layer), layer=layer),
+            Slot((f"{prefix}/bias",), layer.bias)]
+
+
+def _embedding(name, layer):
+    return Slot((name,), compat.embeddings_variable(layer), layer=layer)
 
 
 def _layer_norm(prefix, layer):
@@ -73,16 +89,16 @@ def encoder_slots(encoder) -> list[Slot]:
     """Every variable of a `BertEncoder`, in Google's order and naming."""
     emb = encoder.embeddings
     slots = [
-        Slot(("bert/embeddings/word_embeddings",), emb.word_embeddings.embeddings),
-        Slot(("bert/embeddings/token_type_embeddings",), emb.token_type_embeddings.embeddings),
-        Slot(("bert/embeddings/position_embeddings",), emb.position_embeddings.embeddings),
+        _embedding("bert/embeddings/word_embeddings", emb.word_embeddings),
+        _embedding("bert/embeddings/token_type_embeddings", emb.token_type_embeddings),
+        _embedding("bert/embeddings/position_embeddings", emb.position_embeddings),
         *_layer_norm("bert/embeddings/LayerNorm", emb.layer_norm),
     ]
     for i, block in enumerate(encoder.transformer_layers):
         prefix = f"bert/encoder/layer_{i}"
         qkv = [f"{prefix}/attention/self/{part}" for part in ("query", "key", "value")]
         slots += [
-            Slot(tuple(f"{name}/kernel" for name in qkv), block.qkv.kernel),
+            Slot(tuple(f"{name}/kernel" for name in qkv), compat.dense_kernel_variable(block.qkv), layer=block.qkv),
             Slot(tuple(f"{name}/bias" for name in qkv), block.qkv.bias),
             *_dense(f"{prefix}/attention/output/dense", block.attention_output),
             *_layer_norm(f"{prefix}/attention/output/LayerNorm", block.attention_layer_norm),
@@ -103,7 +119,8 @@ def head_slots(pretrainer) -> dict[str, list[Slot]]:
             Slot(("cls/predictions/output_bias",), mlm.output_bias),
         ],
         "next_sentence": [
-            Slot(("cls/seq_relationship/output_weights",), nsp.kernel, transpose=True),
+            Slot(("cls/seq_relationship/output_weights",), compat.dense_kernel_variable(nsp), transpose=True,
+                 layer=nsp),
             Slot(("cls/seq_relationship/output_bias",), nsp.bias),
         ],
     }
@@ -162,13 +179,14 @@ def assign_heads(pretrainer, weights: CheckpointWeights) -> tuple[set[str], list
 
 
 def collect_weights(encoder, pretrainer=None) -> dict[str, np.ndarray]:
-    """The model's weights as float32 numpy arrays under Google's names (heads too, given a pretrainer)."""
+    """The model's weights as float32 numpy arrays under Google's names (heads too, given a pretrainer):
+    the values it computes with (LoRA updates merged, int8 weights dequantized)."""
     slots = encoder_slots(encoder)
     if pretrainer is not None:
         slots += [slot for head in head_slots(pretrainer).values() for slot in head]
     arrays = {}
     for slot in slots:
-        value = keras.ops.convert_to_numpy(keras.ops.cast(slot.variable.value, "float32"))
+        value = keras.ops.convert_to_numpy(keras.ops.cast(slot.float_value(), "float32"))
         for name, part in zip(slot.names, np.split(value, len(slot.names), axis=-1), strict=True):
             arrays[name] = np.ascontiguousarray(part.T if slot.transpose else part)
     return arrays

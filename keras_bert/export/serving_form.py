@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert import compat, execution
+from keras_bert.models.float_form import float_model
 
 QUANTIZE_MODES = ("int8", "int8_matmul", "int8_weights")
 DTYPES = ("float32", "bfloat16")
@@ -51,7 +52,7 @@ def resolve_quantize(quantize):
 
 
 def serving_form(model, quantize=None, dtype="float32", calibration_inputs=None):
-    """`model` as it is exported: `model.merged_lora()` when it has LoRA adapters; rebuilt under Keras's
+    """`model` as it is exported: its `float_model` (LoRA merged, Keras int8 dequantized); rebuilt under Keras's
     `dtype` policy where its layers compute in another dtype (a model built with mixed_bfloat16 serves
     float32 unless `dtype="bfloat16"`); then, for a `quantize` form, with int8 Dense kernels. `model` itself
     is never changed (a copy is made where needed); with nothing to change, `model` itself.
@@ -65,7 +66,7 @@ def serving_form(model, quantize=None, dtype="float32", calibration_inputs=None)
         raise ValueError(f"calibration texts set the input ranges of quantize='int8_matmul'; got quantize="
                          f"{quantize!r}, which has no quantized inputs")
     quantize = resolve_quantize(quantize)  # "int8" resolved to "int8_weights" ignores the calibration
-    merged = model.merged_lora() if getattr(model, "lora_rank", None) is not None else model
+    merged = float_model(model)
     if dtype != "float32" or any(layer.compute_dtype != "float32" for layer in compat.sublayers(merged)):
         merged = _rebuilt(merged, dtype)
     if quantize is None:

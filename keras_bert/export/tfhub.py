@@ -24,7 +24,8 @@ import tensorflow as tf
 from keras_bert import compat
 from keras_bert.checkpoints import split_model
 from keras_bert.export.saved_model import check_compatible, encoder_of, publish_version
-from keras_bert.models.encoder import INPUT_NAMES
+from keras_bert.models.encoder import INPUT_NAMES, flat_outputs
+from keras_bert.models.float_form import float_model
 from keras_bert.models.serving import checked_inputs
 from keras_bert.text import vocab as vocab_lib
 
@@ -168,9 +169,7 @@ def _encoder_root(model, preprocessor, vocab_asset):
                 "encoder_outputs": [tf.cast(x, tf.float32) for x in out["encoder_outputs"]]}
 
     def flat(inputs):
-        named = outputs(inputs)
-        layers = named.pop("encoder_outputs")
-        return {**named, **{f"encoder_outputs_{i}": x for i, x in enumerate(layers)}}
+        return flat_outputs(outputs(inputs))
 
     root = compat.saved_model_root()
     root.vocab_file = vocab_asset
@@ -205,6 +204,7 @@ def export_tfhub(encoder_or_task, preprocessor, export_dir, version=None):
 
     Returns (preprocess_dir, encoder_dir), what `tf.saved_model.load` takes.
     """
+    encoder_or_task = float_model(encoder_or_task)  # LoRA merged, Keras int8 dequantized
     check_compatible(encoder_or_task, preprocessor)
     if not preprocessor.built:
         preprocessor(tf.constant([""]))  # built on first call, as export needs

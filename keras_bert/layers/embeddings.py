@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert import compat
 from keras_bert.layers.dropout import HashDropout
 from keras_bert.layers.initializers import truncated_normal
 
@@ -50,7 +51,7 @@ class BertEmbeddings(keras.layers.Layer):
 
     def call(self, input_word_ids, input_type_ids, training=None):
         seq_length = ops.shape(input_word_ids)[1]
-        positions = self.position_embeddings.embeddings[:seq_length]
+        positions = compat.float_embeddings(self.position_embeddings)[:seq_length]
         x = (self.word_embeddings(input_word_ids)
              + ops.expand_dims(ops.cast(positions, self.compute_dtype), 0)
              + self.token_type_embeddings(input_type_ids))

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert import compat
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.transformer import ACTIVATIONS
 
@@ -46,7 +47,7 @@ class MaskedLMHead(keras.layers.Layer):
             sequence_output, ops.expand_dims(ops.cast(masked_lm_positions, "int32"), -1), axis=1)
         x = self.layer_norm(self.transform(gathered))
         x = ops.cast(x, self.compute_dtype)
-        embeddings = ops.cast(self.embedding_layer.embeddings, self.compute_dtype)
+        embeddings = ops.cast(compat.float_embeddings(self.embedding_layer), self.compute_dtype)
         logits = ops.matmul(x, ops.transpose(embeddings))
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 

@@ -65,6 +65,12 @@ class GradientAccumulation:
                              f"{self.optimizer.gradient_accumulation_steps}); set only the model's, which is exact")
         self.gradient_accumulation_steps = steps
 
+    def get_compile_config(self):
+        config = super().get_compile_config()
+        if config and self.gradient_accumulation_steps > 1:
+            config["gradient_accumulation_steps"] = self.gradient_accumulation_steps
+        return config
+
     def _metrics_weighted(self, args, kwargs):
         """compile's arguments (by name) with `metrics` moved to `weighted_metrics`: Keras' unweighted
         metrics ignore sample weights, so they would count the padding rows that the 0/1 row weights drop."""

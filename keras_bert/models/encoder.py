@@ -19,12 +19,21 @@ from keras_bert.config import BertConfig
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.transformer import TransformerBlock, attention_bias
+from keras_bert.models.float_form import from_quantized_config, quantization_config
 from keras_bert.models.pretrained import resolve_pretrained
 from keras_bert.models.serving import INPUT_NAMES, Serving
 from keras_bert.models.text_task import TextTask
 
 # torch.nn.functional.normalize's floor on the norm, as sentence-transformers' Normalize module uses it.
 NORMALIZE_EPSILON = 1e-12
+
+
+def flat_outputs(outputs):
+    """The encoder's outputs with `encoder_outputs` (a list) as `encoder_outputs_<i>`, one per layer: what a
+    SavedModel signature can return (TF Hub's flat signature names them so)."""
+    outputs = dict(outputs)
+    layers = outputs.pop("encoder_outputs")
+    return {**outputs, **{f"encoder_outputs_{i}": x for i, x in enumerate(layers)}}
 
 
 def encoder_inputs(seq_length=None, prefix_shape=()):
@@ -118,6 +127,18 @@ class BertEncoder(Serving, TextTask, keras.Model):
         return super().call({name: inputs[name] for name in INPUT_NAMES}, training=training)
 
     # ----------------------------------------------------------------------------------- serving
+    def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None, **kwargs):
+        """`keras.Model.export`; a "tf_saved_model" endpoint `serve` answers with `flat_outputs` (a signature
+        cannot return the `encoder_outputs` list)."""
+        if format != "tf_saved_model" or kwargs:
+            return super().export(filepath, format=format, verbose=verbose, input_signature=input_signature,
+                                  **kwargs)
+        archive = keras.export.ExportArchive()
+        archive.track(self)
+        specs = input_signature or [{name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}]
+        archive.add_endpoint("serve", lambda inputs: flat_outputs(self(inputs, training=False)), specs)
+        archive.write_out(filepath, verbose=True if verbose is None else verbose)
+
     def named_outputs(self, inputs):
         out = self(inputs, training=False)
         return {"pooled_output": out["pooled_output"], "sequence_output": out["sequence_output"]}
@@ -149,11 +170,11 @@ class BertEncoder(Serving, TextTask, keras.Model):
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable,
-                **self._text_config()}
+                **self._text_config(), **quantization_config(self)}
 
     @classmethod
     def from_config(cls, config):
-        return cls(**cls._text_from_config(dict(config)))
+        return from_quantized_config(lambda config: cls(**cls._text_from_config(config)), config)
 
     @classmethod
     def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None):

@@ -13,10 +13,9 @@ alpha / rank`: no LoRA variables, the speed of the original. `model.save(...)` s
 
 import logging
 
-import keras
 import numpy as np
 
-from keras_bert import compat
+from keras_bert.models.float_form import float_model
 
 logger = logging.getLogger("keras_bert")
 
@@ -55,25 +54,10 @@ class LoraAdaptation:
 
     def merged_lora(self):
         """This model as its plain architecture (a new model, same config) with the LoRA updates added into
-        the kernels; `self` when LoRA is not enabled."""
+        the kernels (and int8 weights dequantized: `float_model`); `self` when LoRA is not enabled."""
         if self.lora_rank is None:
             return self
-        plain = type(self).from_config(self.get_config())
-        merged = {}
-        for block in self.encoder.transformer_layers:
-            for name in LORA_PROJECTIONS:
-                layer = getattr(block, name)
-                merged[compat.dense_kernel_variable(layer).path] = keras.ops.convert_to_numpy(layer.kernel)
-        source = {v.path: v for v in self.weights if "lora_kernel" not in v.path}
-        if len(source) != len(plain.weights):
-            raise ValueError(f"merging LoRA: {len(source)} weights in {self.name!r} but {len(plain.weights)} in "
-                             "its plain architecture")
-        for variable in plain.weights:
-            if variable.path not in source:
-                raise ValueError(f"merging LoRA: the plain architecture's weight {variable.path} is not in "
-                                 f"{self.name!r}")
-            variable.assign(merged.get(variable.path, source[variable.path]))
-        return plain
+        return float_model(self)
 
     def save(self, filepath, *args, **kwargs):
         """`keras.Model.save` of `merged_lora()`: the plain architecture, without LoRA variables."""

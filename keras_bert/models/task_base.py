@@ -6,6 +6,7 @@ import keras
 from keras_bert.execution import ChoosesExecution
 from keras_bert.models.accumulation import GradientAccumulation
 from keras_bert.models.encoder import load_pretrained
+from keras_bert.models.float_form import from_quantized_config, quantization_config
 from keras_bert.models.lora import LoraAdaptation
 from keras_bert.models.pretrained import head_args, load_head, resolve_pretrained
 from keras_bert.models.serving import Serving
@@ -35,13 +36,16 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
                   "trainable": self.trainable}
         config.update(self._task_config())
         config.update(self._text_config())
+        config.update(quantization_config(self))
         return config
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**cls._text_from_config(config))
+        def build(config):
+            config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+            return cls(**cls._text_from_config(config))
+
+        return from_quantized_config(build, config)
 
     @classmethod
     def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None, lora_rank=None, **kwargs):

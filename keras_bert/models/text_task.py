@@ -311,6 +311,28 @@ class TextTask:
         with and score eval_loss by (loss_weights None: one output, or equal weights)."""
         return None, None
 
+    def save(self, filepath, *args, **kwargs):
+        """`keras.Model.save`; a compiled model's optimizer is built first, so the file holds the variables
+        that `keras.saving.load_model`'s compile creates (else Keras skips loading them, with a warning)."""
+        optimizer = getattr(self, "optimizer", None)
+        if optimizer is not None and not optimizer.built:
+            optimizer.build(self.trainable_variables)
+        return super().save(filepath, *args, **kwargs)
+
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
+        """`keras.Model.quantize`; a compiled model is compiled again as it was (a fresh optimizer: the old
+        one's slots belonged to the float kernels), as `keras.saving.load_model` compiles its save."""
+        super().quantize(mode, config=config, filters=filters, **kwargs)
+        if getattr(self, "optimizer", None) is not None and self.optimizer.built:
+            self.compile_from_config(self.get_compile_config())
+
+    def compile_from_config(self, config):
+        """Compiles as the saved model was, through this class's `compile` (`keras.saving.load_model` calls
+        it with the saved `get_compile_config()`)."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
     def _default_metrics(self):
         return None
 

@@ -90,6 +90,7 @@ class BertPacker(keras.layers.Layer):
         if self.pad_to_multiple_of is not None and self.pad_to_multiple_of < 1:
             raise ValueError(f"BertPacker: pad_to_multiple_of={pad_to_multiple_of}; "
                              "expected a positive integer or None.")
+        self.built = True  # no weights: built as made, so Keras' whole-model calls (quantize) pass over it
 
     @classmethod
     def from_tokenizer(cls, tokenizer, seq_length, **kwargs):
@@ -206,6 +207,7 @@ class BertPreprocessor(keras.layers.Layer):
         self.pad_to_multiple_of = pad_to_multiple_of
         self.packer = BertPacker.from_tokenizer(tokenizer, self.seq_length,
                                                 pad_to_multiple_of=pad_to_multiple_of)
+        self.built = True  # no weights of its own; the tokenizer and packer are built as made
 
     def padding_to_longest(self, multiple):
         """A preprocessor of the same tokenizer (shared, not copied) and seq_length that pads each batch to
@@ -228,11 +230,6 @@ class BertPreprocessor(keras.layers.Layer):
                 raise ValueError(f"BertPreprocessor: expected 1 or 2 text segments, got {len(inputs)}.")
             return list(inputs)
         return [inputs]
-
-    def build(self, input_shape=None):
-        # No weights: the tokenizer and packer hold only constant tables, built in their constructors.
-        self.tokenizer.built = self.packer.built = True
-        self.built = True
 
     def call(self, inputs):
         segments = self._segments(inputs)

@@ -129,6 +129,7 @@ class BertTokenizer(keras.layers.Layer):
             support_detokenization=False,
         )
         self._is_suffix = tf.constant([token.startswith("##") for token in self._vocab])
+        self.built = True  # no weights: built as made, so Keras' whole-model calls (quantize) pass over it
         self._vocab_tensor = tf.constant(self._vocab)
 
     # ----------------------------------------------------------------------------------- properties

@@ -7,7 +7,6 @@ process alive).
 """
 
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -18,6 +17,7 @@ import time
 import tensorflow as tf
 
 from keras_bert.errors import UserInputError
+from keras_bert.training.tf_config import read_tf_config
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
@@ -38,14 +38,7 @@ def get_strategy(name="one_device", tpu_address=None, worker_wait_s=600):
     if name == "mirrored":
         return tf.distribute.MirroredStrategy()
     if name == "multi_worker_mirrored":
-        if "TF_CONFIG" not in os.environ:
-            raise ValueError("strategy 'multi_worker_mirrored' needs the TF_CONFIG environment "
-                             "variable (cluster 'worker' addresses and this process's 'task')")
-        try:
-            config = json.loads(os.environ["TF_CONFIG"])
-        except json.JSONDecodeError as e:
-            raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from None
-        return _start_multi_worker(config, worker_wait_s)
+        return _start_multi_worker(read_tf_config(), worker_wait_s)
     if name == "tpu":
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or "")
         tf.config.experimental_connect_to_cluster(resolver)
@@ -54,23 +47,19 @@ def get_strategy(name="one_device", tpu_address=None, worker_wait_s=600):
     raise ValueError(f"strategy name must be one of {STRATEGIES}, got {name!r}")
 
 
-def _start_multi_worker(config, wait_s):
-    """MultiWorkerMirroredStrategy() once every other worker of TF_CONFIG accepts connections, waiting at most
-    `wait_s` seconds (TensorFlow's own start would block in C++, holding the GIL, for ever); meanwhile this
-    worker's port takes connections too, so that its peers see it started, and SIGTERM / SIGINT end the
+def _start_multi_worker(task, wait_s):
+    """MultiWorkerMirroredStrategy() once every other worker of `task`'s cluster accepts connections, waiting
+    at most `wait_s` seconds (TensorFlow's own start would block in C++, holding the GIL, for ever); meanwhile
+    this worker's port takes connections too, so that its peers see it started, and SIGTERM / SIGINT end the
     process. They do from then on too: a worker blocked in a collective op ends at once."""
-    task = config.get("task", {})
-    me = (task.get("type", "worker"), int(task.get("index", 0)))
-    tasks = {(kind, index): address for kind, addresses in config.get("cluster", {}).items() if kind != "evaluator"
-             for index, address in enumerate(addresses)}
-    peers = {f"{kind} {index} ({address})": address for (kind, index), address in tasks.items() if (kind, index) != me}
-    print(f"multi-worker: {me[0]} {me[1]} waits for {', '.join(peers) or 'no other worker'} to start (at most "
-          f"{wait_s:g} s)", file=sys.stderr, flush=True)
+    peers = {f"{kind} {index} ({address})": address for (kind, index), address in task.peers().items()}
+    print(f"multi-worker: {task.type} {task.index} waits for {', '.join(peers) or 'no other worker'} to start "
+          f"(at most {wait_s:g} s)", file=sys.stderr, flush=True)
     in_main = threading.current_thread() is threading.main_thread()
     handlers = [(signum, signal.signal(signum, _end_at_once)) for signum in (signal.SIGTERM, signal.SIGINT)
                 if in_main]
     try:
-        with _listening(tasks.get(me)):
+        with _listening(task.address):
             deadline = time.monotonic() + wait_s
             while True:
                 peers = {name: address for name, address in peers.items() if not _accepts(address)}
@@ -98,7 +87,7 @@ def _listening(address):
     try:
         listener.bind(("", int(address.rsplit(":", 1)[1])))
         listener.listen(16)
-    except (OSError, AttributeError, ValueError):
+    except OSError:
         pass  # not a local port (or in use): the peers wait for TensorFlow's own server instead
     try:
         yield
