@@ -24,6 +24,7 @@ from keras_bert.checkpoints.google import (
 )
 from keras_bert.checkpoints.huggingface import (
     huggingface_config,
+    huggingface_text,
     is_huggingface_directory,
     read_huggingface,
     save_huggingface,
@@ -70,6 +71,7 @@ __all__ = [
     "find_vocab_file",
     "keras_file",
     "keras_zip",
+    "huggingface_text",
     "keras_hub_head",
     "keras_hub_text",
     "load_keras",

@@ -19,11 +19,13 @@ from safetensors.numpy import load_file, save_file
 from keras_bert.checkpoints.files import atomic_files, copy_vocab
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
+from keras_bert.text.unicode_rules import MAX_CHARS_PER_WORD
 from keras_bert.textfiles import read_json
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 TORCH_FILE = "pytorch_model.bin"
+FAST_TOKENIZER_FILE = "tokenizer.json"  # a `tokenizers` fast tokenizer, all transformers 5 writes beside the weights
 INDEX_SUFFIX = ".index.json"
 # In order of preference: safetensors before torch, one file before shards.
 WEIGHTS_FILES = (SAFETENSORS_FILE, SAFETENSORS_FILE + INDEX_SUFFIX, TORCH_FILE, TORCH_FILE + INDEX_SUFFIX)
@@ -134,6 +136,35 @@ def huggingface_key(name: str) -> tuple[str, bool]:
     hf_leaf = {"gamma": "weight", "beta": "bias", "kernel": "weight", "bias": "bias"}[leaf]
     key = re.sub(r"\blayer_(\d+)\b", r"layer.\1", module).replace("/", ".") + "." + hf_leaf
     return key, leaf == "kernel"
+
+
+# tokenizer.json settings that Google's BasicTokenizer + WordPiece (our BertTokenizer) reproduce exactly.
+_FAST_TOKENIZER = {("model", "type"): "WordPiece", ("model", "continuing_subword_prefix"): "##",
+                   ("model", "max_input_chars_per_word"): MAX_CHARS_PER_WORD,
+                   ("normalizer", "type"): "BertNormalizer", ("normalizer", "clean_text"): True,
+                   ("normalizer", "handle_chinese_chars"): True, ("pre_tokenizer", "type"): "BertPreTokenizer"}
+
+
+def huggingface_text(directory: str) -> dict | None:
+    """{"vocabulary" (tokens by id), "lower_case", "strip_accents" (None: as lower_case), "source"} of the
+    fast tokenizer `tokenizer.json` in the Hugging Face directory, or None when there is none. Raises
+    CheckpointError naming the file and key of a setting our BertTokenizer does not reproduce."""
+    source = os.path.join(directory, FAST_TOKENIZER_FILE)
+    if not os.path.isfile(source):
+        return None
+    values = read_json(source)
+    for (section, key), expected in _FAST_TOKENIZER.items():
+        found = (values.get(section) or {}).get(key) if isinstance(values, dict) else None
+        if found != expected:
+            raise CheckpointError(f"{source}: {section}.{key} is {found!r}; keras_bert reads only a BERT "
+                                  f"tokenizer with {section}.{key}={expected!r}")
+    vocab = values["model"].get("vocab")
+    if not isinstance(vocab, dict) or sorted(vocab.values()) != list(range(len(vocab))):
+        raise CheckpointError(f"{source}: model.vocab must map each token to a distinct id 0..n-1")
+    normalizer = values["normalizer"]
+    strip_accents = normalizer.get("strip_accents")
+    return {"vocabulary": sorted(vocab, key=vocab.get), "lower_case": bool(normalizer.get("lowercase")),
+            "strip_accents": None if strip_accents is None else bool(strip_accents), "source": source}
 
 
 def huggingface_config(directory: str) -> BertConfig:

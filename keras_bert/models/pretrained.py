@@ -17,6 +17,7 @@ from keras_bert.checkpoints import (
     detect_format,
     find_lower_case,
     find_vocab_file,
+    huggingface_text,
     keras_file,
     keras_hub_head,
     keras_hub_text,
@@ -85,6 +86,8 @@ def resolve_pretrained(path, seq_length=None, lower_case=None, vocab_file=None) 
     if fmt == "keras_hub":
         stated = keras_hub_text(path)  # None: a preset without tokenizer.json
         head = keras_hub_head(path)
+    elif fmt == "huggingface" and vocab_file is None and find_vocab_file(path) is None:
+        stated, head = huggingface_text(path), None  # None: neither vocab.txt nor tokenizer.json
     else:
         stated, head = None, None
     casing = checkpoint_lower_case(path, lower_case, stated)
@@ -129,7 +132,8 @@ def saved_labels(model_file, values):
 
 def checkpoint_lower_case(path, lower_case=None, keras_hub=None):
     """The casing of the checkpoint at `path`: what its files state (HF `tokenizer_config.json`
-    `do_lower_case`, or `keras_hub["lower_case"]`, a KerasHub preset's `keras_hub_text`), else `lower_case`,
+    `do_lower_case`, or `keras_hub["lower_case"]`: a KerasHub preset's `keras_hub_text` or a Hugging Face
+    `huggingface_text`, both read from a tokenizer.json), else `lower_case`,
     else True. Raises ValueError naming both values when `lower_case` contradicts the checkpoint's files."""
     stated = find_lower_case(path) if keras_hub is None else keras_hub["lower_case"]
     if stated is None:
@@ -141,21 +145,23 @@ def checkpoint_lower_case(path, lower_case=None, keras_hub=None):
     return stated
 
 
-def _vocab_preprocessor(path, config, seq_length, casing, vocab_file=None, keras_hub=None):
+def _vocab_preprocessor(path, config, seq_length, casing, vocab_file=None, stated=None):
     """A `BertPreprocessor` of `vocab_file` (default: the vocab beside `path`; a KerasHub preset's
-    assets/tokenizer/vocabulary.txt with its character rules and packed length), or None when there is
+    assets/tokenizer/vocabulary.txt with its character rules and packed length; a Hugging Face
+    tokenizer.json's vocabulary and accent rule, `stated` being `huggingface_text`), or None when there is
     none. The vocab's size is checked against `config` before a tokenizer is built."""
-    if keras_hub is not None:
-        vocab_file = vocab_file or keras_hub["vocab_file"]
-        if seq_length is None and keras_hub["seq_length"] is not None:
-            seq_length = check_seq_length(config, keras_hub["seq_length"], keras_hub["seq_length_source"])
-    vocab_file = vocab_file or find_vocab_file(path)
-    if vocab_file is None:
-        logger.info("%s: no vocab.txt beside the checkpoint; the model takes token ids only", path)
+    stated = stated or {}
+    vocab_file = vocab_file or stated.get("vocab_file") or find_vocab_file(path)
+    if seq_length is None and stated.get("seq_length") is not None:
+        seq_length = check_seq_length(config, stated["seq_length"], stated["seq_length_source"])
+    vocabulary = stated.get("vocabulary") if vocab_file is None else None
+    if vocab_file is None and vocabulary is None:
+        logger.info("%s: no vocab.txt or tokenizer.json beside the checkpoint; the model takes token ids only",
+                    path)
         return None
-    check_vocab_size(config, len(load_vocab(vocab_file)), vocab_file)
-    rules = {} if keras_hub is None else {"strip_accents": keras_hub["strip_accents"], "rules": keras_hub["rules"]}
-    return BertPreprocessor(BertTokenizer(vocab_file, lower_case=casing, **rules),
+    check_vocab_size(config, len(vocabulary or load_vocab(vocab_file)), vocab_file or stated["source"])
+    rules = {key: stated[key] for key in ("strip_accents", "rules") if key in stated}
+    return BertPreprocessor(BertTokenizer(vocab_file, lower_case=casing, vocabulary=vocabulary, **rules),
                             check_seq_length(config, seq_length))
 
 
