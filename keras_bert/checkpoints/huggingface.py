@@ -145,6 +145,7 @@ TASK_HEADS = {"BertForSequenceClassification": ("classifier", "classifier", "cla
               "BertForQuestionAnswering": ("span_labeler", "span_head", "qa_outputs")}
 _ARCHITECTURES = {kind: name for name, (kind, _, _) in TASK_HEADS.items()}
 _LABELLED = ("classifier", "token_classifier")
+_NO_POOLER = ("span_labeler", "token_classifier")  # transformers builds these BertFor* without a pooler
 
 
 def huggingface_head(directory: str) -> dict | None:
@@ -257,6 +258,8 @@ def save_huggingface(model, path: str, vocab_file: str | None = None) -> str:
     head_tensors, head_config = _head_tensors(model, kind) if kind in _ARCHITECTURES else ({}, {})
     tensors = {}
     for name, array in collect_weights(encoder, pretrainer).items():
+        if kind in _NO_POOLER and name.startswith("bert/pooler/"):
+            continue
         key, transpose = huggingface_key(name)
         if model is not encoder and not key.startswith("cls."):
             key = "bert." + key

@@ -43,12 +43,12 @@ def minilm(tmp_path_factory):
 
 def _task_dir(minilm, name, architecture, **config):
     """A transformers `architecture` (e.g. BertForSequenceClassification) on the MiniLM encoder weights with a
-    seeded random head (std 0.5: logits that tell the texts apart), saved with the tokenizer; (dir, model)."""
+    seeded random head (std 0.1: logits that tell the texts apart), saved with the tokenizer; (dir, model)."""
     torch.manual_seed(0)
     model = getattr(transformers, architecture)(transformers.BertConfig.from_pretrained(MINILM, **config)).eval()
     model.bert.load_state_dict(minilm["model"].state_dict(), strict=False)
     for parameter in [p for n, p in model.named_parameters() if not n.startswith("bert.")]:
-        torch.nn.init.normal_(parameter, std=0.5)
+        torch.nn.init.normal_(parameter, std=0.1)
     directory = minilm["root"] / name
     tokenizer = transformers.AutoTokenizer.from_pretrained(minilm["uncased"])
     return _transformers_dir(directory, model, tokenizer), model
@@ -128,3 +128,57 @@ def test_sequence_classification_both_ways(minilm, tmp_path, problem):
         assert len(set(served)) > 1  # the head tells the texts apart, so agreement is not by chance
         found = transformers.pipeline("text-classification", model=written)(MIXED)
         assert [item["label"] for item in found] == served
+
+
+def _transformers_answer(model, directory, question, context, max_answer_len):
+    """The answer text transformers' question-answering pipeline gave (it is gone from transformers 5): the
+    context span of the best start + end logit (start <= end, both in the context, at most
+    `max_answer_len` pieces), cut from `context` at AutoTokenizer's character offsets."""
+    tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
+    batch = tokenizer(question, context, return_offsets_mapping=True, return_tensors="pt")
+    offsets = batch.pop("offset_mapping")[0].tolist()
+    with torch.no_grad():
+        out = model(**batch)
+    in_context = np.array([segment == 1 for segment in batch.sequence_ids(0)])
+    start, end = (np.where(in_context, logits[0].numpy(), -np.inf) for logits in (out.start_logits, out.end_logits))
+    scores = start[:, None] + end[None, :]
+    allowed = np.triu(np.ones_like(scores, bool)) & ~np.triu(np.ones_like(scores, bool), max_answer_len)
+    first, last = np.unravel_index(np.argmax(np.where(allowed, scores, -np.inf)), scores.shape)
+    return context[offsets[first][0]:offsets[last][1]]
+
+
+QUESTIONS = ["Where did the committee meet?", "Who wrote the report?"]
+CONTEXTS = ["The committee met in Geneva on Tuesday and agreed on a new budget for the coming year.",
+            "Maria Keller wrote the annual report while the board reviewed its findings in March."]
+
+
+def test_question_answering_both_ways(minilm, tmp_path):
+    from keras_bert import BertSpanLabeler
+
+    directory, reference = _task_dir(minilm, "qa", "BertForQuestionAnswering")
+    expected = _torch_logits(reference, QUESTIONS, CONTEXTS, directory=directory)
+    mask = transformers.AutoTokenizer.from_pretrained(directory)(
+        QUESTIONS, CONTEXTS, padding="max_length", max_length=SEQ)["attention_mask"]
+    real = np.asarray(mask, bool)  # ours gives padding -1e4 so that it is never an answer
+    ours = BertSpanLabeler.from_pretrained(directory, seq_length=SEQ)
+    out = ours.predict((QUESTIONS, CONTEXTS), verbose=0)
+    diff = max(_max_diff(out[f"{name}_logits"][real], getattr(expected, f"{name}_logits").numpy()[real])
+               for name in ("start", "end"))
+    print(f"BertForQuestionAnswering -> BertSpanLabeler: max abs diff {diff:.2e}")
+    assert diff <= TOL
+    written = save_huggingface(ours, str(tmp_path / "ours"))
+    again = transformers.AutoModelForQuestionAnswering.from_pretrained(written).eval()
+    back = _torch_logits(again, QUESTIONS, CONTEXTS, directory=written)
+    diff = max(_max_diff(getattr(back, f"{name}_logits"), getattr(expected, f"{name}_logits"))
+               for name in ("start", "end"))
+    print(f"BertSpanLabeler -> BertForQuestionAnswering: max abs diff {diff:.2e}")
+    assert diff <= TOL
+    from keras_bert.data.squad_answers import AnswerRules
+
+    rules = AnswerRules(doc_stride=16, max_query_length=16, max_answer_length=30)  # one window of SEQ each
+    served = ours.serve({"question": QUESTIONS, "context": CONTEXTS}, answer_rules=rules)["answer"]
+    served = [answer.decode() for answer in served]
+    found = [_transformers_answer(again, written, q, c, max_answer_len=30)
+             for q, c in zip(QUESTIONS, CONTEXTS, strict=True)]
+    print(f"served {served}, transformers {found}")
+    assert all(served) and found == served
