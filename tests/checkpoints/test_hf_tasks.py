@@ -1,6 +1,7 @@
 """Hugging Face directories as transformers writes them (tokenizer.json, no vocab.txt) and its BertFor* task
 checkpoints, read and written, against transformers on the real MiniLM encoder weights."""
 
+import logging
 import os
 import shutil
 
@@ -182,3 +183,64 @@ def test_question_answering_both_ways(minilm, tmp_path):
              for q, c in zip(QUESTIONS, CONTEXTS, strict=True)]
     print(f"served {served}, transformers {found}")
     assert all(served) and found == served
+
+
+def test_token_classification_and_multiple_choice_both_ways(minilm, tmp_path):
+    from keras_bert import BertMultipleChoice, BertTokenClassifier
+
+    tags = dict(id2label={0: "O", 1: "B-LOC", 2: "I-LOC"}, label2id={"O": 0, "B-LOC": 1, "I-LOC": 2})
+    directory, reference = _task_dir(minilm, "ner", "BertForTokenClassification", **tags)
+    expected = _torch_logits(reference, MIXED, directory=directory).logits.numpy()
+    ours = BertTokenClassifier.from_pretrained(directory, seq_length=SEQ)
+    assert ours.labels == ["O", "B-LOC", "I-LOC"]
+    diff = _max_diff(ours.predict(MIXED, verbose=0), expected)
+    print(f"BertForTokenClassification -> BertTokenClassifier: max abs diff {diff:.2e}")
+    assert diff <= TOL
+    again = transformers.AutoModelForTokenClassification.from_pretrained(save_huggingface(ours, str(tmp_path / "n")))
+    assert again.config.id2label == {0: "O", 1: "B-LOC", 2: "I-LOC"}
+    diff = _max_diff(_torch_logits(again.eval(), MIXED, directory=directory).logits, expected)
+    print(f"BertTokenClassifier -> BertForTokenClassification: max abs diff {diff:.2e}")
+    assert diff <= TOL
+
+    contexts, endings = QUESTIONS, [["in Geneva.", "on the moon."], ["Maria Keller did.", "Nobody at all."]]
+    directory, reference = _task_dir(minilm, "swag", "BertForMultipleChoice")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
+    flat = tokenizer([c for c in contexts for _ in range(2)], [e for pair in endings for e in pair],
+                     padding="max_length", max_length=SEQ, return_tensors="pt")
+    with torch.no_grad():
+        expected = reference(**{k: v.reshape(2, 2, SEQ) for k, v in flat.items()}).logits.numpy()
+    ours = BertMultipleChoice.from_pretrained(directory, num_choices=2, seq_length=SEQ)
+    diff = _max_diff(ours.predict((contexts, endings), verbose=0), expected)
+    print(f"BertForMultipleChoice -> BertMultipleChoice: max abs diff {diff:.2e}")
+    assert diff <= TOL
+    again = transformers.AutoModelForMultipleChoice.from_pretrained(save_huggingface(ours, str(tmp_path / "m")))
+    with torch.no_grad():
+        back = again.eval()(**{k: v.reshape(2, 2, SEQ) for k, v in flat.items()}).logits
+    diff = _max_diff(back, expected)
+    print(f"BertMultipleChoice -> BertForMultipleChoice: max abs diff {diff:.2e}")
+    assert diff <= TOL
+
+
+@pytest.mark.parametrize("architecture", ["BertForPreTraining", "BertForMaskedLM", "BertForNextSentencePrediction"])
+def test_pretraining_heads_load(minilm, architecture, caplog):
+    from keras_bert import BertPretrainer
+
+    directory, reference = _task_dir(minilm, architecture, architecture)
+    expected = _torch_logits(reference, [PAIR[0]], [PAIR[1]], directory=directory)
+    with caplog.at_level(logging.WARNING, logger="keras_bert"):
+        ours = BertPretrainer.from_pretrained(directory, seq_length=SEQ)
+    missing = {"BertForMaskedLM": "next_sentence", "BertForNextSentencePrediction": "masked_lm"}.get(architecture)
+    assert (f"no {missing} head in the checkpoint; initialised randomly" in caplog.text) is (missing is not None)
+    out = ours.predict((np.array(PAIR[:1]), np.array(PAIR[1:])), verbose=0)
+    real = transformers.AutoTokenizer.from_pretrained(directory)(
+        *PAIR, padding="max_length", max_length=SEQ)["attention_mask"]
+    real = np.asarray(real, bool)
+    diffs = {}
+    if architecture != "BertForNextSentencePrediction":
+        mlm = getattr(expected, "prediction_logits", getattr(expected, "logits", None)).numpy()
+        diffs["masked_lm"] = _max_diff(out["masked_lm_logits"][0][real], mlm[0][real])
+    if architecture != "BertForMaskedLM":
+        nsp = getattr(expected, "seq_relationship_logits", getattr(expected, "logits", None)).numpy()
+        diffs["next_sentence"] = _max_diff(out["next_sentence_logits"], nsp)
+    print(f"{architecture} -> BertPretrainer: max abs diff {diffs}")
+    assert diffs and max(diffs.values()) <= TOL
