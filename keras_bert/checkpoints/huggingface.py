@@ -15,6 +15,7 @@ import re
 
 import keras
 import numpy as np
+from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
 from keras_bert.checkpoints.files import atomic_files, copy_vocab
@@ -65,6 +66,11 @@ def _shards(path: str) -> dict[str, list[str] | None]:
     return shards
 
 
+def _unreadable(path, kind, error):
+    return CheckpointError(f"{path}: cannot read the {kind} file ({type(error).__name__}: {error}); is it "
+                           f"truncated or still being written?")
+
+
 def _load_file(path: str) -> dict[str, np.ndarray]:
     """The tensors of one weight file; a file that cannot be read (truncated, not safetensors/torch)
     raises CheckpointError naming it."""
@@ -72,8 +78,7 @@ def _load_file(path: str) -> dict[str, np.ndarray]:
         try:
             return load_file(path)
         except Exception as e:  # safetensors raises its own SafetensorError, or OSError
-            raise CheckpointError(f"{path}: cannot read the safetensors file ({type(e).__name__}: {e}); is it "
-                                  f"truncated or still being written?") from None
+            raise _unreadable(path, "safetensors", e) from None
     try:
         import torch
     except ImportError:
@@ -82,8 +87,7 @@ def _load_file(path: str) -> dict[str, np.ndarray]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises RuntimeError, EOFError or pickle errors by how the file is broken
-        raise CheckpointError(f"{path}: cannot read the torch file ({type(e).__name__}: {e}); is it "
-                              f"truncated or still being written?") from None
+        raise _unreadable(path, "torch", e) from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{path}: expected a state dict (tensor name -> tensor), got {type(state).__name__}")
     return {key: value.float().numpy() if value.is_floating_point() else value.numpy()
@@ -101,6 +105,23 @@ def _load_state_dict(path: str) -> dict[str, np.ndarray]:
                                   f"{os.path.basename(shard)}: {', '.join(absent[:6])}")
         state.update(tensors)
     return state
+
+
+def _load_tensors(path: str, keys: list[str]) -> dict[str, np.ndarray]:
+    """The tensors named `keys` (those present) of the weight or index file `path`; from safetensors only
+    these are read, a torch file is read whole."""
+    found = {}
+    for shard, names in _shards(path).items():
+        if not shard.endswith(".safetensors"):
+            return {key: value for key, value in _load_state_dict(path).items() if key in keys}
+        if names is not None and not set(names) & set(keys):
+            continue
+        try:
+            with safe_open(shard, framework="np") as f:
+                found.update({key: f.get_tensor(key) for key in keys if key in f.keys()})
+        except Exception as e:  # safetensors raises its own SafetensorError, or OSError
+            raise _unreadable(shard, "safetensors", e) from None
+    return found
 
 
 def google_name(key: str) -> tuple[str, bool] | None:
@@ -161,7 +182,7 @@ def huggingface_head(directory: str) -> dict | None:
         return None
     kind, layer, prefix = TASK_HEADS[architecture]
     path = weights_file(directory)
-    state = _load_state_dict(path)
+    state = _load_tensors(path, [f"{prefix}.weight", f"{prefix}.bias"])
     if f"{prefix}.weight" not in state or f"{prefix}.bias" not in state:
         raise CheckpointError(f"{path}: no {prefix}.weight / {prefix}.bias, the head of the {architecture} "
                               f"that {config_file} names in architectures")

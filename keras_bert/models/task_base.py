@@ -50,8 +50,9 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
         Args:
             path: a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset or our own save
                 (`.keras` or directory); a `.keras` of this same class loads as it is (head and labels
-                included); a KerasHub BertTextClassifier's head is taken when its class count is asked for
-                (or none is: `labels=` / `num_classes=` of another count start a fresh head, with a warning).
+                included); the head of a KerasHub BertTextClassifier or of a Hugging Face BertFor* of this
+                task (with its id2label names) is taken when its class count is asked for (or none is:
+                `labels=` / `num_classes=` of another count start a fresh head, with a warning).
             seq_length: packed length of the preprocessor (default: a saved model's own, else
                 min(128, max_position_embeddings)).
             lower_case: casing when the checkpoint does not state it (a saved tokenizer, HF

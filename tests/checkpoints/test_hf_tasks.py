@@ -244,3 +244,15 @@ def test_pretraining_heads_load(minilm, architecture, caplog):
         diffs["next_sentence"] = _max_diff(out["next_sentence_logits"], nsp)
     print(f"{architecture} -> BertPretrainer: max abs diff {diffs}")
     assert diffs and max(diffs.values()) <= TOL
+
+
+def test_an_id2label_that_does_not_fit_the_head_is_named(minilm, tmp_path):
+    import json
+
+    directory, _ = _task_dir(minilm, "seq_bad", "BertForSequenceClassification", num_labels=3)
+    config = json.loads((minilm["root"] / "seq_bad" / "config.json").read_text())
+    config["id2label"] = {"0": "neg", "1": "pos"}
+    (minilm["root"] / "seq_bad" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"seq_bad/config.json: id2label \{'0': 'neg', '1': 'pos'\} does not "
+                                         r"name the 3 classes of the head"):
+        BertClassifier.from_pretrained(directory)
