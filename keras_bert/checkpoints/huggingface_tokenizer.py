@@ -35,7 +35,8 @@ def huggingface_text(directory: str) -> dict | None:
         return None
     values = read_json(source)
     for (section, key), expected in _FAST_TOKENIZER.items():
-        found = (values.get(section) or {}).get(key) if isinstance(values, dict) else None
+        part = values.get(section) if isinstance(values, dict) else None
+        found = part.get(key) if isinstance(part, dict) else None
         if found != expected:
             raise CheckpointError(f"{source}: {section}.{key} is {found!r}; keras_bert reads only a BERT "
                                   f"tokenizer with {section}.{key}={expected!r}")
