@@ -24,10 +24,12 @@ from keras_bert.checkpoints.google import (
 )
 from keras_bert.checkpoints.huggingface import (
     huggingface_config,
+    huggingface_head,
     is_huggingface_directory,
     read_huggingface,
     save_huggingface,
 )
+from keras_bert.checkpoints.huggingface_tokenizer import huggingface_text
 from keras_bert.checkpoints.keras_hub import (
     BACKBONE,
     is_keras_hub_directory,
@@ -70,6 +72,8 @@ __all__ = [
     "find_vocab_file",
     "keras_file",
     "keras_zip",
+    "huggingface_head",
+    "huggingface_text",
     "keras_hub_head",
     "keras_hub_text",
     "load_keras",

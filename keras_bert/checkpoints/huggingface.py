@@ -13,11 +13,14 @@ import json
 import os
 import re
 
+import keras
 import numpy as np
+from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
-from keras_bert import outputs
+from keras_bert import compat, outputs
 from keras_bert.checkpoints.files import copy_vocab
+from keras_bert.checkpoints.huggingface_tokenizer import write_tokenizer_files
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
 from keras_bert.textfiles import read_json
@@ -64,6 +67,11 @@ def _shards(path: str) -> dict[str, list[str] | None]:
     return shards
 
 
+def _unreadable(path, kind, error):
+    return CheckpointError(f"{path}: cannot read the {kind} file ({type(error).__name__}: {error}); is it "
+                           f"truncated or still being written?")
+
+
 def _load_file(path: str) -> dict[str, np.ndarray]:
     """The tensors of one weight file; a file that cannot be read (truncated, not safetensors/torch)
     raises CheckpointError naming it."""
@@ -71,8 +79,7 @@ def _load_file(path: str) -> dict[str, np.ndarray]:
         try:
             return load_file(path)
         except Exception as e:  # safetensors raises its own SafetensorError, or OSError
-            raise CheckpointError(f"{path}: cannot read the safetensors file ({type(e).__name__}: {e}); is it "
-                                  f"truncated or still being written?") from None
+            raise _unreadable(path, "safetensors", e) from None
     try:
         import torch
     except ImportError:
@@ -81,8 +88,7 @@ def _load_file(path: str) -> dict[str, np.ndarray]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises RuntimeError, EOFError or pickle errors by how the file is broken
-        raise CheckpointError(f"{path}: cannot read the torch file ({type(e).__name__}: {e}); is it "
-                              f"truncated or still being written?") from None
+        raise _unreadable(path, "torch", e) from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{path}: expected a state dict (tensor name -> tensor), got {type(state).__name__}")
     return {key: value.float().numpy() if value.is_floating_point() else value.numpy()
@@ -100,6 +106,23 @@ def _load_state_dict(path: str) -> dict[str, np.ndarray]:
                                   f"{os.path.basename(shard)}: {', '.join(absent[:6])}")
         state.update(tensors)
     return state
+
+
+def _load_tensors(path: str, keys: list[str]) -> dict[str, np.ndarray]:
+    """The tensors named `keys` (those present) of the weight or index file `path`; from safetensors only
+    these are read, a torch file is read whole."""
+    found = {}
+    for shard, names in _shards(path).items():
+        if not shard.endswith(".safetensors"):
+            return {key: value for key, value in _load_state_dict(path).items() if key in keys}
+        if names is not None and not set(names) & set(keys):
+            continue
+        try:
+            with safe_open(shard, framework="np") as f:
+                found.update({key: f.get_tensor(key) for key in keys if key in f.keys()})
+        except Exception as e:  # safetensors raises its own SafetensorError, or OSError
+            raise _unreadable(shard, "safetensors", e) from None
+    return found
 
 
 def google_name(key: str) -> tuple[str, bool] | None:
@@ -135,6 +158,73 @@ def huggingface_key(name: str) -> tuple[str, bool]:
     hf_leaf = {"gamma": "weight", "beta": "bias", "kernel": "weight", "bias": "bias"}[leaf]
     key = re.sub(r"\blayer_(\d+)\b", r"layer.\1", module).replace("/", ".") + "." + hf_leaf
     return key, leaf == "kernel"
+
+
+# BertFor* architecture -> (our task_kind, our head layer, the state-dict prefix of its dense layer).
+TASK_HEADS = {"BertForSequenceClassification": ("classifier", "classifier", "classifier"),
+              "BertForTokenClassification": ("token_classifier", "token_classifier", "classifier"),
+              "BertForMultipleChoice": ("multiple_choice", "choice_score", "classifier"),
+              "BertForQuestionAnswering": ("span_labeler", "span_head", "qa_outputs")}
+_ARCHITECTURES = {kind: name for name, (kind, _, _) in TASK_HEADS.items()}
+_LABELLED = ("classifier", "token_classifier")
+_NO_POOLER = ("span_labeler", "token_classifier")  # transformers builds these BertFor* without a pooler
+
+
+def huggingface_head(directory: str) -> dict | None:
+    """{"task_kind", "layer" (our head layer's name), "kernel" [hidden, n], "bias" [n], "dropout" (None: the
+    encoder's), and for (token) classification "num_classes" and "labels" (id2label's names; None for
+    regression: problem_type "regression" or one label)} of the BertFor* task checkpoint in `directory`
+    (its config.json `architectures`), or None for another architecture. Raises CheckpointError naming the
+    file when its head weights or id2label are missing or do not agree."""
+    config_file = os.path.join(directory, CONFIG_FILE)
+    values = read_json(config_file)
+    architecture = next((name for name in values.get("architectures") or () if name in TASK_HEADS), None)
+    if architecture is None:
+        return None
+    kind, layer, prefix = TASK_HEADS[architecture]
+    path = weights_file(directory)
+    state = _load_tensors(path, [f"{prefix}.weight", f"{prefix}.bias"])
+    if f"{prefix}.weight" not in state or f"{prefix}.bias" not in state:
+        raise CheckpointError(f"{path}: no {prefix}.weight / {prefix}.bias, the head of the {architecture} "
+                              f"that {config_file} names in architectures")
+    head = {"task_kind": kind, "layer": layer, "kernel": np.ascontiguousarray(state[f"{prefix}.weight"].T),
+            "bias": state[f"{prefix}.bias"], "dropout": values.get("classifier_dropout")}
+    if kind in _LABELLED:
+        count = head["kernel"].shape[1]
+        regression = kind == "classifier" and (values.get("problem_type") == "regression" or count == 1)
+        head.update(num_classes=count, labels=None if regression else _id2label(values, count, config_file))
+    return head
+
+
+def _id2label(values, count, config_file):
+    """The label names of config.json `values`' id2label ({"0": name, ...}) for a `count`-class head."""
+    id2label = values.get("id2label")
+    if id2label is None:
+        return None
+    names = [id2label.get(str(i)) for i in range(count)] if isinstance(id2label, dict) else []
+    if len(id2label) != count or None in names:
+        raise CheckpointError(f"{config_file}: id2label {id2label} does not name the {count} classes of the head "
+                              f"(expected keys \"0\"..\"{count - 1}\")")
+    return [str(name) for name in names]
+
+
+def _head_tensors(model, kind):
+    """The Hugging Face state-dict entries and config.json keys of task model `model`'s head."""
+    _, layer, prefix = TASK_HEADS[_ARCHITECTURES[kind]]
+    dense = model.get_layer(layer)
+    kernel, bias = (np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(v, "float32")))
+                    for v in (compat.float_kernel(dense), dense.bias))  # int8 dequantized, LoRA merged
+    tensors = {f"{prefix}.weight": np.ascontiguousarray(kernel.T), f"{prefix}.bias": bias}
+    config = {}
+    if kind in _LABELLED:
+        labels = model.labels or [f"LABEL_{i}" for i in range(model.num_classes)]
+        config["id2label"] = dict(enumerate(labels))
+        config["label2id"] = {label: i for i, label in enumerate(labels)}
+        if kind == "classifier":
+            config["problem_type"] = "regression" if model.num_classes == 1 else "single_label_classification"
+    if hasattr(model, "dropout"):
+        config["classifier_dropout"] = float(model.dropout)
+    return tensors, config
 
 
 def huggingface_config(directory: str) -> BertConfig:
@@ -178,24 +268,38 @@ def read_huggingface(directory: str) -> tuple[BertConfig, CheckpointWeights]:
 
 
 def save_huggingface(model, path: str, vocab_file: str | None = None, overwrite: bool = False) -> str:
-    """Writes `model` as a Hugging Face directory `path`: `config.json` + `model.safetensors` (+ `vocab.txt`
-    when given). A BertPretrainer is written with `BertForPreTraining` keys (`bert.` + `cls.` heads), an
-    encoder with `BertModel` keys; `transformers.BertModel.from_pretrained(path)` loads either. Written
-    beside `path` and renamed into place (`keras_bert.outputs.writing_dir`): a non-empty `path` is refused
-    unless `overwrite` (then replaced whole), as is one holding `vocab_file`. Returns `path`."""
+    """Writes `model` as a Hugging Face directory `path`: `config.json` + `model.safetensors`, and the
+    tokenizer files `AutoTokenizer` loads (`vocab.txt`, `tokenizer.json`, `tokenizer_config.json`) of the
+    model's preprocessor (or only `vocab_file` copied as vocab.txt, when given). The architecture is the
+    model's: `BertModel` for an encoder, `BertForPreTraining` for a BertPretrainer, and for a task model
+    `BertForSequenceClassification` (id2label / label2id, problem_type), `BertForTokenClassification`,
+    `BertForQuestionAnswering` or `BertForMultipleChoice` with its head, so the matching
+    `transformers.AutoModelFor*` (and `pipeline`) load it. Written beside `path` and renamed into place
+    (`keras_bert.outputs.writing_dir`): a non-empty `path` is refused unless `overwrite` (then replaced
+    whole), as is one holding `vocab_file`. Returns `path`."""
     encoder, pretrainer = split_model(model)
+    kind = getattr(model, "task_kind", None)
+    head_tensors, head_config = _head_tensors(model, kind) if kind in _ARCHITECTURES else ({}, {})
     tensors = {}
     for name, array in collect_weights(encoder, pretrainer).items():
+        if kind in _NO_POOLER and name.startswith("bert/pooler/"):
+            continue
         key, transpose = huggingface_key(name)
-        if pretrainer is not None and not key.startswith("cls."):
+        if model is not encoder and not key.startswith("cls."):
             key = "bert." + key
         tensors[key] = np.ascontiguousarray(array.T if transpose else array)
-    config = encoder.config.to_huggingface_dict()
-    config["architectures"] = ["BertForPreTraining" if pretrainer is not None else "BertModel"]
+    tensors.update(head_tensors)
+    config = {**encoder.config.to_huggingface_dict(), **head_config}
+    config["architectures"] = [_ARCHITECTURES.get(kind) or
+                               ("BertForPreTraining" if pretrainer is not None else "BertModel")]
+    preprocessor = getattr(model, "preprocessor", None)
     with outputs.writing_dir(path, [vocab_file], overwrite) as tmp:
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
             json.dump(config, f, indent=2, sort_keys=True)
             f.write("\n")
         save_file(tensors, os.path.join(tmp, SAFETENSORS_FILE), metadata={"format": "pt"})
-        copy_vocab(vocab_file, tmp)
+        if vocab_file is not None or preprocessor is None:
+            copy_vocab(vocab_file, tmp)
+        else:
+            write_tokenizer_files(preprocessor.tokenizer, tmp, preprocessor.seq_length)
     return path

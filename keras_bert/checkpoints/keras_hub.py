@@ -226,7 +226,8 @@ def _classifier_head(directory):
 
 
 def keras_hub_head(path):
-    """{"num_classes", "dropout", "kernel" [hidden, n], "bias" [n]}: the BertClassifier arguments and
+    """{"task_kind": "classifier", "layer": "classifier", "num_classes", "dropout", "kernel" [hidden, n],
+    "bias" [n]} (the form of `huggingface_head`): the BertClassifier arguments and
     logits weights of the KerasHub BertTextClassifier preset at `path`, or None when it is no such preset."""
     path = os.fspath(path)
     if not (os.path.isdir(path) and is_keras_hub_directory(path)):
@@ -240,7 +241,8 @@ def keras_hub_head(path):
     if head["activation"] == "softmax":
         logger.warning("%s: the KerasHub classifier outputs softmax probabilities; BertClassifier outputs the "
                        "logits before it", os.path.join(path, TASK_FILE))
-    return {name: head[name] for name in ("num_classes", "dropout", "kernel", "bias")}
+    return {"task_kind": "classifier", "layer": "classifier",
+            **{name: head[name] for name in ("num_classes", "dropout", "kernel", "bias")}}
 
 
 def keras_hub_text(path):

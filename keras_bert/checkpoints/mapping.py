@@ -152,9 +152,14 @@ def _assign(slots: list[Slot], weights: CheckpointWeights) -> set[str]:
 
 def assign_encoder(encoder, weights: CheckpointWeights) -> set[str]:
     """Copies every encoder variable from `weights`; raises `CheckpointError` on a missing or misshapen
-    variable, or on an unused `bert/...` variable (a checkpoint larger than the config). Returns the
-    names used."""
+    variable, or on an unused `bert/...` variable (a checkpoint larger than the config). A pooler absent
+    whole (transformers' BertForQuestionAnswering / BertForTokenClassification have none) keeps its
+    initialisation, logged. Returns the names used."""
     slots = encoder_slots(encoder)
+    if not any(weights.has(name) for slot in slots[-2:] for name in slot.names):
+        logger.info("%s: no pooler in the checkpoint; pooled_output comes from an initialised pooler",
+                    weights.path)
+        slots = slots[:-2]
     # Checked before `_assign`, so a checkpoint larger than the config leaves the encoder unchanged.
     needed = {name for slot in slots for name in slot.names}
     extra = sorted(name for name in weights.arrays if name.startswith("bert/") and name not in needed)

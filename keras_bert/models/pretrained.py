@@ -17,6 +17,8 @@ from keras_bert.checkpoints import (
     detect_format,
     find_lower_case,
     find_vocab_file,
+    huggingface_head,
+    huggingface_text,
     keras_file,
     keras_hub_head,
     keras_hub_text,
@@ -47,8 +49,11 @@ class Pretrained:
             beside `path` cased as the checkpoint states), or None: the model takes token ids only.
         lower_case: the casing in force (the preprocessor's; else what was asked, else True).
         class_name: the model class of a `.keras` save, else None.
-        labels: the label names a `.keras` save carries (or its labels.json), else None.
-        head: a KerasHub BertTextClassifier's {"num_classes", "dropout", "kernel", "bias"}, else None.
+        labels: the label names a `.keras` save carries (or its labels.json), or a Hugging Face task
+            checkpoint's id2label names, else None.
+        head: a task head to load: a KerasHub BertTextClassifier's (`keras_hub_head`) or a Hugging Face
+            BertFor* checkpoint's (`huggingface_head`): {"task_kind", "layer", "kernel", "bias", "dropout",
+            and "num_classes" / "labels" for classifiers}, else None.
         trained_preprocessor: True when `preprocessor` is the one a `.keras` save was trained with (not
             built from a vocab file).
     """
@@ -88,11 +93,15 @@ def resolve_pretrained(path, seq_length=None, lower_case=None, vocab_file=None) 
     if fmt == "keras_hub":
         stated = keras_hub_text(path)  # None: a preset without tokenizer.json
         head = keras_hub_head(path)
+    elif fmt == "huggingface":
+        head = huggingface_head(path)
+        # A fast tokenizer.json when there is no vocab.txt (None: neither).
+        stated = huggingface_text(path) if vocab_file is None and find_vocab_file(path) is None else None
     else:
         stated, head = None, None
     casing = checkpoint_lower_case(path, lower_case, stated)
     preprocessor = _vocab_preprocessor(path, config, seq_length, casing, vocab_file, stated)
-    return Pretrained(path, fmt, config, preprocessor, casing, head=head)
+    return Pretrained(path, fmt, config, preprocessor, casing, labels=(head or {}).get("labels"), head=head)
 
 
 def _resolve_saved(path, config, seq_length, lower_case, vocab_file):
@@ -132,7 +141,8 @@ def saved_labels(model_file, values):
 
 def checkpoint_lower_case(path, lower_case=None, keras_hub=None):
     """The casing of the checkpoint at `path`: what its files state (HF `tokenizer_config.json`
-    `do_lower_case`, or `keras_hub["lower_case"]`, a KerasHub preset's `keras_hub_text`), else `lower_case`,
+    `do_lower_case`, or `keras_hub["lower_case"]`: a KerasHub preset's `keras_hub_text` or a Hugging Face
+    `huggingface_text`, both read from a tokenizer.json), else `lower_case`,
     else True. Raises ValueError naming both values when `lower_case` contradicts the checkpoint's files."""
     stated = find_lower_case(path) if keras_hub is None else keras_hub["lower_case"]
     if stated is None:
@@ -144,21 +154,23 @@ def checkpoint_lower_case(path, lower_case=None, keras_hub=None):
     return stated
 
 
-def _vocab_preprocessor(path, config, seq_length, casing, vocab_file=None, keras_hub=None):
+def _vocab_preprocessor(path, config, seq_length, casing, vocab_file=None, stated=None):
     """A `BertPreprocessor` of `vocab_file` (default: the vocab beside `path`; a KerasHub preset's
-    assets/tokenizer/vocabulary.txt with its character rules and packed length), or None when there is
+    assets/tokenizer/vocabulary.txt with its character rules and packed length; a Hugging Face
+    tokenizer.json's vocabulary and accent rule, `stated` being `huggingface_text`), or None when there is
     none. The vocab's size is checked against `config` before a tokenizer is built."""
-    if keras_hub is not None:
-        vocab_file = vocab_file or keras_hub["vocab_file"]
-        if seq_length is None and keras_hub["seq_length"] is not None:
-            seq_length = check_seq_length(config, keras_hub["seq_length"], keras_hub["seq_length_source"])
-    vocab_file = vocab_file or find_vocab_file(path)
-    if vocab_file is None:
-        logger.info("%s: no vocab.txt beside the checkpoint; the model takes token ids only", path)
+    stated = stated or {}
+    vocab_file = vocab_file or stated.get("vocab_file") or find_vocab_file(path)
+    if seq_length is None and stated.get("seq_length") is not None:
+        seq_length = check_seq_length(config, stated["seq_length"], stated["seq_length_source"])
+    vocabulary = stated.get("vocabulary") if vocab_file is None else None
+    if vocab_file is None and vocabulary is None:
+        logger.info("%s: no vocab.txt or tokenizer.json beside the checkpoint; the model takes token ids only",
+                    path)
         return None
-    check_vocab_size(config, len(load_vocab(vocab_file)), vocab_file)
-    rules = {} if keras_hub is None else {"strip_accents": keras_hub["strip_accents"], "rules": keras_hub["rules"]}
-    return BertPreprocessor(BertTokenizer(vocab_file, lower_case=casing, **rules),
+    check_vocab_size(config, len(vocabulary or load_vocab(vocab_file)), vocab_file or stated["source"])
+    rules = {key: stated[key] for key in ("strip_accents", "rules") if key in stated}
+    return BertPreprocessor(BertTokenizer(vocab_file, lower_case=casing, vocabulary=vocabulary, **rules),
                             check_seq_length(config, seq_length))
 
 
@@ -202,31 +214,37 @@ def check_agrees(model_preprocessor, preprocessor):
                          f"lower_case={own.lower_case}")
 
 
+# The constructor arguments a checkpoint's head states, by task kind.
+_STATED_ARGS = {"classifier": ("num_classes", "labels", "dropout"),
+                "token_classifier": ("num_classes", "labels", "dropout"), "multiple_choice": ("dropout",)}
+
+
 def head_args(pretrained, task_kind, kwargs):
-    """`kwargs` (a task model's head arguments) completed with the KerasHub classifier head's num_classes and
-    dropout when `task_kind` is "classifier" and `kwargs` names no class count (neither `num_classes` nor
-    `labels`); else `kwargs`."""
-    head = pretrained.head if task_kind == "classifier" else None
-    if head is None:
+    """`kwargs` (a task model's head arguments) completed with what the checkpoint's head of this
+    `task_kind` states (num_classes, labels, dropout); the stated class count and labels only when
+    `kwargs` names none (neither `num_classes` nor `labels`)."""
+    head = pretrained.head
+    if head is None or head["task_kind"] != task_kind:
         return kwargs
+    stated = {name: head[name] for name in _STATED_ARGS.get(task_kind, ()) if head.get(name) is not None}
     if "num_classes" in kwargs or "labels" in kwargs:
-        return {"dropout": head["dropout"], **kwargs}
-    return {"num_classes": head["num_classes"], "dropout": head["dropout"], **kwargs}
+        stated = {name: value for name, value in stated.items() if name not in ("num_classes", "labels")}
+    return {**stated, **kwargs}
 
 
 def load_head(model, pretrained, kwargs):
-    """Copies a KerasHub BertTextClassifier preset's logits layer into a BertClassifier `model` whose
-    num_classes matches; a different class count (from `kwargs`' num_classes or labels) keeps the fresh
-    head, with a warning naming both counts."""
-    head = pretrained.head if model.task_kind == "classifier" else None
-    if head is None:
+    """Copies the checkpoint's task head (a KerasHub BertTextClassifier's, a Hugging Face BertFor*'s) into
+    `model` when it is of the model's task kind; a different class count (from `kwargs`' num_classes or
+    labels) keeps the fresh head, with a warning naming both counts."""
+    head = pretrained.head
+    if head is None or head["task_kind"] != model.task_kind:
         return
-    if head["num_classes"] != model.num_classes:
+    if "num_classes" in head and head["num_classes"] != getattr(model, "num_classes", None):
         asked = (f"labels={list(kwargs['labels'])} ({len(kwargs['labels'])} classes)" if "labels" in kwargs
                  else f"num_classes={model.num_classes}")
-        logger.warning("%s holds a %d-class classifier; %s asked for, so the head starts fresh",
-                       pretrained.path, head["num_classes"], asked)
+        logger.warning("%s holds a %d-class %s; %s asked for, so the head starts fresh",
+                       pretrained.path, head["num_classes"], model.task_kind, asked)
         return
-    layer = model.get_layer("classifier")
+    layer = model.get_layer(head["layer"])
     layer.kernel.assign(head["kernel"])
     layer.bias.assign(head["bias"])

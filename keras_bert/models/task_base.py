@@ -54,8 +54,9 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
         Args:
             path: a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset or our own save
                 (`.keras` or directory); a `.keras` of this same class loads as it is (head and labels
-                included); a KerasHub BertTextClassifier's head is taken when its class count is asked for
-                (or none is: `labels=` / `num_classes=` of another count start a fresh head, with a warning).
+                included); the head of a KerasHub BertTextClassifier or of a Hugging Face BertFor* of this
+                task (with its id2label names) is taken when its class count is asked for (or none is:
+                `labels=` / `num_classes=` of another count start a fresh head, with a warning).
             seq_length: packed length of the preprocessor (default: a saved model's own, else
                 min(128, max_position_embeddings)).
             lower_case: casing when the checkpoint does not state it (a saved tokenizer, HF
@@ -66,10 +67,15 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
                 projections trained with the head (merged again by `save` and the export).
             **kwargs: the head's constructor arguments, e.g. `labels=["neg", "pos"]` or `num_classes=3`.
 
-        The preprocessor is a saved model's own, else the `vocab.txt` beside `path`; with neither, the
-        model takes token-id dicts only.
+        The preprocessor is a saved model's own, else the `vocab.txt` (or Hugging Face `tokenizer.json`)
+        beside `path`; a checkpoint with none of them is a ValueError (a task model takes raw text), but
+        for a `.keras` save, which loads as it was saved.
         """
         pretrained = resolve_pretrained(path, seq_length, lower_case)
+        if pretrained.preprocessor is None and pretrained.format != "keras":
+            raise ValueError(f"{path}: no vocab.txt or tokenizer.json beside the checkpoint, so {cls.__name__} "
+                             f"cannot take raw text; add the checkpoint's vocab.txt (or build "
+                             f"{cls.__name__}(load_encoder(path), ...) for token ids)")
         saved, encoder = load_pretrained(pretrained, dtype)
         if isinstance(saved, cls):
             for name in HEAD_ARGS:
