@@ -32,8 +32,8 @@ FLAGS = flags.FLAGS
 flags.DEFINE_multi_string("export_dir", None, "Version directory (holds saved_model.pb); repeat for several.")
 flags.DEFINE_multi_string("text", [], "Raw text fed as the `text` input of --signature.")
 flags.DEFINE_multi_string("text_b", [], "Second segments, fed as `text_b` (one per --text).")
-flags.DEFINE_multi_string("question", [], "Span labeler: questions, fed as `question` (answers are checked to be "
-                          "context[answer_start:answer_end]).")
+flags.DEFINE_multi_string("question", [], "Span labeler: questions, fed as `question` (answers are checked "
+                          "to be context[answer_start:answer_end]).")
 flags.DEFINE_multi_string("context", [], "Span labeler: contexts, fed as `context` (one per --question).")
 flags.DEFINE_string("signature", "serving_default", "Signature to run.")
 flags.DEFINE_string("expected", None, ".npz of inputs and expected outputs (servability.save_check_arrays).")

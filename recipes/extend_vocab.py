@@ -44,7 +44,8 @@ def main(argv):
     print(f"Added {len(extension.new_ids)} tokens ({extension.num_unused_filled} in [unusedK] slots), "
           f"vocab {extension.old_size} -> {len(extension.vocab)}; domain tokens per word "
           f"{result.tokens_per_word_before:.4f} -> {result.tokens_per_word_after:.4f}")
-    print(f"Extended checkpoint: {result.path} (continue with recipes.pretrain --init_checkpoint={result.path})")
+    print(f"Extended checkpoint: {result.path} "
+          f"(continue with recipes.pretrain --init_checkpoint={result.path})")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ flags.DEFINE_string("tfds_split", "train", "TFDS split to train on.")
 flags.DEFINE_string("tfds_eval_split", None, "TFDS split to evaluate on (default: --tfds_split).")
 shared_flags.define("max_predictions_per_seq", "masked_lm_prob", "short_seq_prob", "do_whole_word_mask",
                     "num_train_steps", "eval_batch_size")
-flags.DEFINE_integer("save_checkpoints_steps", 200, "Checkpoint (and progress-bar epoch) every this many steps.")
+flags.DEFINE_integer("save_checkpoints_steps", 200,
+                     "Checkpoint (and progress-bar epoch) every this many steps.")
 flags.DEFINE_integer("eval_steps", 20, "Evaluation batches (0: one full pass over the eval input).")
 flags.DEFINE_integer("log_steps", 50, "TensorBoard scalars every this many steps.")
 shared_flags.check("save_checkpoints_steps", shared_flags.at_least(1))
@@ -71,7 +72,8 @@ def input_fn(tokenizer, is_training, batch_size, seed):
         max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
         whole_word_mask=FLAGS.do_whole_word_mask, seed=seed)
-    flags_used = (flag,) if patterns else ("tfds_name", "tfds_data_dir", "tfds_text_key") if FLAGS.tfds_name else ()
+    flags_used = ((flag,) if patterns
+                  else ("tfds_name", "tfds_data_dir", "tfds_text_key") if FLAGS.tfds_name else ())
     with common.flag_errors(*flags_used):
         dataset_fn = pretraining.pretraining_dataset_fn(source, tokenizer, config, batch_size, is_training,
                                                         FLAGS.pad_to_multiple_of)
@@ -114,7 +116,8 @@ def main(argv):
         model.compile(optimizer=common.build_optimizer(FLAGS.num_train_steps),
                       jit_compile=common.jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution,
                       gradient_accumulation_steps=FLAGS.gradient_accumulation_steps)
-        checkpoint = TrainingCheckpoint(model, os.path.join(FLAGS.model_dir, "checkpoints"), strategy=strategy)
+        checkpoint = TrainingCheckpoint(model, os.path.join(FLAGS.model_dir, "checkpoints"),
+                                        strategy=strategy)
     step = checkpoint.restore()
     if step:
         print(f"Resuming from step {step} ({checkpoint.manager.latest_checkpoint or 'chief checkpoint'})")

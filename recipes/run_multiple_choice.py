@@ -21,7 +21,8 @@ from recipes import common, logs
 from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
-common.define_finetuning_flags(output_dir="runs/swag", learning_rate=2e-5, train_batch_size=16, max_seq_length=128)
+common.define_finetuning_flags(output_dir="runs/swag", learning_rate=2e-5, train_batch_size=16,
+                               max_seq_length=128)
 shared_flags.define_data_files({"train_file": "SWAG train.csv.", "eval_file": "SWAG val.csv (with labels).",
                                 "predict_file": "SWAG test.csv (labels not needed)."})
 
@@ -64,7 +65,8 @@ def main(argv):
     if FLAGS.do_eval:
         answers = served(evaluated)
         results = multiple_choice.eval_results(model, evaluated, answers, FLAGS.eval_file)
-        multiple_choice.write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), evaluated, answers)
+        multiple_choice.write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), evaluated,
+                                          answers)
         common.write_eval_results(results, strategy)
     if FLAGS.do_predict:
         path = os.path.join(FLAGS.output_dir, "predictions.csv")

@@ -28,7 +28,8 @@ from recipes import common, logs
 from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
-common.define_finetuning_flags(output_dir="runs/ner", learning_rate=5e-5, train_batch_size=32, max_seq_length=128)
+common.define_finetuning_flags(output_dir="runs/ner", learning_rate=5e-5, train_batch_size=32,
+                               max_seq_length=128)
 shared_flags.define_data_files({"train_file": "CoNLL file for training.",
                                 "eval_file": "CoNLL file to score (--do_eval).",
                                 "predict_file": "CoNLL file to predict (--do_predict)."})
@@ -66,7 +67,8 @@ def main(argv):
                             loss_weights=loss_weights)
     if FLAGS.do_train:
         inputs, labels, weights, _ = features.ner_arrays(train, lookup, tags, FLAGS.max_seq_length)
-        dataset = tf.data.Dataset.from_tensor_slices((inputs, labels, weights)).shuffle(len(train), seed=FLAGS.seed)
+        dataset = tf.data.Dataset.from_tensor_slices((inputs, labels, weights)).shuffle(len(train),
+                                                                                        seed=FLAGS.seed)
         batches = common.without_padding(dataset.batch(FLAGS.train_batch_size), per_token_labels=True)
         common.fit_task(model, batches, len(train))
         common.save_task_model(model, strategy, tags, tokenizer)
@@ -76,11 +78,12 @@ def main(argv):
 
     def predict(flag, name):
         return ner.predict_sentences(model, read[flag], lookup, tags, FLAGS.max_seq_length,
-                                     os.path.join(FLAGS.output_dir, f"{name}_predictions.txt"), FLAGS.eval_batch_size,
-                                     FLAGS.stride)
+                                     os.path.join(FLAGS.output_dir, f"{name}_predictions.txt"),
+                                     FLAGS.eval_batch_size, FLAGS.stride)
 
     if FLAGS.do_eval:
-        common.write_eval_results(ner.eval_results(*predict("eval_file", "eval"), iobes=FLAGS.iobes), strategy)
+        common.write_eval_results(ner.eval_results(*predict("eval_file", "eval"), iobes=FLAGS.iobes),
+                                  strategy)
     if FLAGS.do_predict:
         predict("predict_file", "test")
         print(f"Predictions: {os.path.join(FLAGS.output_dir, 'test_predictions.txt')}")

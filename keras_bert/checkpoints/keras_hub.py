@@ -42,7 +42,8 @@ METADATA_FILE = "metadata.json"
 TASK_FILE, TASK_WEIGHTS_FILE, PREPROCESSOR_FILE = "task.json", "task.weights.h5", "preprocessor.json"
 BACKBONE = "keras_hub>BertBackbone"
 TOKENIZER_FILE, TOKENIZER = "tokenizer.json", "keras_hub>BertTokenizer"
-CLASSIFIER, CLASSIFIER_PREPROCESSOR = "keras_hub>BertTextClassifier", "keras_hub>BertTextClassifierPreprocessor"
+CLASSIFIER, CLASSIFIER_PREPROCESSOR = ("keras_hub>BertTextClassifier",
+                                       "keras_hub>BertTextClassifierPreprocessor")
 _LAYER_NORM_EPS = 1e-12  # fixed in KerasHub's BertBackbone
 # The tokenizer.json values our BertTokenizer reproduces; any other value is refused.
 _FIXED_TOKENIZER = {"split": True, "suffix_indicator": "##", "oov_token": "[UNK]", "special_tokens": None,
@@ -65,13 +66,14 @@ def variable_table(num_layers):
     for i in range(num_layers):
         ours, google = _block(i), f"bert/encoder/layer_{i}"
         for part in ("query", "key", "value"):
-            table += [(f"{ours}/_self_attention_layer/{part}_dense/vars/0", f"{google}/attention/self/{part}/kernel",
-                       "heads_in"),
-                      (f"{ours}/_self_attention_layer/{part}_dense/vars/1", f"{google}/attention/self/{part}/bias",
-                       "heads")]
-        table += [(f"{ours}/_self_attention_layer/output_dense/vars/0", f"{google}/attention/output/dense/kernel",
-                   "heads_out"),
-                  (f"{ours}/_self_attention_layer/output_dense/vars/1", f"{google}/attention/output/dense/bias", None)]
+            table += [(f"{ours}/_self_attention_layer/{part}_dense/vars/0",
+                       f"{google}/attention/self/{part}/kernel", "heads_in"),
+                      (f"{ours}/_self_attention_layer/{part}_dense/vars/1",
+                       f"{google}/attention/self/{part}/bias", "heads")]
+        table += [(f"{ours}/_self_attention_layer/output_dense/vars/0",
+                   f"{google}/attention/output/dense/kernel", "heads_out"),
+                  (f"{ours}/_self_attention_layer/output_dense/vars/1",
+                   f"{google}/attention/output/dense/bias", None)]
         for keras_hub_name, google_name in (("_self_attention_layer_norm", "attention/output/LayerNorm"),
                                             ("_feedforward_layer_norm", "output/LayerNorm")):
             table += [(f"{ours}/{keras_hub_name}/vars/0", f"{google}/{google_name}/gamma", None),
@@ -148,10 +150,12 @@ def _weight_files(directory):
     if not os.path.isfile(index):
         raise CheckpointError(f"{directory}: KerasHub preset without {WEIGHTS_FILE} or {SHARDED_INDEX_FILE}")
     weight_map = _read_json(directory, SHARDED_INDEX_FILE).get("weight_map", {})
-    names = sorted({name for value in weight_map.values() for name in ([value] if isinstance(value, str) else value)})
+    names = sorted({name for value in weight_map.values()
+                    for name in ([value] if isinstance(value, str) else value)})
     missing = [name for name in names if not os.path.isfile(os.path.join(directory, name))]
     if not names or missing:
-        raise CheckpointError(f"{index}: shards {missing or '(none listed in weight_map)'} missing from {directory}")
+        raise CheckpointError(f"{index}: shards {missing or '(none listed in weight_map)'} missing from "
+                              f"{directory}")
     return [os.path.join(directory, name) for name in names]
 
 
@@ -164,7 +168,8 @@ def _read_arrays(paths):
                 f.visititems(lambda name, item: arrays.__setitem__(name, np.asarray(item, np.float32))
                              if isinstance(item, h5py.Dataset) else None)
         except OSError as e:
-            raise CheckpointError(f"{path}: cannot read the Keras weights file ({e}); is it truncated?") from None
+            raise CheckpointError(f"{path}: cannot read the Keras weights file ({e}); "
+                                  f"is it truncated?") from None
     return arrays
 
 
@@ -176,11 +181,13 @@ def keras_hub_config(directory) -> BertConfig:
             vocab_size=values["vocabulary_size"], num_hidden_layers=values["num_layers"],
             num_attention_heads=values["num_heads"], hidden_size=values["hidden_dim"],
             intermediate_size=values["intermediate_dim"], hidden_act="gelu_tanh",
-            hidden_dropout_prob=values.get("dropout", 0.1), attention_probs_dropout_prob=values.get("dropout", 0.1),
+            hidden_dropout_prob=values.get("dropout", 0.1),
+            attention_probs_dropout_prob=values.get("dropout", 0.1),
             max_position_embeddings=values.get("max_sequence_length", 512),
             type_vocab_size=values.get("num_segments", 2), layer_norm_eps=_LAYER_NORM_EPS)
     except (KeyError, ValueError, TypeError) as e:
-        raise CheckpointError(f"{os.path.join(directory, CONFIG_FILE)}: not a BertBackbone config: {e}") from None
+        raise CheckpointError(f"{os.path.join(directory, CONFIG_FILE)}: not a BertBackbone config: "
+                              f"{e}") from None
 
 
 def read_keras_hub(directory) -> tuple[BertConfig, CheckpointWeights]:
@@ -195,8 +202,8 @@ def read_keras_hub(directory) -> tuple[BertConfig, CheckpointWeights]:
         if path in stored:
             arrays[name] = _to_google(stored.pop(path), layout)
     where = files[0] if len(files) == 1 else os.path.join(directory, SHARDED_INDEX_FILE)
-    return config, CheckpointWeights(path=where, arrays=arrays, rename=lambda name: file_names.get(name, name),
-                                     ignored=sorted(stored))
+    return config, CheckpointWeights(path=where, arrays=arrays,
+                                     rename=lambda name: file_names.get(name, name), ignored=sorted(stored))
 
 
 def _classifier_head(directory):
@@ -213,15 +220,16 @@ def _classifier_head(directory):
     values = _settings(directory, TASK_FILE)
     num_classes, dropout = values.get("num_classes"), values.get("dropout", 0.1)
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-        raise CheckpointError(f"{os.path.join(directory, TASK_FILE)}: num_classes is {num_classes!r}; expected a "
-                              f"positive integer")
+        raise CheckpointError(f"{os.path.join(directory, TASK_FILE)}: num_classes is {num_classes!r}; "
+                              f"expected a positive integer")
     if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-        raise CheckpointError(f"{os.path.join(directory, TASK_FILE)}: dropout is {dropout!r}; expected a number "
-                              f"in [0, 1)")
+        raise CheckpointError(f"{os.path.join(directory, TASK_FILE)}: dropout is {dropout!r}; "
+                              f"expected a number in [0, 1)")
     stored = _read_arrays([os.path.join(directory, TASK_WEIGHTS_FILE)])
     if "layers/dense/vars/0" not in stored or "layers/dense/vars/1" not in stored:
         raise CheckpointError(f"{os.path.join(directory, TASK_WEIGHTS_FILE)}: no logits layer (layers/dense)")
-    return {"num_classes": num_classes, "dropout": float(dropout), "activation": values.get("activation") or "linear",
+    return {"num_classes": num_classes, "dropout": float(dropout),
+            "activation": values.get("activation") or "linear",
             "kernel": stored["layers/dense/vars/0"], "bias": stored["layers/dense/vars/1"]}
 
 
@@ -239,8 +247,8 @@ def keras_hub_head(path):
         raise CheckpointError(f"{os.path.join(path, TASK_FILE)}: activation={head['activation']!r}; expected "
                               f"'linear' or 'softmax'")
     if head["activation"] == "softmax":
-        logger.warning("%s: the KerasHub classifier outputs softmax probabilities; BertClassifier outputs the "
-                       "logits before it", os.path.join(path, TASK_FILE))
+        logger.warning("%s: the KerasHub classifier outputs softmax probabilities; BertClassifier outputs "
+                       "the logits before it", os.path.join(path, TASK_FILE))
     return {"task_kind": "classifier", "layer": "classifier",
             **{name: head[name] for name in ("num_classes", "dropout", "kernel", "bias")}}
 
@@ -248,8 +256,9 @@ def keras_hub_head(path):
 def keras_hub_text(path):
     """{"vocab_file", "lower_case", "strip_accents", "rules", "seq_length" (or None), "seq_length_source" (the
     file and key to name)} of the KerasHub preset at `path` (its tokenizer.json and task preprocessor.json),
-    or None when `path` is no preset with a tokenizer. Raises CheckpointError naming the file and key for settings our BertTokenizer cannot
-    reproduce (no splitting, another suffix or oov token, special tokens in strings)."""
+    or None when `path` is no preset with a tokenizer. Raises CheckpointError naming the file and key for
+    settings our BertTokenizer cannot reproduce (no splitting, another suffix or oov token, special tokens in
+    strings)."""
     path = os.fspath(path)
     if not (os.path.isdir(path) and is_keras_hub_directory(path)
             and os.path.isfile(os.path.join(path, TOKENIZER_FILE))):
@@ -257,13 +266,14 @@ def keras_hub_text(path):
     values = _settings(path, TOKENIZER_FILE, TOKENIZER)
     for key, expected in _FIXED_TOKENIZER.items():
         if values.get(key, expected) not in (expected, [] if expected is None else expected):
-            raise CheckpointError(f"{os.path.join(path, TOKENIZER_FILE)}: {key}={values[key]!r}; keras_bert's "
-                                  f"tokenizer supports only {key}={expected!r}")
+            raise CheckpointError(f"{os.path.join(path, TOKENIZER_FILE)}: {key}={values[key]!r}; "
+                                  f"keras_bert's tokenizer supports only {key}={expected!r}")
     lower_case, strip_accents = bool(values.get("lowercase", False)), bool(values.get("strip_accents", False))
-    logger.warning("%s: lowercase=%s, strip_accents=%s applied by KerasHub's rules, not Google's: %s; controls "
-                   "split words, Unicode spaces (NBSP, U+3000) do not", os.path.join(path, TOKENIZER_FILE),
-                   lower_case, strip_accents,
-                   ("accents kept ('Café' -> 'café', Google's uncased: 'cafe')" if lower_case and not strip_accents
+    logger.warning("%s: lowercase=%s, strip_accents=%s applied by KerasHub's rules, not Google's: %s; "
+                   "controls split words, Unicode spaces (NBSP, U+3000) do not",
+                   os.path.join(path, TOKENIZER_FILE), lower_case, strip_accents,
+                   ("accents kept ('Café' -> 'café', Google's uncased: 'cafe')"
+                    if lower_case and not strip_accents
                     else "accents stripped" if strip_accents else "cased") +
                    (", NFKC case folding ('ß' -> 'ss')" if lower_case else ""))
     seq_length = None
@@ -271,8 +281,8 @@ def keras_hub_text(path):
         preprocessor = _settings(path, PREPROCESSOR_FILE)
         seq_length = preprocessor.get("sequence_length")
         if seq_length is not None and (isinstance(seq_length, bool) or not isinstance(seq_length, int)):
-            raise CheckpointError(f"{os.path.join(path, PREPROCESSOR_FILE)}: sequence_length is {seq_length!r}; "
-                                  f"expected an integer")
+            raise CheckpointError(f"{os.path.join(path, PREPROCESSOR_FILE)}: sequence_length is "
+                                  f"{seq_length!r}; expected an integer")
         if preprocessor.get("truncate", "round_robin") != "round_robin":
             logger.warning("%s: truncate=%r; keras_bert truncates pairs round-robin (longest first)",
                            os.path.join(path, PREPROCESSOR_FILE), preprocessor["truncate"])
@@ -298,8 +308,9 @@ def _backbone_config(config):
     if config.hidden_act not in ("gelu", "gelu_tanh"):
         raise ValueError(f"hidden_act={config.hidden_act!r}: KerasHub's BertBackbone computes GELU only")
     if config.hidden_act == "gelu":
-        logger.warning("hidden_act='gelu' (erf): KerasHub's BertBackbone computes the tanh approximation, so its "
-                       "outputs differ from this model's by the GELU approximation (~1e-3 on all-MiniLM-L6-v2)")
+        logger.warning("hidden_act='gelu' (erf): KerasHub's BertBackbone computes the tanh approximation, so "
+                       "its outputs differ from this model's by the GELU approximation (~1e-3 on "
+                       "all-MiniLM-L6-v2)")
     if config.layer_norm_eps != _LAYER_NORM_EPS:
         logger.warning("layer_norm_eps=%g: KerasHub's BertBackbone uses %g", config.layer_norm_eps,
                        _LAYER_NORM_EPS)
@@ -313,8 +324,9 @@ def _backbone_config(config):
 def _tokenizer_config(tokenizer):
     strip_accents = tokenizer.lower_case if tokenizer.strip_accents is None else tokenizer.strip_accents
     if getattr(tokenizer, "rules", "google") != "keras_hub":
-        logger.info("save_keras_hub: KerasHub tokenizes by its own character rules (keras_bert.text.keras_hub_rules):"
-                    " ids equal this tokenizer's but on rare characters (NFKC case folds, NBSP/U+3000, controls)")
+        logger.info("save_keras_hub: KerasHub tokenizes by its own character rules "
+                    "(keras_bert.text.keras_hub_rules): ids equal this tokenizer's but on rare characters "
+                    "(NFKC case folds, NBSP/U+3000, controls)")
     return _serialized(TOKENIZER, "bert_tokenizer", {
         "config_file": TOKENIZER_FILE, "vocabulary": None, "sequence_length": None,
         "lowercase": tokenizer.lower_case, "strip_accents": strip_accents, **_FIXED_TOKENIZER}, dtype="int32")
@@ -351,8 +363,8 @@ def save_keras_hub(model, directory, overwrite=False) -> str:
     kind = getattr(model, "task_kind", None)
     head = _classifier_arrays(model) if kind == "classifier" else None  # read (and checked) before any write
     if kind not in ("encoder", "classifier"):
-        logger.warning("save_keras_hub: the %s head of %s has no KerasHub BERT counterpart; writing the backbone",
-                       kind, type(model).__name__)
+        logger.warning("save_keras_hub: the %s head of %s has no KerasHub BERT counterpart; writing the "
+                       "backbone", kind, type(model).__name__)
     with outputs.writing_dir(directory, (), overwrite) as tmp:
         _write_h5(os.path.join(tmp, WEIGHTS_FILE), arrays)
         _write_json(tmp, METADATA_FILE, {
@@ -368,7 +380,8 @@ def save_keras_hub(model, directory, overwrite=False) -> str:
             with open(os.path.join(tmp, VOCAB_ASSET), "w", encoding="utf-8") as f:
                 f.write("".join(token + "\n" for token in preprocessor.tokenizer.vocab))
         else:
-            logger.info("save_keras_hub: %s has no preprocessor; the preset has no tokenizer", type(model).__name__)
+            logger.info("save_keras_hub: %s has no preprocessor; the preset has no tokenizer",
+                        type(model).__name__)
         if kind == "classifier":
             _write_classifier(tmp, model, head, backbone, tokenizer, preprocessor)
         _write_json(tmp, CONFIG_FILE, backbone)

@@ -98,7 +98,8 @@ def encoder_slots(encoder) -> list[Slot]:
         prefix = f"bert/encoder/layer_{i}"
         qkv = [f"{prefix}/attention/self/{part}" for part in ("query", "key", "value")]
         slots += [
-            Slot(tuple(f"{name}/kernel" for name in qkv), compat.dense_kernel_variable(block.qkv), layer=block.qkv),
+            Slot(tuple(f"{name}/kernel" for name in qkv), compat.dense_kernel_variable(block.qkv),
+                 layer=block.qkv),
             Slot(tuple(f"{name}/bias" for name in qkv), block.qkv.bias),
             *_dense(f"{prefix}/attention/output/dense", block.attention_output),
             *_layer_norm(f"{prefix}/attention/output/LayerNorm", block.attention_layer_norm),

@@ -52,10 +52,10 @@ def resolve_quantize(quantize):
 
 
 def serving_form(model, quantize=None, dtype="float32", calibration_inputs=None):
-    """`model` as it is exported: its `float_model` (LoRA merged, Keras int8 dequantized); rebuilt under Keras's
-    `dtype` policy where its layers compute in another dtype (a model built with mixed_bfloat16 serves
-    float32 unless `dtype="bfloat16"`); then, for a `quantize` form, with int8 Dense kernels. `model` itself
-    is never changed (a copy is made where needed); with nothing to change, `model` itself.
+    """`model` as it is exported: its `float_model` (LoRA merged, Keras int8 dequantized); rebuilt under
+    Keras's `dtype` policy where its layers compute in another dtype (a model built with mixed_bfloat16
+    serves float32 unless `dtype="bfloat16"`); then, for a `quantize` form, with int8 Dense kernels. `model`
+    itself is never changed (a copy is made where needed); with nothing to change, `model` itself.
 
     `calibration_inputs` (a dict of model inputs, e.g. a preprocessor's output for a few hundred texts): for
     "int8_matmul", each Dense input gets one static range, CALIBRATION_PERCENTILE of its |x| there (the
@@ -99,7 +99,8 @@ def input_ranges(model, dense_layers, inputs, percentile=CALIBRATION_PERCENTILE)
     largest, keep, batch = {}, {}, [0]
 
     def recorder(layer):
-        kernel = tf.cast(compat.dense_kernel_variable(layer), tf.float32) / tf.cast(layer.kernel_scale, tf.float32)
+        kernel = (tf.cast(compat.dense_kernel_variable(layer), tf.float32)
+                  / tf.cast(layer.kernel_scale, tf.float32))
 
         def call(x, training=None):
             del training
@@ -155,13 +156,15 @@ def use_int8_matmul(layer, input_range=None):
         kernel_scale = keras.ops.convert_to_numpy(layer.kernel_scale).astype(np.float32)
         bias = 0.0 if layer.bias is None else keras.ops.convert_to_numpy(layer.bias).astype(np.float32)
         step = input_range / STATIC_HALF_RANGE  # one input step, in the input's units
-        # product = q @ kernel + quantized_bias, with q = x / step + offset: y = product * step / kernel_scale.
+        # product = q @ kernel + quantized_bias, with q = x / step + offset:
+        # y = product * step / kernel_scale.
         quantized_bias = tf.constant(bias * kernel_scale / step - STATIC_OFFSET * column_sums)
         output_scale = tf.constant(step / kernel_scale)
 
         def call(inputs, training=None):
             del training
-            x = static_int8_matmul(inputs, compat.dense_kernel_variable(layer), input_range, quantized_bias, output_scale)
+            x = static_int8_matmul(inputs, compat.dense_kernel_variable(layer), input_range, quantized_bias,
+                                   output_scale)
             x = tf.cast(x, layer.compute_dtype)
             return x if layer.activation is None else layer.activation(x)
     else:
@@ -212,7 +215,8 @@ def int8_matmul(inputs, kernel, kernel_scale, column_sums):
     row_max = tf.maximum(tf.reduce_max(tf.abs(x), axis=1, keepdims=True), 1e-30)  # an all-0 row stays 0
     # QuantizeV2 SCALED over [0, 255] only rounds: the values are already 1..127.
     quantized, min_a, max_a = tf.raw_ops.QuantizeV2(input=x * (INPUT_HALF_RANGE / row_max) + INPUT_OFFSET,
-                                                    min_range=0.0, max_range=255.0, T=tf.quint8, mode="SCALED")
+                                                    min_range=0.0, max_range=255.0, T=tf.quint8,
+                                                    mode="SCALED")
     product = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
         a=quantized, b=tf.bitcast(tf.convert_to_tensor(kernel), tf.qint8), bias=column_sums * -INPUT_OFFSET,
         min_a=min_a, max_a=max_a, min_b=-127.0, max_b=127.0, min_freezed_output=-1.0, max_freezed_output=1.0,

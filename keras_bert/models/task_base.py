@@ -16,7 +16,8 @@ from keras_bert.models.text_task import TextTask
 HEAD_ARGS = ("num_classes", "labels", "num_choices")
 
 
-class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdaptation, TextTask, keras.Model):
+class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdaptation, TextTask,
+                       keras.Model):
     """Base of the task models (and the pretrainer): holds `encoder` (and `preprocessor`, `labels`), names
     its task in the class attribute `task_kind` (what checkpoint writers tell models apart by), serves
     through the hooks of `keras_bert.models.serving.Serving`, and
@@ -73,8 +74,8 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
         """
         pretrained = resolve_pretrained(path, seq_length, lower_case)
         if pretrained.preprocessor is None and pretrained.format != "keras":
-            raise ValueError(f"{path}: no vocab.txt or tokenizer.json beside the checkpoint, so {cls.__name__} "
-                             f"cannot take raw text; add the checkpoint's vocab.txt (or build "
+            raise ValueError(f"{path}: no vocab.txt or tokenizer.json beside the checkpoint, so "
+                             f"{cls.__name__} cannot take raw text; add the checkpoint's vocab.txt (or build "
                              f"{cls.__name__}(load_encoder(path), ...) for token ids)")
         saved, encoder = load_pretrained(pretrained, dtype)
         if isinstance(saved, cls):

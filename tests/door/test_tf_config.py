@@ -18,27 +18,34 @@ def _config(cluster=TWO, task=None):
 
 BAD = [
     ("", "needs the TF_CONFIG environment variable"),
-    ("{cluster: 1}", "TF_CONFIG is not JSON (Expecting property name enclosed in double quotes: line 1 column 2"),
+    ("{cluster: 1}",
+     "TF_CONFIG is not JSON (Expecting property name enclosed in double quotes: line 1 column 2"),
     ("[]", "TF_CONFIG must be a JSON object with 'cluster' and 'task', got list []"),
     ('{"task": {"type": "worker"}}', "TF_CONFIG 'cluster' must be an object of task types"),
-    (_config({"workers": ["a:1"]}), "TF_CONFIG cluster has task type 'workers'; expected one of chief, worker"),
-    (_config({"worker": "a:1"}), 'TF_CONFIG cluster \'worker\' must be a non-empty list of "host:port" strings, '
-                                 'got "a:1"'),
+    (_config({"workers": ["a:1"]}),
+     "TF_CONFIG cluster has task type 'workers'; expected one of chief, worker"),
+    (_config({"worker": "a:1"}),
+     'TF_CONFIG cluster \'worker\' must be a non-empty list of "host:port" strings, '
+     'got "a:1"'),
     (_config({"worker": []}), "TF_CONFIG cluster 'worker' must be a non-empty list"),
-    (_config({"worker": ["localhost:1", "localhost"]}), "TF_CONFIG cluster 'worker' address 1 is 'localhost'; "
-                                                        "expected host:port with a port from 1 to 65535"),
+    (_config({"worker": ["localhost:1", "localhost"]}),
+     "TF_CONFIG cluster 'worker' address 1 is 'localhost'; "
+     "expected host:port with a port from 1 to 65535"),
     (_config({"worker": ["localhost:99999"]}), "address 0 is 'localhost:99999'"),
     (_config({"worker": ["h:1", "h:2", "h:1"]}), "TF_CONFIG cluster gives address 'h:1' twice (worker 0 and "
                                                  "worker 2)"),
     (_config({"chief": ["h:1"], "worker": ["h:1"]}), "address 'h:1' twice (chief 0 and worker 0)"),
     (_config({"ps": ["h:1"]}), "TF_CONFIG cluster has no 'chief' or 'worker' address"),
-    (json.dumps({"cluster": TWO}), "TF_CONFIG 'task' must be an object with this process's 'type' and 'index'"),
+    (json.dumps({"cluster": TWO}),
+     "TF_CONFIG 'task' must be an object with this process's 'type' and 'index'"),
     (_config(task={"type": "chief", "index": 0}), 'TF_CONFIG task type "chief" is not in the cluster (it has '
                                                   "worker)"),
-    (_config(task={"type": "worker", "index": "abc"}), 'TF_CONFIG task index must be a whole number, got "abc"'),
+    (_config(task={"type": "worker", "index": "abc"}),
+     'TF_CONFIG task index must be a whole number, got "abc"'),
     (_config(task={"type": "worker", "index": 1.5}), "TF_CONFIG task index must be a whole number, got 1.5"),
-    (_config(task={"type": "worker", "index": 5}), "TF_CONFIG task index 5 is not in the cluster: 'worker' has "
-                                                   "2 addresses (0 to 1)"),
+    (_config(task={"type": "worker", "index": 5}),
+     "TF_CONFIG task index 5 is not in the cluster: 'worker' has "
+     "2 addresses (0 to 1)"),
     (_config(task={"type": "worker", "index": -1}), "TF_CONFIG task index -1 is not in the cluster"),
 ]
 
@@ -66,7 +73,8 @@ GOOD = [  # (TF_CONFIG, (type, index), address, writes files, peers)
 @pytest.mark.parametrize("value, me, address, writes, peers", GOOD)
 def test_a_good_tf_config_gives_the_task_its_address_peers_and_role(value, me, address, writes, peers):
     task = read_tf_config(value)
-    assert ((task.type, task.index), task.address, task.writes_files, task.peers()) == (me, address, writes, peers)
+    assert ((task.type, task.index), task.address, task.writes_files, task.peers()) == (me, address, writes,
+                                                                                         peers)
 
 
 def test_a_recipe_refuses_a_task_outside_the_cluster_at_once_and_makes_no_output_dir(
@@ -75,7 +83,8 @@ def test_a_recipe_refuses_a_task_outside_the_cluster_at_once_and_makes_no_output
     monkeypatch.setenv("TF_CONFIG", _config(task={"type": "worker", "index": 5}))
     output = tmp_path / "model"
     started = time.monotonic()
-    status, err = run_in_process("pretrain", "--distribution_strategy=multi_worker_mirrored", f"--model_dir={output}")
+    status, err = run_in_process("pretrain", "--distribution_strategy=multi_worker_mirrored",
+                                 f"--model_dir={output}")
     took = time.monotonic() - started
     assert status == 1
     assert err.strip().splitlines() == ["error: TF_CONFIG task index 5 is not in the cluster: 'worker' has 2 "

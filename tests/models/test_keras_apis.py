@@ -14,7 +14,8 @@ import tensorflow as tf
 import keras_bert as kb
 from keras_bert import compat
 
-WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog"]
+WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox", "jumps", "over",
+         "lazy", "dog"]
 SEQ = 8
 # class, from_pretrained arguments, the inputs' leading shape (multiple choice: [batch, choices])
 CASES = [
@@ -32,7 +33,8 @@ def tiny_checkpoint(directory):
     (directory / "vocab-src.txt").write_text("\n".join(WORDS) + "\n")
     config = kb.BertConfig(vocab_size=len(WORDS), hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
                            intermediate_size=16, max_position_embeddings=16)
-    return kb.save_pretrained(kb.BertEncoder(config), str(directory / "bert"), str(directory / "vocab-src.txt"))
+    return kb.save_pretrained(kb.BertEncoder(config), str(directory / "bert"),
+                              str(directory / "vocab-src.txt"))
 
 
 @pytest.fixture(scope="module")
