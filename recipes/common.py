@@ -46,12 +46,15 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
                       "tf.distribute strategy; multi_worker_mirrored reads TF_CONFIG.")
     flags.DEFINE_string("tpu", None, "TPU name/address for --distribution_strategy=tpu.")
     shared_flags.define("worker_wait_s", "dtype", "seed", "steps_per_execution", "pad_to_multiple_of")
-    flags.DEFINE_bool("jit_compile", None, "XLA-compile the whole train step (true) or run TF's kernels (false); "
-                      "unset: the library's choice for --dtype on this machine (XLA, except bf16 on a CPU with bf16 "
-                      "hardware: oneDNN matmuls with XLA fusing the ops between them, keras_bert/execution.py).")
-    flags.DEFINE_bool("remat", False, "Recompute the feed-forward GELU in the backward pass instead of keeping it "
-                      "(Keras RematScope 'activations'): less peak memory (measured: 3682 -> 3324 MB peak "
-                      "RSS, 4-layer BERT-base width, batch 32, seq 128).")
+    flags.DEFINE_bool("jit_compile", None,
+                      "XLA-compile the whole train step (true) or run TF's kernels (false); unset: the "
+                      "library's choice for --dtype on this machine (XLA, except bf16 on a CPU with bf16 "
+                      "hardware: oneDNN matmuls with XLA fusing the ops between them, "
+                      "keras_bert/execution.py).")
+    flags.DEFINE_bool("remat", False,
+                      "Recompute the feed-forward GELU in the backward pass instead of keeping it (Keras "
+                      "RematScope 'activations'): less peak memory (measured: 3682 -> 3324 MB peak RSS, "
+                      "4-layer BERT-base width, batch 32, seq 128).")
 
 
 def setup():
@@ -78,7 +81,8 @@ def jit_compile(strategy):
     if FLAGS.jit_compile is not False and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         if not tf.config.list_logical_devices("GPU"):
             if FLAGS.jit_compile:
-                logger.warning("--jit_compile is off for multi_worker_mirrored on CPU (no XLA CPU collectives)")
+                logger.warning("--jit_compile is off for multi_worker_mirrored on CPU "
+                               "(no XLA CPU collectives)")
             return False
     return "auto" if FLAGS.jit_compile is None else FLAGS.jit_compile
 
@@ -110,14 +114,16 @@ def vocab_file():
         found = find_vocab_file(FLAGS.init_checkpoint)
         if found:
             return found
-        raise ValueError(f"--init_checkpoint={FLAGS.init_checkpoint} has no vocab.txt beside it; pass --vocab_file")
+        raise ValueError(f"--init_checkpoint={FLAGS.init_checkpoint} has no vocab.txt beside it; "
+                         "pass --vocab_file")
     from keras_bert.data.default_corpus import default_vocab_file
 
     return default_vocab_file(lower_case=lower_case())
 
 
 def lower_case():
-    """--do_lower_case, lower case when unset (a checkpoint's own casing comes from `checkpoint_preprocessor`)."""
+    """--do_lower_case, lower case when unset (a checkpoint's own casing comes from
+    `checkpoint_preprocessor`)."""
     return FLAGS.do_lower_case is not False
 
 
@@ -168,14 +174,15 @@ def _plain(value):
     return value.item() if hasattr(value, "item") else value
 
 
-# ===============================================================================================================
+# ============================================================================================================
 # Fine-tuning recipes (run_classifier, run_squad, run_ner, run_multiple_choice, extract_features)
-# ===============================================================================================================
+# ============================================================================================================
 
 
 def define_finetuning_flags(output_dir, learning_rate=5e-5, train_batch_size=32, max_seq_length=128):
     """The shared flags (as `define_flags`) plus those of the paper's fine-tuning scripts: --output_dir
-    (alias of --model_dir), --eval_batch_size, --num_train_epochs, --warmup_proportion, --do_train/eval/predict."""
+    (alias of --model_dir), --eval_batch_size, --num_train_epochs, --warmup_proportion,
+    --do_train/eval/predict."""
     define_flags(model_dir=output_dir, learning_rate=learning_rate, train_batch_size=train_batch_size,
                  max_seq_length=max_seq_length)
     flags.DEFINE_alias("output_dir", "model_dir")
@@ -224,13 +231,15 @@ def output_file(flag, globs=(), paths=()):
     from keras_bert import outputs
 
     value = FLAGS[flag].value
-    return outputs.writing_file(value, output_inputs(globs, paths), FLAGS.overwrite, f"--{flag}={value}", flag)
+    return outputs.writing_file(value, output_inputs(globs, paths), FLAGS.overwrite, f"--{flag}={value}",
+                                flag)
 
 
 def checkpoint_preprocessor(model_class=None):
-    """The preprocessor --init_checkpoint states (`keras_bert.models.pretrained.resolve_pretrained`: a `.keras`
-    save's own, else the vocab beside it or --vocab_file, cased as the checkpoint states, else
-    --do_lower_case, with KerasHub's rules for a KerasHub preset), or None (no --init_checkpoint, or no vocab).
+    """The preprocessor --init_checkpoint states (`keras_bert.models.pretrained.resolve_pretrained`: a
+    `.keras` save's own, else the vocab beside it or --vocab_file, cased as the checkpoint states, else
+    --do_lower_case, with KerasHub's rules for a KerasHub preset), or None (no --init_checkpoint, or no
+    vocab).
     A --vocab_file or --do_lower_case that contradicts the checkpoint is refused naming both values; so is
     --max_seq_length when the checkpoint is a `.keras` of `model_class` (the task continues), which then
     defaults to the model's."""
@@ -241,8 +250,10 @@ def checkpoint_preprocessor(model_class=None):
     if not FLAGS.init_checkpoint:
         return None
     given = vocab_file() if FLAGS.vocab_file else None
-    with flag_errors("init_checkpoint", *(name for name in ("vocab_file", "do_lower_case") if FLAGS[name].present)):
-        pretrained = resolve_pretrained(FLAGS.init_checkpoint, lower_case=FLAGS.do_lower_case, vocab_file=given)
+    with flag_errors("init_checkpoint",
+                     *(name for name in ("vocab_file", "do_lower_case") if FLAGS[name].present)):
+        pretrained = resolve_pretrained(FLAGS.init_checkpoint, lower_case=FLAGS.do_lower_case,
+                                        vocab_file=given)
     own = pretrained.preprocessor
     if not pretrained.trained_preprocessor:
         return own
@@ -280,7 +291,8 @@ def build_task_model(tokenizer, model_class, make_model):
 
     config = None if FLAGS.init_checkpoint else bert_config(tokenizer.vocab_size)
     with flag_errors("init_checkpoint"), remat_scope():
-        model = finetuning.build_task_model(model_class, make_model, FLAGS.init_checkpoint, config, FLAGS.dtype)
+        model = finetuning.build_task_model(model_class, make_model, FLAGS.init_checkpoint, config,
+                                            FLAGS.dtype)
     config = model.encoder.config
     with flag_errors("init_checkpoint", "vocab_file"):
         finetuning.check_vocab_size(config, tokenizer.vocab_size, tokenizer.vocab_file)
@@ -356,5 +368,5 @@ def save_task_model(model, strategy, labels=None, tokenizer=None):
 def write_eval_results(results, strategy):
     """Writes <output_dir>/eval_results.json and prints the values."""
     write_json(os.path.join(FLAGS.model_dir, "eval_results.json"), results, strategy)
-    print("Eval results: " + ", ".join(f"{k} = {_plain(v):.4f}" if isinstance(_plain(v), float) else f"{k} = {v}"
-                                       for k, v in sorted(results.items())))
+    print("Eval results: " + ", ".join(f"{k} = {_plain(v):.4f}" if isinstance(_plain(v), float)
+                                       else f"{k} = {v}" for k, v in sorted(results.items())))

@@ -65,9 +65,11 @@ def load_task():
         with common.flag_errors("task_name"):
             task = glue.get_glue_task(FLAGS.task_name)
         if task.name == "ax":
-            raise ValueError("--task_name=AX has no training data: fine-tune --task_name=MNLI and pass --ax_data_dir")
+            raise ValueError("--task_name=AX has no training data: fine-tune --task_name=MNLI and pass "
+                             "--ax_data_dir")
         with common.flag_errors("data_dir"):
-            return classification.glue_task(task.name, FLAGS.data_dir, ax_data_dir=FLAGS.ax_data_dir, **splits)
+            return classification.glue_task(task.name, FLAGS.data_dir, ax_data_dir=FLAGS.ax_data_dir,
+                                            **splits)
     if FLAGS.train_file or FLAGS.eval_file or FLAGS.predict_file:
         train_file, eval_file, predict_file = FLAGS.train_file, FLAGS.eval_file, FLAGS.predict_file
     else:
@@ -114,7 +116,8 @@ def main(argv):
         common.compile_task(model, strategy, loss, "auto", len(train_examples) if train_examples else None,
                             loss_weights)
     if train_examples:
-        common.fit_task(model, dataset(train_examples, FLAGS.train_batch_size, shuffle=True), len(train_examples))
+        common.fit_task(model, dataset(train_examples, FLAGS.train_batch_size, shuffle=True),
+                        len(train_examples))
         common.save_task_model(model, strategy, task.label_list, tokenizer)
 
     results = {}

@@ -46,7 +46,8 @@ def main(argv):
     tokenizer = common.finetuning_tokenizer(BertSpanLabeler)
     lookup = features.WordPieceLookup(tokenizer)
     settings = squad.SquadSettings(
-        max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
+        max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
+        max_query_length=FLAGS.max_query_length,
         version_2_with_negative=FLAGS.version_2_with_negative, n_best_size=FLAGS.n_best_size,
         max_answer_length=FLAGS.max_answer_length, null_score_diff_threshold=FLAGS.null_score_diff_threshold,
         do_lower_case=tokenizer.lower_case)
@@ -70,7 +71,8 @@ def main(argv):
                             loss_weights=loss_weights)
     if train:
         dataset = tf.data.Dataset.from_tensor_slices(train.arrays).shuffle(train.num_windows, seed=FLAGS.seed)
-        common.fit_task(model, common.without_padding(dataset.batch(FLAGS.train_batch_size)), train.num_windows)
+        common.fit_task(model, common.without_padding(dataset.batch(FLAGS.train_batch_size)),
+                        train.num_windows)
         common.save_task_model(model, strategy, tokenizer=tokenizer)
 
     if predict_examples is None:

@@ -132,5 +132,5 @@ def test_installed_wheel_from_an_empty_directory(installed, tmp_path):
     # An export script whose library half (keras_bert/export/servability) is found in the installed layout.
     servable = _run([keras_bert, "check_servable", "--export_dir=nothing/1", "--text=hi"], empty, env)
     assert servable.returncode == 1
-    assert servable.stderr.strip() == ("error: [Errno 2] No such file or directory: 'nothing/1/saved_model.pb' "
-                                       "(given as --export_dir=nothing/1)")
+    assert servable.stderr.strip() == ("error: [Errno 2] No such file or directory: "
+                                       "'nothing/1/saved_model.pb' (given as --export_dir=nothing/1)")

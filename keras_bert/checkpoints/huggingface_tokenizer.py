@@ -23,7 +23,8 @@ FAST_TOKENIZER_FILE = "tokenizer.json"
 _FAST_TOKENIZER = {("model", "type"): "WordPiece", ("model", "continuing_subword_prefix"): "##",
                    ("model", "max_input_chars_per_word"): MAX_CHARS_PER_WORD,
                    ("normalizer", "type"): "BertNormalizer", ("normalizer", "clean_text"): True,
-                   ("normalizer", "handle_chinese_chars"): True, ("pre_tokenizer", "type"): "BertPreTokenizer"}
+                   ("normalizer", "handle_chinese_chars"): True,
+                   ("pre_tokenizer", "type"): "BertPreTokenizer"}
 
 
 def huggingface_text(directory: str) -> dict | None:

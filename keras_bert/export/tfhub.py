@@ -40,7 +40,8 @@ def _checked(strings):
 
 def _by_word(values, word_ids):
     """Ragged [b, (pieces)] values and their word ids -> ragged [b, (words), (pieces)] (TF Hub's nesting)."""
-    words = tf.maximum(tf.cast(tf.reduce_max(word_ids, axis=1), tf.int64) + 1, 0)  # an empty row's max is -inf
+    # an empty row's max is -inf
+    words = tf.maximum(tf.cast(tf.reduce_max(word_ids, axis=1), tf.int64) + 1, 0)
     first_word = tf.cumsum(words, exclusive=True)
     global_word = tf.cast(word_ids.flat_values, tf.int64) + tf.gather(first_word, word_ids.value_rowids())
     pieces = tf.RaggedTensor.from_value_rowids(values.flat_values, global_word, nrows=tf.reduce_sum(words))
@@ -89,8 +90,9 @@ def _pack(packer, segments, max_length, seq_length=None):
         seq_length = tf.cast(seq_length, tf.int32)
         checks.append(tf.debugging.Assert(
             (seq_length >= least) & (seq_length <= max_length), [tf.strings.format(
-                f"bert_pack_inputs: seq_length must be in [{least}, {max_length}] for {len(segments)} segment(s): "
-                f"[CLS] and a [SEP] per segment, at most the encoder positions; got {{}}", seq_length)]))
+                f"bert_pack_inputs: seq_length must be in [{least}, {max_length}] for {len(segments)} "
+                f"segment(s): [CLS] and a [SEP] per segment, at most the encoder positions; got {{}}",
+                seq_length)]))
     # No quote in a message: TF escapes it in the error. Nothing packs before the checks pass.
     with tf.control_dependencies(checks):
         segments = [tf.nest.map_structure(_unsized, s, expand_composites=True) for s in segments]
@@ -109,7 +111,8 @@ class _Preprocessing(tf.Module):
 
     def __init__(self, preprocessor, max_length):
         super().__init__()
-        tokenizer, packer = preprocessor.tokenizer, preprocessor.packer  # captured, not tracked (see _Tokenize)
+        # captured, not tracked (see _Tokenize)
+        tokenizer, packer = preprocessor.tokenizer, preprocessor.packer
         self.tokenize = _Tokenize(tokenizer)
         self.tokenize_with_offsets = tf.function(lambda strings: _tokenize_with_offsets(tokenizer, strings),
                                                  input_signature=[_STRINGS])
@@ -121,7 +124,8 @@ class _Preprocessing(tf.Module):
             self.bert_pack_inputs.get_concrete_function([segment] * count)
             for dtype in (tf.int32, tf.int64):
                 self.bert_pack_inputs.get_concrete_function([segment] * count, tf.TensorSpec([], dtype))
-        self.__call__ = tf.function(lambda strings: preprocessor(_checked(strings)), input_signature=[_STRINGS])
+        self.__call__ = tf.function(lambda strings: preprocessor(_checked(strings)),
+                                    input_signature=[_STRINGS])
 
 
 
@@ -130,7 +134,8 @@ def _masked_lm(pretrainer, encoder_outputs):
     mlm_logits [b, k, vocab] (float32) and the encoder's outputs, as TF Hub's BERT encoders with an MLM
     head; `training` as the encoder's. Its variables are those it reads (the encoder's and the MLM head's),
     so `hub.KerasLayer(encoder.mlm, trainable=True)` trains them."""
-    spec = {**_IDS_SPEC, "masked_lm_positions": tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")}
+    spec = {**_IDS_SPEC,
+            "masked_lm_positions": tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")}
 
     def call(inputs, training=False):
         sequence = encoder_outputs(inputs, training=training)

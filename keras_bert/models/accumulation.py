@@ -12,9 +12,9 @@ mean losses, which differs whenever micro-batches carry different loss weights.
 
 A batch whose size is not a multiple of K (the last one of an epoch) is padded to one by repeating its last
 row with weight 0; metrics count the real rows only (compiled `metrics` are made weighted ones, so with
-K > 1 they also take the `sample_weight` given to fit). Dropout draws its masks per micro-batch, so with dropout the draws (not the maths) differ
-from the whole-batch step. The dataset yields the whole batches: the batch size stays that of an optimizer
-step.
+K > 1 they also take the `sample_weight` given to fit). Dropout draws its masks per micro-batch, so with
+dropout the draws (not the maths) differ from the whole-batch step. The dataset yields the whole batches:
+the batch size stays that of an optimizer step.
 """
 
 import inspect
@@ -56,13 +56,15 @@ class GradientAccumulation:
     def compile(self, *args, gradient_accumulation_steps=1, **kwargs):
         steps = int(gradient_accumulation_steps)
         if steps < 1 or steps != gradient_accumulation_steps:
-            raise ValueError(f"gradient_accumulation_steps must be an integer >= 1, got {gradient_accumulation_steps!r}")
+            raise ValueError("gradient_accumulation_steps must be an integer >= 1, "
+                             f"got {gradient_accumulation_steps!r}")
         if steps > 1:
             args, kwargs = (), self._metrics_weighted(args, kwargs)
         super().compile(*args, **kwargs)
         if steps > 1 and getattr(self.optimizer, "gradient_accumulation_steps", None):
             raise ValueError("the optimizer accumulates gradients itself (its gradient_accumulation_steps="
-                             f"{self.optimizer.gradient_accumulation_steps}); set only the model's, which is exact")
+                             f"{self.optimizer.gradient_accumulation_steps}); set only the model's, "
+                             "which is exact")
         self.gradient_accumulation_steps = steps
 
     def get_compile_config(self):
@@ -100,8 +102,8 @@ class GradientAccumulation:
         """This micro-batch's part of the whole batch's loss (the parts sum to it): the compiled loss of the
         micro-batch (mean over its `micro_rows` rows, padding weighted 0) times micro_rows / `rows`."""
         del normalizers
-        loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=weighted_rows(sample_weight, row_weight),
-                                 training=True)
+        loss = self.compute_loss(x=x, y=y, y_pred=y_pred,
+                                 sample_weight=weighted_rows(sample_weight, row_weight), training=True)
         return loss * ops.cast(ops.shape(row_weight)[0], loss.dtype) / ops.cast(rows, loss.dtype)
 
     def train_step(self, data):
@@ -132,8 +134,8 @@ class GradientAccumulation:
 
         zeros = [tf.zeros(v.shape, v.dtype) for v in variables]
         # parallel_iterations=1: one micro-batch at a time, which is the point.
-        _, total, sums = tf.while_loop(lambda step, *_: step < steps, body, (tf.constant(0), tf.constant(0.0), zeros),
-                                       parallel_iterations=1)
+        _, total, sums = tf.while_loop(lambda step, *_: step < steps, body,
+                                       (tf.constant(0), tf.constant(0.0), zeros), parallel_iterations=1)
         self.optimizer.apply_gradients(zip(sums, variables, strict=True))
         compat.loss_tracker(self).update_state(_unscale(total), sample_weight=rows)
         return self.get_metrics_result()

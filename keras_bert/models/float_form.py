@@ -70,8 +70,8 @@ def float_model(model):
     plain = type(model).from_config(_unquantized(model.get_config()))
     for variable in plain.weights:
         if variable.path not in values:
-            raise ValueError(f"the float form of {model.name!r} has weight {variable.path}, which {model.name!r} "
-                             "lacks")
+            raise ValueError(f"the float form of {model.name!r} has weight {variable.path}, "
+                             f"which {model.name!r} lacks")
         variable.assign(keras.ops.cast(values[variable.path], variable.dtype))
     return plain
 

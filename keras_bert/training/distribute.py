@@ -53,8 +53,8 @@ def _start_multi_worker(task, wait_s):
     this worker's port takes connections too, so that its peers see it started, and SIGTERM / SIGINT end the
     process. They do from then on too: a worker blocked in a collective op ends at once."""
     peers = {f"{kind} {index} ({address})": address for (kind, index), address in task.peers().items()}
-    print(f"multi-worker: {task.type} {task.index} waits for {', '.join(peers) or 'no other worker'} to start "
-          f"(at most {wait_s:g} s)", file=sys.stderr, flush=True)
+    print(f"multi-worker: {task.type} {task.index} waits for {', '.join(peers) or 'no other worker'} "
+          f"to start (at most {wait_s:g} s)", file=sys.stderr, flush=True)
     in_main = threading.current_thread() is threading.main_thread()
     handlers = [(signum, signal.signal(signum, _end_at_once)) for signum in (signal.SIGTERM, signal.SIGINT)
                 if in_main]
@@ -66,8 +66,8 @@ def _start_multi_worker(task, wait_s):
                 if not peers:
                     break
                 if time.monotonic() > deadline:
-                    raise UserInputError(f"multi-worker: {', '.join(peers)} did not start within {wait_s:g} s; "
-                                         "start every worker of TF_CONFIG, or wait longer")
+                    raise UserInputError(f"multi-worker: {', '.join(peers)} did not start within "
+                                         f"{wait_s:g} s; start every worker of TF_CONFIG, or wait longer")
                 time.sleep(0.2)
     finally:
         for signum, handler in handlers:

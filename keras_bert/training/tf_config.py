@@ -76,18 +76,20 @@ def _cluster(cluster):
     seen = {}
     for kind, addresses in cluster.items():
         if kind not in TASK_TYPES:
-            raise UserInputError(f"TF_CONFIG cluster has task type {kind!r}; expected one of {', '.join(TASK_TYPES)}")
+            raise UserInputError(f"TF_CONFIG cluster has task type {kind!r}; "
+                                 f"expected one of {', '.join(TASK_TYPES)}")
         if not isinstance(addresses, list) or not addresses or not all(isinstance(a, str) for a in addresses):
-            raise UserInputError(f"TF_CONFIG cluster {kind!r} must be a non-empty list of \"host:port\" strings, got "
-                                 f"{json.dumps(addresses)}")
+            raise UserInputError(f"TF_CONFIG cluster {kind!r} must be a non-empty list of \"host:port\" "
+                                 f"strings, got {json.dumps(addresses)}")
         for index, address in enumerate(addresses):
             match = _ADDRESS.match(address)
             if not match or not 0 < int(match[2]) < 65536:
                 raise UserInputError(f"TF_CONFIG cluster {kind!r} address {index} is {address!r}; expected "
                                      "host:port with a port from 1 to 65535")
             if address in seen:
-                raise UserInputError(f"TF_CONFIG cluster gives address {address!r} twice ({seen[address]} and "
-                                     f"{kind} {index}); every task needs its own host:port")
+                raise UserInputError(f"TF_CONFIG cluster gives address {address!r} twice "
+                                     f"({seen[address]} and {kind} {index}); every task needs its own "
+                                     "host:port")
             seen[address] = f"{kind} {index}"
     if "chief" not in cluster and "worker" not in cluster:
         raise UserInputError("TF_CONFIG cluster has no 'chief' or 'worker' address")

@@ -39,14 +39,16 @@ def pooled(encoder, inputs):
 
 
 @pytest.mark.parametrize("how", ["int8", "lora"])
-def test_every_writer_writes_the_float_weights_a_quantized_or_lora_model_computes_with(checkpoint, tmp_path, how):
+def test_every_writer_writes_the_float_weights_a_quantized_or_lora_model_computes_with(checkpoint, tmp_path,
+                                                                                       how):
     model = adapted(checkpoint, how)
     reference = float_model(model)
     assert reference is not model and not any(
         "lora" in v.path or "scale" in v.path for v in reference.weights)
     inputs = model.preprocessor(tf.constant(TEXTS))
     logits = np.asarray(reference(inputs, training=False))
-    assert np.abs(np.asarray(model(inputs, training=False)) - logits).max() < (0.05 if how == "int8" else 1e-5)
+    assert (np.abs(np.asarray(model(inputs, training=False)) - logits).max()
+            < (0.05 if how == "int8" else 1e-5))
 
     reread = kb.BertClassifier.from_pretrained(save_keras_hub(model, tmp_path / "keras_hub"))
     np.testing.assert_allclose(np.asarray(reread(inputs, training=False)), logits, atol=1e-5, rtol=0)
@@ -54,7 +56,8 @@ def test_every_writer_writes_the_float_weights_a_quantized_or_lora_model_compute
     want = pooled(reference.encoder, inputs)
     huggingface = kb.BertEncoder.from_pretrained(save_huggingface(model, str(tmp_path / "hf")))
     np.testing.assert_allclose(pooled(huggingface, inputs), want, atol=1e-5, rtol=0)
-    google = kb.BertEncoder.from_pretrained(save_google_checkpoint(model, str(tmp_path / "google" / "bert_model.ckpt")))
+    google = kb.BertEncoder.from_pretrained(
+        save_google_checkpoint(model, str(tmp_path / "google" / "bert_model.ckpt")))
     np.testing.assert_allclose(pooled(google, inputs), want, atol=1e-5, rtol=0)
 
     with frozen_heap():  # the int8 save is quantized again as it loads
@@ -71,7 +74,7 @@ def test_a_layer_quantized_in_another_mode_is_refused_by_name(checkpoint, tmp_pa
     model = kb.BertClassifier.from_pretrained(checkpoint, seq_length=SEQ, num_classes=2)
     with frozen_heap():
         model.quantize("int4", filters="classifier")
-    with pytest.raises(ValueError, match=r"layer '.*classifier' is quantized as 'int4'; only int8 weights can be "
-                                         "written as float weights"):
+    with pytest.raises(ValueError, match=r"layer '.*classifier' is quantized as 'int4'; only int8 weights "
+                                         "can be written as float weights"):
         save_keras_hub(model, tmp_path / "keras_hub")
     assert not (tmp_path / "keras_hub").exists()

@@ -23,7 +23,8 @@ PAIR = ("Where is the Zürich station?", "Go straight, then turn left at the 2nd
 
 
 def _transformers_dir(path, model, tokenizer):
-    """`model` and `tokenizer` saved by transformers into `path` as transformers 5 lays it out (no vocab.txt)."""
+    """`model` and `tokenizer` saved by transformers into `path` as transformers 5 lays it out
+    (no vocab.txt)."""
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     if os.path.exists(os.path.join(path, "vocab.txt")):
@@ -46,7 +47,8 @@ def _task_dir(minilm, name, architecture, **config):
     """A transformers `architecture` (e.g. BertForSequenceClassification) on the MiniLM encoder weights with a
     seeded random head (std 0.1: logits that tell the texts apart), saved with the tokenizer; (dir, model)."""
     torch.manual_seed(0)
-    model = getattr(transformers, architecture)(transformers.BertConfig.from_pretrained(MINILM, **config)).eval()
+    model = getattr(transformers, architecture)(
+        transformers.BertConfig.from_pretrained(MINILM, **config)).eval()
     model.bert.load_state_dict(minilm["model"].state_dict(), strict=False)
     for parameter in [p for n, p in model.named_parameters() if not n.startswith("bert.")]:
         torch.nn.init.normal_(parameter, std=0.1)
@@ -88,8 +90,8 @@ def test_a_directory_without_vocab_refuses_a_text_task_model(minilm, tmp_path):
     shutil.copytree(minilm["uncased"], directory)
     os.remove(directory / "tokenizer.json")
     assert BertEncoder.from_pretrained(str(directory)).preprocessor is None  # an encoder may take ids only
-    with pytest.raises(ValueError, match=r"no_vocab: no vocab.txt or tokenizer.json beside the checkpoint, so "
-                                         r"BertClassifier cannot take raw text"):
+    with pytest.raises(ValueError, match=r"no_vocab: no vocab.txt or tokenizer.json beside the checkpoint, "
+                                         r"so BertClassifier cannot take raw text"):
         BertClassifier.from_pretrained(str(directory), num_classes=2)
 
 
@@ -107,11 +109,13 @@ def test_a_tokenizer_json_ours_cannot_reproduce_is_named(minilm, tmp_path):
 
 @pytest.mark.parametrize("problem", ["labels", "regression"])
 def test_sequence_classification_both_ways(minilm, tmp_path, problem):
-    labels = {"labels": dict(id2label={0: "neg", 1: "neutral", 2: "pos"}, label2id={"neg": 0, "neutral": 1, "pos": 2}),
+    labels = {"labels": dict(id2label={0: "neg", 1: "neutral", 2: "pos"},
+                             label2id={"neg": 0, "neutral": 1, "pos": 2}),
               "regression": dict(num_labels=1, problem_type="regression")}[problem]
     directory, reference = _task_dir(minilm, f"seq_{problem}", "BertForSequenceClassification", **labels)
     expected = _torch_logits(reference, MIXED, directory=directory).logits.numpy()
-    ours = BertClassifier.from_pretrained(directory, seq_length=SEQ)  # num_classes and labels from config.json
+    # num_classes and labels from config.json
+    ours = BertClassifier.from_pretrained(directory, seq_length=SEQ)
     assert ours.labels == (["neg", "neutral", "pos"] if problem == "labels" else None)
     assert ours.num_classes == expected.shape[1]
     diff = _max_diff(ours.predict(MIXED, verbose=0), expected)
@@ -141,7 +145,8 @@ def _transformers_answer(model, directory, question, context, max_answer_len):
     with torch.no_grad():
         out = model(**batch)
     in_context = np.array([segment == 1 for segment in batch.sequence_ids(0)])
-    start, end = (np.where(in_context, logits[0].numpy(), -np.inf) for logits in (out.start_logits, out.end_logits))
+    start, end = (np.where(in_context, logits[0].numpy(), -np.inf)
+                  for logits in (out.start_logits, out.end_logits))
     scores = start[:, None] + end[None, :]
     allowed = np.triu(np.ones_like(scores, bool)) & ~np.triu(np.ones_like(scores, bool), max_answer_len)
     first, last = np.unravel_index(np.argmax(np.where(allowed, scores, -np.inf)), scores.shape)
@@ -196,7 +201,8 @@ def test_token_classification_and_multiple_choice_both_ways(minilm, tmp_path):
     diff = _max_diff(ours.predict(MIXED, verbose=0), expected)
     print(f"BertForTokenClassification -> BertTokenClassifier: max abs diff {diff:.2e}")
     assert diff <= TOL
-    again = transformers.AutoModelForTokenClassification.from_pretrained(save_huggingface(ours, str(tmp_path / "n")))
+    again = transformers.AutoModelForTokenClassification.from_pretrained(
+        save_huggingface(ours, str(tmp_path / "n")))
     assert again.config.id2label == {0: "O", 1: "B-LOC", 2: "I-LOC"}
     diff = _max_diff(_torch_logits(again.eval(), MIXED, directory=directory).logits, expected)
     print(f"BertTokenClassifier -> BertForTokenClassification: max abs diff {diff:.2e}")
@@ -213,7 +219,8 @@ def test_token_classification_and_multiple_choice_both_ways(minilm, tmp_path):
     diff = _max_diff(ours.predict((contexts, endings), verbose=0), expected)
     print(f"BertForMultipleChoice -> BertMultipleChoice: max abs diff {diff:.2e}")
     assert diff <= TOL
-    again = transformers.AutoModelForMultipleChoice.from_pretrained(save_huggingface(ours, str(tmp_path / "m")))
+    again = transformers.AutoModelForMultipleChoice.from_pretrained(
+        save_huggingface(ours, str(tmp_path / "m")))
     with torch.no_grad():
         back = again.eval()(**{k: v.reshape(2, 2, SEQ) for k, v in flat.items()}).logits
     diff = _max_diff(back, expected)
@@ -221,7 +228,8 @@ def test_token_classification_and_multiple_choice_both_ways(minilm, tmp_path):
     assert diff <= TOL
 
 
-@pytest.mark.parametrize("architecture", ["BertForPreTraining", "BertForMaskedLM", "BertForNextSentencePrediction"])
+@pytest.mark.parametrize("architecture",
+                         ["BertForPreTraining", "BertForMaskedLM", "BertForNextSentencePrediction"])
 def test_pretraining_heads_load(minilm, architecture, caplog):
     from keras_bert import BertPretrainer
 
@@ -229,8 +237,10 @@ def test_pretraining_heads_load(minilm, architecture, caplog):
     expected = _torch_logits(reference, [PAIR[0]], [PAIR[1]], directory=directory)
     with caplog.at_level(logging.WARNING, logger="keras_bert"):
         ours = BertPretrainer.from_pretrained(directory, seq_length=SEQ)
-    missing = {"BertForMaskedLM": "next_sentence", "BertForNextSentencePrediction": "masked_lm"}.get(architecture)
-    assert (f"no {missing} head in the checkpoint; initialised randomly" in caplog.text) is (missing is not None)
+    missing = {"BertForMaskedLM": "next_sentence",
+               "BertForNextSentencePrediction": "masked_lm"}.get(architecture)
+    assert ((f"no {missing} head in the checkpoint; initialised randomly" in caplog.text)
+            is (missing is not None))
     out = ours.predict((np.array(PAIR[:1]), np.array(PAIR[1:])), verbose=0)
     real = transformers.AutoTokenizer.from_pretrained(directory)(
         *PAIR, padding="max_length", max_length=SEQ)["attention_mask"]
