@@ -1,7 +1,8 @@
 """Sends text to a running TF Serving model server and prints the answers, one text at a time.
 
     keras-bert client --model=bert_classifier --text="a great movie" --text="a dull movie"
-    keras-bert client --model=bert_squad --question="Who built it?" --context="Steve built it." --protocol=grpc
+    keras-bert client --model=bert_squad --question="Who built it?" --context="Steve built it." \\
+        --protocol=grpc
 
 REST (port 8501) needs nothing beyond the standard library; gRPC (port 8500) needs `tensorflow-serving-api`.
 Entities, span answers, labels, the chosen ending and sentence embeddings print as one line each; other
@@ -32,7 +33,8 @@ flags.DEFINE_multi_string("text_b", [], "Second segments (the `text_b` input), o
 flags.DEFINE_multi_string("question", [], "Span labeler: questions (the `question` input).")
 flags.DEFINE_multi_string("context", [], "Span labeler: contexts (the `context` input), one per --question.")
 flags.DEFINE_enum("protocol", "rest", ["rest", "grpc"], "REST :predict or gRPC PredictionService/Predict.")
-flags.DEFINE_enum("rest_format", "instances", ["instances", "inputs"], "Row (instances) or columnar (inputs).")
+flags.DEFINE_enum("rest_format", "instances", ["instances", "inputs"],
+                  "Row (instances) or columnar (inputs).")
 flags.DEFINE_float("timeout", 30.0, "Seconds to wait for the server.")
 flags.DEFINE_bool("raw", False, "Print the response JSON instead of one readable block per text.")
 shared_flags.required("model")
@@ -76,7 +78,8 @@ def answer_lines(questions, result):
     for row, question in enumerate(questions):
         answer = columns["answer"][row]
         answer = answer.decode("utf-8", "replace") if isinstance(answer, bytes) else answer
-        found = f"{answer!r} [{columns['answer_start'][row]}:{columns['answer_end'][row]}]" if answer else "(none)"
+        found = (f"{answer!r} [{columns['answer_start'][row]}:{columns['answer_end'][row]}]" if answer
+                 else "(none)")
         line = f"Q: {question}\nA: {found}  score {columns['score'][row]:.3f}"
         if "no_answer_score" in columns:
             line += f"  no-answer score {columns['no_answer_score'][row]:.3f}"
@@ -139,10 +142,12 @@ def describe(example):
         lines.append("entities: " + (", ".join(f"{_str(kind)} {_str(text)!r} [{start}:{end}]"
                                                for kind, text, start, end in spans) or "none"))
         shown.update(keys + ("entity_count",))
-    name = next((n for n in ("label", "choice", "label_id") if not isinstance(example.get(n, []), list)), None)
+    name = next((n for n in ("label", "choice", "label_id") if not isinstance(example.get(n, []), list)),
+                None)
     if name is not None:
         chosen, probabilities = example.get("choice", example.get("label_id")), example.get("probabilities")
-        p = f" (p={probabilities[chosen]:.3f})" if isinstance(probabilities, list) and chosen is not None else ""
+        p = (f" (p={probabilities[chosen]:.3f})" if isinstance(probabilities, list) and chosen is not None
+             else "")
         lines.append(f"{name}: {_str(example[name])}{p}")
         shown.update(("label", "choice", "label_id", "probabilities", "logits"))
     if "sentence_embedding" in example:

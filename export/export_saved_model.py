@@ -51,13 +51,13 @@ flags.DEFINE_enum("format", "serving", ["serving", "tfhub"],
                   "serving: one SavedModel; tfhub: <export_dir>/preprocess and <export_dir>/encoder.")
 flags.DEFINE_bool("warmup", True, "Write assets.extra/tf_serving_warmup_requests.")
 flags.DEFINE_enum("quantize", None, ["int8", "int8_matmul", "int8_weights"],
-                  "Serve int8 Dense kernels (post-training quantization): int8_matmul (int8 x int8 matmuls, "
-                  "oneDNN; fastest on CPUs with VNNI), int8_weights (int8 weights computed in --dtype; any TF "
-                  "build), int8 (int8_matmul if this CPU has VNNI, else int8_weights).")
+                  "Serve int8 Dense kernels (post-training quantization): int8_matmul (int8 x int8 "
+                  "matmuls, oneDNN; fastest on CPUs with VNNI), int8_weights (int8 weights computed in "
+                  "--dtype; any TF build), int8 (int8_matmul if this CPU has VNNI, else int8_weights).")
 flags.DEFINE_string("calibration_file", None,
-                    "--quantize=int8_matmul (or int8 where it resolves so): a UTF-8 text file, one served text a "
-                    "line (a few hundred): each Dense input gets one constant int8 range from them (faster than "
-                    "per-request ranges).")
+                    "--quantize=int8_matmul (or int8 where it resolves so): a UTF-8 text file, one served "
+                    "text a line (a few hundred): each Dense input gets one constant int8 range from them "
+                    "(faster than per-request ranges).")
 shared_flags.check("calibration_file", shared_flags.existing_file)
 shared_flags.define_one("dtype", choices=("float32", "bfloat16"),
                         help="The Keras dtype policy the served model is built under: bfloat16 runs its "
@@ -69,21 +69,26 @@ shared_flags.check_together(["dtype", "quantize", "format"], lambda values: "--q
                             shown=["format", "quantize", "dtype"])
 flags.DEFINE_bool("check", True, "Then run export/check_servable.py on the export (TF Serving's C++ loader).")
 flags.DEFINE_enum("long_text", "truncate", ["truncate", "windows"],
-                  "Classifier texts over --max_seq_length: truncate, or average the logits of strided windows.")
+                  "Classifier texts over --max_seq_length: truncate, or average the logits of strided "
+                  "windows.")
 shared_flags.define_one("stride", help="Pieces between windows (--long_text=windows, token classifiers); "
                         "default: half of --max_seq_length - 2.")
-flags.DEFINE_enum("pooling", None, ["cls", "mean"], "Encoder: also serve `sentence_embedding`, the [CLS] vector or "
-                                                    "the mean over real tokens; default: a sentence-transformers "
-                                                    "directory's own (modules.json), else none.")
-flags.DEFINE_bool("fixed_length", False, "Pack served text to the full --max_seq_length (a fixed shape, e.g. for a "
-                  "batching config that wants one); default: each request to its longest input, rounded up to 8.")
-flags.DEFINE_bool("sequence_output", False, "Encoder: serving_default also returns sequence_output [batch, seq, "
-                  "hidden] (default: only pooled_output / sentence_embedding; serve_token_ids always has it).")
+flags.DEFINE_enum("pooling", None, ["cls", "mean"], "Encoder: also serve `sentence_embedding`, the [CLS] "
+                                                    "vector or the mean over real tokens; default: a "
+                                                    "sentence-transformers directory's own (modules.json), "
+                                                    "else none.")
+flags.DEFINE_bool("fixed_length", False, "Pack served text to the full --max_seq_length (a fixed shape, e.g. "
+                  "for a batching config that wants one); default: each request to its longest input, "
+                  "rounded up to 8.")
+flags.DEFINE_bool("sequence_output", False, "Encoder: serving_default also returns sequence_output [batch, "
+                  "seq, hidden] (default: only pooled_output / sentence_embedding; serve_token_ids always "
+                  "has it).")
 flags.DEFINE_bool("normalize", False, "L2-normalize `sentence_embedding` (default: a sentence-transformers "
                                       "directory's own).")
 shared_flags.define_answer_rules()  # a span labeler's: how run_squad cut windows and chose answers
-flags.DEFINE_bool("nbest", False, "Span labeler: also serve each question's n-best spans (nbest_text, nbest_start, "
-                  "nbest_end, nbest_*_logit, nbest_valid) and null logits, as run_squad's nbest_predictions.json.")
+flags.DEFINE_bool("nbest", False, "Span labeler: also serve each question's n-best spans (nbest_text, "
+                  "nbest_start, nbest_end, nbest_*_logit, nbest_valid) and null logits, as run_squad's "
+                  "nbest_predictions.json.")
 flags.DEFINE_bool("word_tags", False, "Token classifier: also serve every word's tag (word_tag, word_tag_id, "
                   "word_logits, word_start, word_end, word_count), as run_ner's prediction file.")
 
@@ -149,8 +154,8 @@ def main(argv):
             if FLAGS[name].value is not None))
         raise
     if preprocessor is None and takes_text:
-        raise app.UsageError(f"--model_path={FLAGS.model_path} has no preprocessor and no vocab.txt beside it; "
-                             "pass --vocab_file (or --signature=token_ids for a token-id-only export)")
+        raise app.UsageError(f"--model_path={FLAGS.model_path} has no preprocessor and no vocab.txt beside "
+                             "it; pass --vocab_file (or --signature=token_ids for a token-id-only export)")
     if FLAGS.format == "tfhub":
         exported = list(export_tfhub(model, preprocessor, FLAGS.export_dir, FLAGS.version))
     else:
@@ -159,7 +164,8 @@ def main(argv):
         # The overrides, checked above, become the model's own: the export runs it without checking it again.
         model.preprocessor = preprocessor
         exported = [export_saved_model(model, FLAGS.export_dir, None, FLAGS.version, FLAGS.signature,
-                                       FLAGS.warmup, example_seq_length=FLAGS.max_seq_length or DEFAULT_SEQ_LENGTH,
+                                       FLAGS.warmup,
+                                       example_seq_length=FLAGS.max_seq_length or DEFAULT_SEQ_LENGTH,
                                        long_text=FLAGS.long_text, stride=FLAGS.stride, pooling=pooling,
                                        normalize=normalize, answer_rules=rules, quantize=FLAGS.quantize,
                                        dtype=FLAGS.dtype, calibration_texts=calibration_texts,

@@ -50,8 +50,9 @@ def embeddings_variable(layer):
     return layer._embeddings
 
 
-# Keras 3.15.x: keras/src/layers/core/{dense,embedding}.py: int8 codes in `_kernel` / `_embeddings`, one scale
-# per output unit (Dense `kernel_scale`) or per row (Embedding `embeddings_scale`); the LoRA factors beside them.
+# Keras 3.15.x: keras/src/layers/core/{dense,embedding}.py: int8 codes in `_kernel` / `_embeddings`, one
+# scale per output unit (Dense `kernel_scale`) or per row (Embedding `embeddings_scale`); the LoRA factors
+# beside them.
 FLOAT_QUANTIZATION_MODES = (None, "float8")  # kernels stay float in these modes
 
 
@@ -65,7 +66,8 @@ def float_kernel(layer):
 def float_embeddings(layer):
     """The Embedding `layer`'s table as float [input_dim, output_dim], as `float_kernel`."""
     return _dequantized(layer, layer._embeddings if layer.quantization_mode == "int8" else None, "embeddings",
-                        lambda codes: keras.ops.divide(codes, keras.ops.expand_dims(layer.embeddings_scale, -1)))
+                        lambda codes: keras.ops.divide(codes,
+                                                       keras.ops.expand_dims(layer.embeddings_scale, -1)))
 
 
 def _dequantized(layer, codes, name, descale):
@@ -73,8 +75,8 @@ def _dequantized(layer, codes, name, descale):
     if mode in FLOAT_QUANTIZATION_MODES:
         return getattr(layer, name)  # float, the LoRA update added by Keras
     if mode != "int8":
-        raise ValueError(f"layer {layer.path!r} is quantized as {mode!r}; only int8 weights can be written as "
-                         "float weights: quantize with 'int8', or write the model before quantizing it")
+        raise ValueError(f"layer {layer.path!r} is quantized as {mode!r}; only int8 weights can be written "
+                         "as float weights: quantize with 'int8', or write the model before quantizing it")
     value = descale(keras.ops.cast(codes, "float32"))
     if layer.lora_enabled:
         a, b = (layer.lora_kernel_a, layer.lora_kernel_b) if name == "kernel" else (

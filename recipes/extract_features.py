@@ -40,7 +40,8 @@ def _is_int(text):
 def main(argv):
     del argv
     common.setup()
-    with common.output_file("output_file", globs=["input_file"], paths=["init_checkpoint", "vocab_file"]) as tmp:
+    with common.output_file("output_file", globs=["input_file"],
+                            paths=["init_checkpoint", "vocab_file"]) as tmp:
         pairs = _extract(tmp)
     print(f"Features of {len(pairs)} lines: {FLAGS.output_file}")
 
@@ -57,8 +58,8 @@ def _extract(output_file):
         feature_extraction.check_layers(layers, encoder.config.num_hidden_layers)
     with common.flag_errors("input_file"):
         pairs = feature_extraction.read_lines(FLAGS.input_file)
-    feature_extraction.write_features(encoder, BertPreprocessor(tokenizer, FLAGS.max_seq_length), pairs, layers,
-                                      output_file, FLAGS.batch_size)
+    feature_extraction.write_features(encoder, BertPreprocessor(tokenizer, FLAGS.max_seq_length), pairs,
+                                      layers, output_file, FLAGS.batch_size)
     return pairs
 
 

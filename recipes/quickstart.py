@@ -69,8 +69,10 @@ def _serve(version_dir, sentences, arrays):
 
     from keras_bert.export import servability
 
-    servability.save_check_arrays(arrays, {"text": np.array([s.encode() for s in sentences], dtype=object)}, None)
-    (report,) = servability.check_servable_subprocess([{"export_dir": version_dir, "runs": [{"arrays": arrays}]}])
+    servability.save_check_arrays(arrays, {"text": np.array([s.encode() for s in sentences], dtype=object)},
+                                  None)
+    (report,) = servability.check_servable_subprocess([{"export_dir": version_dir,
+                                                        "runs": [{"arrays": arrays}]}])
     if "error" in report:
         raise RuntimeError(report["error"])
     return report["runs"][0]["outputs"]["label"]
@@ -126,7 +128,8 @@ def main(argv):
         classifier_eval = json.load(f)
     versions = sorted(os.listdir(export_dir), key=lambda v: int(v) if v.isdigit() else -1)
     print("\n=== 5/5 serve raw sentences (TF Serving's C++ loader, serving_default)", flush=True)
-    served = _serve(os.path.join(export_dir, versions[-1]), DEMO_SENTENCES, os.path.join(run_dir, "serve_inputs.npz"))
+    served = _serve(os.path.join(export_dir, versions[-1]), DEMO_SENTENCES,
+                    os.path.join(run_dir, "serve_inputs.npz"))
     for label, sentence in zip(served, DEMO_SENTENCES, strict=True):
         print(f"  {label:<8} <- {sentence}")
 

@@ -63,7 +63,8 @@ def test_dense_kernel_variable_is_the_stored_kernel_without_lora():
 
 
 def test_float_kernel_and_embeddings_undo_int8_and_add_lora():
-    """Dense `_kernel` / Embedding `_embeddings` int8 codes with per-unit / per-row scales, LoRA factors beside."""
+    """Dense `_kernel` / Embedding `_embeddings` int8 codes with per-unit / per-row scales, LoRA factors
+    beside."""
     dense, embedding = keras.layers.Dense(4), keras.layers.Embedding(6, 4)
     dense.build((None, 3))
     embedding.build(None)
@@ -101,7 +102,8 @@ def test_int8_call_is_replaced_and_restored():
 
 
 def test_loss_tracker_is_the_loss_fit_logs():
-    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")])
+    model = keras.Sequential([keras.Input((1,)),
+                              keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")])
     assert compat.loss_tracker(model) is None
     model.compile(optimizer="sgd", loss="mse")
     tracker = compat.loss_tracker(model)
@@ -197,6 +199,7 @@ def test_multi_worker_fix_applied_once_on_its_keras_and_not_on_another(restore_k
 def test_saved_model_root_takes_variables_and_functions(tmp_path):
     root = compat.saved_model_root()
     root.variables = [tf.Variable(2.0)]
-    root.double = tf.function(lambda x: x * root.variables[0], input_signature=[tf.TensorSpec([], tf.float32)])
+    root.double = tf.function(lambda x: x * root.variables[0],
+                              input_signature=[tf.TensorSpec([], tf.float32)])
     tf.saved_model.save(root, str(tmp_path / "root"))
     assert float(tf.saved_model.load(str(tmp_path / "root")).double(tf.constant(3.0))) == 6.0

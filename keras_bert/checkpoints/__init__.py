@@ -108,7 +108,8 @@ def detect_format(path: str) -> str:
         return "google"
     backbone = keras_hub_backbone(path) if os.path.isdir(path) else None
     if backbone is not None:
-        raise CheckpointError(f"{os.path.join(path, 'config.json')}: a {backbone} preset; only {BACKBONE} is read")
+        raise CheckpointError(f"{os.path.join(path, 'config.json')}: a {backbone} preset; only {BACKBONE} "
+                              "is read")
     found = sorted(os.listdir(path))[:8] if os.path.isdir(path) else [os.path.basename(path)]
     raise CheckpointError(
         f"{path}: unknown checkpoint format (found {found}); expected a Google TF1 checkpoint "

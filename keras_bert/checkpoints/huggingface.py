@@ -90,7 +90,8 @@ def _load_file(path: str) -> dict[str, np.ndarray]:
     except Exception as e:  # torch raises RuntimeError, EOFError or pickle errors by how the file is broken
         raise _unreadable(path, "torch", e) from None
     if not isinstance(state, dict):
-        raise CheckpointError(f"{path}: expected a state dict (tensor name -> tensor), got {type(state).__name__}")
+        raise CheckpointError(f"{path}: expected a state dict (tensor name -> tensor), got "
+                              f"{type(state).__name__}")
     return {key: value.float().numpy() if value.is_floating_point() else value.numpy()
             for key, value in state.items()}
 
@@ -203,8 +204,8 @@ def _id2label(values, count, config_file):
         return None
     names = [id2label.get(str(i)) for i in range(count)] if isinstance(id2label, dict) else []
     if len(id2label) != count or None in names:
-        raise CheckpointError(f"{config_file}: id2label {id2label} does not name the {count} classes of the head "
-                              f"(expected keys \"0\"..\"{count - 1}\")")
+        raise CheckpointError(f"{config_file}: id2label {id2label} does not name the {count} classes of the "
+                              f"head (expected keys \"0\"..\"{count - 1}\")")
     return [str(name) for name in names]
 
 

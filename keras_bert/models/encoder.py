@@ -135,7 +135,8 @@ class BertEncoder(Serving, TextTask, keras.Model):
                                   **kwargs)
         archive = keras.export.ExportArchive()
         archive.track(self)
-        specs = input_signature or [{name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}]
+        specs = input_signature or [{name: tf.TensorSpec([None, None], tf.int32, name=name)
+                                     for name in INPUT_NAMES}]
         archive.add_endpoint("serve", lambda inputs: flat_outputs(self(inputs, training=False)), specs)
         archive.write_out(filepath, verbose=True if verbose is None else verbose)
 

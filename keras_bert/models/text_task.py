@@ -105,8 +105,8 @@ class TextTask:
 
     # ----------------------------------------------------------------------------------- config
     def _init_text(self, preprocessor=None, labels=None):
-        """Sets `preprocessor` and `labels` (called by the constructors after the functional build; `from_config`
-        has deserialized the preprocessor already, `_text_from_config`)."""
+        """Sets `preprocessor` and `labels` (called by the constructors after the functional build;
+        `from_config` has deserialized the preprocessor already, `_text_from_config`)."""
         self.preprocessor = preprocessor
         self.labels = None if labels is None else [str(label) for label in labels]
         if self.labels is not None and len(set(self.labels)) != len(self.labels):
@@ -149,8 +149,8 @@ class TextTask:
         y = np.asarray(y)
         if y.dtype.kind in "USO":
             if not self.labels:
-                raise ValueError(f"labels are strings (first: {y.flat[0]!r}) but {type(self).__name__} has no "
-                                 "label names: build it with labels=[...]")
+                raise ValueError(f"labels are strings (first: {y.flat[0]!r}) but {type(self).__name__} has "
+                                 "no label names: build it with labels=[...]")
             index = {name: i for i, name in enumerate(self.labels)}
             values = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in y.ravel()]
             for position, value in enumerate(values):
@@ -246,13 +246,15 @@ class TextTask:
         if validation_data is not None:
             validation_data = steady(self._validation_dataset(validation_data, validation_batch_size)
                                      or validation_data)
-        x = steady(x)  # datasets only (keras_bert.data.options: no autotune stall when Keras drops the iterator)
+        # datasets only (keras_bert.data.options: no autotune stall when Keras drops the iterator)
+        x = steady(x)
         if isinstance(x, (tf.data.Dataset, tf.distribute.DistributedDataset)):
             shuffle = False  # Keras ignores it for datasets (and warns): a dataset comes shuffled or not
         self._schedule_default_optimizer(x, batch_size, epochs, steps_per_epoch, initial_epoch)
-        return super().fit(x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
-                           validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
-                           class_weight=class_weight, sample_weight=sample_weight, initial_epoch=initial_epoch,
+        return super().fit(x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                           callbacks=callbacks, validation_split=validation_split,
+                           validation_data=validation_data, shuffle=shuffle, class_weight=class_weight,
+                           sample_weight=sample_weight, initial_epoch=initial_epoch,
                            steps_per_epoch=steps_per_epoch, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
@@ -268,15 +270,16 @@ class TextTask:
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         if _no_examples(x):  # the outputs of one empty text, with no rows (as a served batch of 0)
-            one = {key: [""] for key in x} if isinstance(x, dict) else ([""], [""]) if isinstance(x, tuple) else [""]
+            one = ({key: [""] for key in x} if isinstance(x, dict)
+                   else ([""], [""]) if isinstance(x, tuple) else [""])
             return keras.tree.map_structure(lambda a: a[:0], self.predict(one, verbose=0))
         data = self.text_dataset(x, batch_size=batch_size)
         if data is None:
             data = _array_dataset(x, batch_size=batch_size, steps=steps)
         if data is not None:
             x, batch_size = data, None
-        return super().predict(steady(x), batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks,
-                               **kwargs)
+        return super().predict(steady(x), batch_size=batch_size, verbose=verbose, steps=steps,
+                               callbacks=callbacks, **kwargs)
 
     def _validation_dataset(self, validation_data, batch_size):
         """`validation_data` as a preprocessed dataset when it is raw text, else None."""
@@ -344,8 +347,8 @@ class TextTask:
 
         steps = steps_per_epoch or _steps_per_epoch(x, batch_size)
         if steps is None:
-            logger.warning("fit: the number of steps is unknown (pass steps_per_epoch); the default optimizer "
-                           "keeps a constant learning rate of %g", DEFAULT_LEARNING_RATE)
+            logger.warning("fit: the number of steps is unknown (pass steps_per_epoch); the default "
+                           "optimizer keeps a constant learning rate of %g", DEFAULT_LEARNING_RATE)
             return
         total = max(1, int(steps) * max(1, epochs - initial_epoch))
         self.optimizer.learning_rate = WarmupLinearDecay(DEFAULT_LEARNING_RATE, total,
@@ -368,15 +371,17 @@ def _refuse_no_examples(x, what):
 
 def _class_ids(y, num_classes):
     """Class ids `y` (int or float numpy) as int32, after a check that each is an integer in [0, num_classes);
-    ValueError naming the first value that is not (1.0 is class 1; 0.9, NaN and 7.0 of 3 classes are refused)."""
+    ValueError naming the first value that is not (1.0 is class 1; 0.9, NaN and 7.0 of 3 classes are
+    refused)."""
     flat = y.ravel()
     with np.errstate(invalid="ignore"):
-        bad = ~np.isfinite(flat) | (flat != np.floor(flat)) if flat.dtype.kind == "f" else np.zeros(flat.shape, bool)
+        bad = (~np.isfinite(flat) | (flat != np.floor(flat)) if flat.dtype.kind == "f"
+               else np.zeros(flat.shape, bool))
         bad |= (flat < 0) | (flat >= num_classes)
     if bad.any():
         index = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"label {flat[index].item()!r} (example {index}) is not a class id: expected an integer in "
-                         f"[0, {num_classes})")
+        raise ValueError(f"label {flat[index].item()!r} (example {index}) is not a class id: expected an "
+                         f"integer in [0, {num_classes})")
     return y.astype(np.int32) if y.dtype.kind == "f" else y
 
 
@@ -388,7 +393,8 @@ def _as_string_array(value):
     return np.asarray(value, dtype=object)
 
 
-def _array_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=False, class_weight=None, steps=None):
+def _array_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=False, class_weight=None,
+                   steps=None):
     """Arrays (what Keras' ArrayDataAdapter takes: numpy, tensors, dicts of them) as the dataset Keras itself
     builds from them (same batches, per-epoch shuffling, class and sample weights), for fit / evaluate /
     predict to make `steady`: inside Keras it would keep tf.data's autotuning and stall when dropped
