@@ -5,7 +5,9 @@ by name equal to loading its path; a name in neither cache is one line, quickly.
 import hashlib
 import json
 import os
+import re
 import shutil
+import sys
 import time
 
 import numpy as np
@@ -29,7 +31,7 @@ def caches(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(hf))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("KAGGLEHUB_CACHE", str(kaggle))
-    monkeypatch.setenv("KAGGLE_API_ENVIRONMENT", "TEST")
+    monkeypatch.setenv("KAGGLE_API_ENVIRONMENT", "LOCAL")  # http://localhost: refused at once
     return hf, kaggle
 
 
@@ -140,3 +142,19 @@ def test_recipe_flag_takes_a_name(caches, tiny_hf, tmp_path, run_in_process):  #
     assert status == 1
     assert err.strip().splitlines()[-1].startswith("error: org/missing: not a local path")
     assert err.strip().endswith("(given as --init_checkpoint=org/missing)")
+
+
+@pytest.mark.parametrize("name, package", [("org/tiny-bert", "huggingface_hub"),
+                                           ("kaggle://keras/bert/keras/bert_base_en_uncased/3", "kagglehub")])
+def test_hub_package_missing_is_one_line(caches, monkeypatch, name, package):
+    monkeypatch.setitem(sys.modules, package, None)  # as if not installed: `import` raises ImportError
+    with pytest.raises(CheckpointNameError, match=rf"^{re.escape(name)}: .*needs the {package} package"):
+        local_checkpoint(name)
+
+
+def test_export_model_path_takes_a_name(caches, tiny, tmp_path, run_in_process):  # noqa: F811
+    cache_hf_snapshot(caches[0], "org/tiny-bert", tiny[0])
+    status, err = run_in_process("export.save_keras_hub", "--model_path=hf://org/tiny-bert",
+                                 f"--output_dir={tmp_path / 'preset'}")
+    assert status in (0, None), err
+    np.testing.assert_allclose(_outputs(BertEncoder.from_pretrained(str(tmp_path / "preset"))), tiny[2], atol=1e-5)
