@@ -124,9 +124,9 @@ CONCEPTS = {
     "bert_config_file": Concept("string", None, "bert_config.json of the architecture (Google or HF format).",
                                 (existing_file,)),
     "init_checkpoint": Concept("string", None, "Initial weights: Google TF1 checkpoint, Hugging Face "
-                               "directory, KerasHub preset, a keras_bert save (.keras or directory), or a hub "
-                               "name (bert-base-uncased, org/name, hf://org/name@rev, bert_base_en_uncased, "
-                               "kaggle://...).", (existing_path,)),
+                               "directory, KerasHub preset, a keras_bert save (.keras or directory), or a "
+                               "hub name (bert-base-uncased, org/name, hf://org/name@rev, "
+                               "bert_base_en_uncased, kaggle://...).", (existing_path,)),
     "model_path": Concept("string", None, "A .keras model file, or a checkpoint directory or hub "
                           "name (its encoder).",
                           (existing_path,)),

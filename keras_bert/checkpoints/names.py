@@ -19,9 +19,9 @@ from keras_bert.errors import UserInputError
 
 # What a BERT checkpoint reads: weights (safetensors, else pytorch, sharded or not), config, tokenizer
 # files, sentence-transformers' pooling, and a KerasHub preset's files (KerasHub presets live on HF too).
-_TEXT_FILES = ["config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-               "modules.json", "1_Pooling/config.json", "preprocessor.json", "task.json", "metadata.json",
-               "assets/tokenizer/*"]
+_TEXT_FILES = ["config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
+               "special_tokens_map.json", "modules.json", "1_Pooling/config.json", "preprocessor.json",
+               "task.json", "metadata.json", "assets/tokenizer/*"]
 _SAFETENSORS = ["model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors",
                 "model.weights.h5", "model_*.weights.h5", "model.weights.json", "task.weights.h5"]
 _PYTORCH = ["pytorch_model.bin", "pytorch_model.bin.index.json", "pytorch_model-*-of-*.bin"]
@@ -99,9 +99,9 @@ def _huggingface(name, repo):
         if not _has_weights(snapshot) and not (offline or cached):
             snapshot = _hf_snapshot(hub, repo_id, revision or None, cache, False, _PYTORCH)
     except Exception as e:  # the hub's errors are many types (HTTP, offline, not found): one line each
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CheckpointNameError(f"{name}: not a local path, and Hugging Face repo {repo_id!r} is not in the "
-                                  f"cache {cache} and could not be fetched ({switch}): {reason}") from None
+        raise CheckpointNameError(f"{name}: not a local path, and Hugging Face repo {repo_id!r} is not in "
+                                  f"the cache {cache} and could not be fetched ({switch}): "
+                                  f"{_reason(e)}") from None
     return snapshot
 
 
@@ -149,11 +149,17 @@ def _kaggle(name, handle):
     try:
         return kagglehub.model_download(handle)
     except Exception as e:  # kagglehub raises HTTP, connection and value errors: one line each
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        reason = _reason(e)
         raise CheckpointNameError(f"{name}: not a local path, and Kaggle model {handle!r} is not in the "
                                   f"kagglehub cache {cache} (KAGGLEHUB_CACHE) and could not be fetched "
                                   f"(kagglehub has no offline switch; a cached version is used without "
                                   f"network): {reason}") from None
+
+
+def _reason(error):
+    """The first line of a hub library's `error` (its type name when it has no message)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _kaggle_cached(cache, parts):
@@ -163,6 +169,7 @@ def _kaggle_cached(cache, parts):
     versions = [parts[4]] if len(parts) == 5 else sorted(
         (v for v in os.listdir(base) if v.isdigit()) if os.path.isdir(base) else [], key=int, reverse=True)
     for version in versions:
-        if os.path.isdir(os.path.join(base, version)) and os.path.exists(os.path.join(base, f"{version}.complete")):
-            return os.path.join(base, version)
+        directory = os.path.join(base, version)
+        if os.path.isdir(directory) and os.path.exists(f"{directory}.complete"):
+            return directory
     return None

@@ -81,8 +81,9 @@ def tiny_hf(tiny):
 
 
 def test_names_and_paths_are_told_apart(tmp_path):
-    assert all(map(is_checkpoint_name, ["bert-base-uncased", "google-bert/bert-base-uncased", "hf://org/name",
-                                        "org/name@v1.0", "bert_base_en_uncased", "kaggle://keras/bert/keras/x"]))
+    names = ["bert-base-uncased", "google-bert/bert-base-uncased", "hf://org/name", "org/name@v1.0",
+             "bert_base_en_uncased", "kaggle://keras/bert/keras/x"]
+    assert all(map(is_checkpoint_name, names))
     assert not any(map(is_checkpoint_name, ["model.keras", "a/b/c", "./ckpt", "/no/such", str(tmp_path), ""]))
     (tmp_path / "org").mkdir()
     assert local_checkpoint(str(tmp_path / "org")) == str(tmp_path / "org")  # an existing path wins
@@ -138,7 +139,8 @@ def test_recipe_flag_takes_a_name(caches, tiny_hf, tmp_path, run_in_process):  #
     assert len(records[tiny_hf]) == 2 and records["org/tiny-bert"] == records[tiny_hf]
 
     status, err = run_in_process("extract_features", "--init_checkpoint=org/missing",
-                                 f"--input_file={tmp_path / 'input.txt'}", f"--output_file={tmp_path / 'x.jsonl'}")
+                                 f"--input_file={tmp_path / 'input.txt'}",
+                                 f"--output_file={tmp_path / 'x.jsonl'}")
     assert status == 1
     assert err.strip().splitlines()[-1].startswith("error: org/missing: not a local path")
     assert err.strip().endswith("(given as --init_checkpoint=org/missing)")
@@ -157,4 +159,5 @@ def test_export_model_path_takes_a_name(caches, tiny, tmp_path, run_in_process):
     status, err = run_in_process("export.save_keras_hub", "--model_path=hf://org/tiny-bert",
                                  f"--output_dir={tmp_path / 'preset'}")
     assert status in (0, None), err
-    np.testing.assert_allclose(_outputs(BertEncoder.from_pretrained(str(tmp_path / "preset"))), tiny[2], atol=1e-5)
+    exported = BertEncoder.from_pretrained(str(tmp_path / "preset"))
+    np.testing.assert_allclose(_outputs(exported), tiny[2], atol=1e-5)
