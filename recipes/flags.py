@@ -68,10 +68,35 @@ def existing_dir(value):
 
 
 def existing_path(value):
-    """A file or directory, or a TF1 checkpoint prefix (`bert_model.ckpt` of `bert_model.ckpt.index`)."""
+    """A file or directory, a TF1 checkpoint prefix (`bert_model.ckpt` of `bert_model.ckpt.index`), or a hub
+    checkpoint name (`resolve_names` turns it into its local directory)."""
     if not value or not _local(value) or os.path.exists(value) or glob.glob(glob.escape(value) + ".*"):
         return None
-    return "no such file or directory"
+    return None if _is_name(value) else "no such file or directory"
+
+
+def _is_name(value):
+    from keras_bert.checkpoints.names import is_checkpoint_name
+
+    return is_checkpoint_name(value)
+
+
+CHECKPOINT_FLAGS = ("init_checkpoint", "model_path")  # paths that may be hub names
+
+
+def resolve_names():
+    """Replaces a hub name given as --init_checkpoint / --model_path by its local directory (from the hub's
+    cache or downloaded: `keras_bert.checkpoints.names.local_checkpoint`), so every later reader of the
+    flag sees a path. Raises ValueError `<why> (given as --flag=value)` when it cannot be had."""
+    for name in CHECKPOINT_FLAGS:
+        value = FLAGS[name].value if name in FLAGS else None
+        if value and _local(value) and _is_name(value):
+            from keras_bert.checkpoints.names import local_checkpoint
+
+            try:
+                FLAGS[name].value = local_checkpoint(value)
+            except ValueError as e:
+                raise ValueError(f"{e} (given as {given(name)})") from None
 
 
 def matching_files(value):
@@ -99,8 +124,11 @@ CONCEPTS = {
     "bert_config_file": Concept("string", None, "bert_config.json of the architecture (Google or HF format).",
                                 (existing_file,)),
     "init_checkpoint": Concept("string", None, "Initial weights: Google TF1 checkpoint, Hugging Face "
-                               "directory, or a keras_bert save (.keras or directory).", (existing_path,)),
-    "model_path": Concept("string", None, "A .keras model file, or a checkpoint directory (its encoder).",
+                               "directory, KerasHub preset, a keras_bert save (.keras or directory), or a "
+                               "hub name (bert-base-uncased, org/name, hf://org/name@rev, "
+                               "bert_base_en_uncased, kaggle://...).", (existing_path,)),
+    "model_path": Concept("string", None, "A .keras model file, or a checkpoint directory or hub "
+                          "name (its encoder).",
                           (existing_path,)),
     "vocab_file": Concept("string", None, "WordPiece vocab.txt; default: the model's own, else the vocab.txt "
                           "beside the checkpoint, else the default corpus's learned vocab.",
@@ -298,9 +326,14 @@ def parse(argv):
     _TYPED.clear()
     _TYPED.update(_typed(argv))
     try:
-        return FLAGS(argv)
+        remaining = FLAGS(argv)
+        resolve_names()
+        return remaining
     except flags.Error as e:
         print(f"error: {parse_error_message(e)}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
         sys.exit(1)
 
 

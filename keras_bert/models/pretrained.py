@@ -25,6 +25,7 @@ from keras_bert.checkpoints import (
     read_config,
     saved_config,
 )
+from keras_bert.checkpoints.names import local_checkpoint
 from keras_bert.config import BertConfig
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from keras_bert.text.vocab import load_vocab
@@ -42,7 +43,7 @@ class Pretrained:
     """What the checkpoint at `path` states, read and checked by `resolve_pretrained`.
 
     Attributes:
-        path: the checkpoint as given (a file, directory or TF1 prefix).
+        path: the checkpoint's local path (a file, directory or TF1 prefix; a hub name's directory).
         format: "keras", "keras_hub", "huggingface" or "google".
         config: the encoder's `BertConfig`.
         preprocessor: the `BertPreprocessor` raw text goes through (a `.keras` save's own, else the vocab
@@ -74,7 +75,8 @@ def resolve_pretrained(path, seq_length=None, lower_case=None, vocab_file=None) 
     keras_bert save: `.keras` file or directory).
 
     Args:
-        path: the checkpoint.
+        path: the checkpoint: a local path, or a hub name (`keras_bert.checkpoints.names.local_checkpoint`:
+            "bert-base-uncased", "org/name", "hf://org/name@rev", "bert_base_en_uncased", "kaggle://...").
         seq_length: packed length (default: a `.keras` save's own, a KerasHub preprocessor.json's, else
             min(DEFAULT_SEQ_LENGTH, max_position_embeddings)); checked against the position embeddings.
         lower_case: casing; None means the checkpoint's (a `.keras` save's tokenizer, HF
@@ -85,7 +87,7 @@ def resolve_pretrained(path, seq_length=None, lower_case=None, vocab_file=None) 
 
     Raises FileNotFoundError / CheckpointError / ValueError naming the file (and key) that is wrong.
     """
-    path = os.fspath(path)
+    path = local_checkpoint(path)  # a hub name -> its cached (or downloaded) directory
     fmt = detect_format(path)
     config = read_config(path, fmt)
     if fmt == "keras":

@@ -207,7 +207,7 @@ class BertPretrainer(EncoderTaskModel):
         or our save (see `load_pretrainer`), with a preprocessor as `BertEncoder.from_pretrained` gives
         one."""
         pretrained = resolve_pretrained(path, seq_length, lower_case)
-        model = load_pretrainer(path, dtype=dtype)
+        model = load_pretrainer(pretrained.path, dtype=dtype)  # a hub name resolved
         model.preprocessor = pretrained.preprocessor
         return model
 

@@ -67,6 +67,7 @@ def extend_checkpoint_vocab(init_checkpoint, files_or_lines, num_new_tokens, out
     """
     init_checkpoint, output_dir = os.fspath(init_checkpoint), os.fspath(output_dir)
     pretrained = resolve_pretrained(init_checkpoint, lower_case=lower_case)  # vocab size and casing checked
+    init_checkpoint = pretrained.path  # a hub name's local directory
     if pretrained.preprocessor is None:
         raise FileNotFoundError(f"{init_checkpoint}: no vocab.txt beside the checkpoint; expected the "
                                 f"WordPiece vocab the checkpoint was trained with")
