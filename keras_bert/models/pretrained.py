@@ -167,8 +167,8 @@ def _vocab_preprocessor(path, config, seq_length, casing, vocab_file=None, state
         seq_length = check_seq_length(config, stated["seq_length"], stated["seq_length_source"])
     vocabulary = stated.get("vocabulary") if vocab_file is None else None
     if vocab_file is None and vocabulary is None:
-        logger.info("%s: no vocab.txt or tokenizer.json beside the checkpoint; the model takes token ids only",
-                    path)
+        logger.info("%s: no vocab.txt or tokenizer.json beside the checkpoint; the model takes token ids "
+                    "only", path)
         return None
     check_vocab_size(config, len(vocabulary or load_vocab(vocab_file)), vocab_file or stated["source"])
     rules = {key: stated[key] for key in ("strip_accents", "rules") if key in stated}
@@ -178,7 +178,8 @@ def _vocab_preprocessor(path, config, seq_length, casing, vocab_file=None, state
 
 def check_seq_length(config, seq_length=None, name="seq_length"):
     """`seq_length` as an int (None: DEFAULT_SEQ_LENGTH capped at `config.max_position_embeddings`); raises
-    ValueError naming `name` (e.g. a flag or a file's key) unless 3 <= seq_length <= max_position_embeddings."""
+    ValueError naming `name` (e.g. a flag or a file's key) unless 3 <= seq_length <=
+    max_position_embeddings."""
     if seq_length is None:
         return min(DEFAULT_SEQ_LENGTH, config.max_position_embeddings)
     if not 3 <= int(seq_length) <= config.max_position_embeddings:
