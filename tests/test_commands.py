@@ -13,7 +13,8 @@ import pytest
 from keras_bert import commands
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HELPERS = ("common", "flags", "logs", "preamble", "run_dir")  # modules of recipes/ and export/ that are not commands
+# Modules of recipes/ and export/ that are not commands.
+HELPERS = ("common", "flags", "logs", "preamble", "run_dir")
 
 
 def test_every_script_is_a_command():
