@@ -96,6 +96,25 @@ def restore_int8_call(layer):
     del layer._int8_call
 
 
+# Keras 3.15.x: keras/src/utils/tracking.py Tracker (Layer._tracker); Model.quantize locks it afterwards.
+class tracking_unlocked:  # lower case: used as a function, `with compat.tracking_unlocked(layer):`
+    """Lets `layer` take a new attribute that Keras tracks (a sub-layer) although its tracker is locked, as
+    it is after `quantize`; locked again afterwards."""
+
+    def __init__(self, layer):
+        self.tracker = getattr(layer, "_tracker", None)
+        self.was_locked = self.tracker is not None and self.tracker.locked
+
+    def __enter__(self):
+        if self.was_locked:
+            self.tracker.unlock()
+
+    def __exit__(self, *exc):
+        if self.was_locked:
+            self.tracker.lock()
+        return False
+
+
 # Keras 3.15.x: keras/src/trainers/trainer.py Trainer._loss_tracker (the "loss" of fit's logs).
 def loss_tracker(model):
     """The compiled `model`'s Mean metric behind the "loss" log, or None before `compile`."""

@@ -103,6 +103,13 @@ class TextTask:
     per choice) and `task_loss()` / `_default_metrics()`.
     """
 
+    def __setattr__(self, name, value):
+        if name != "preprocessor":
+            return super().__setattr__(name, value)
+        # A quantized model (Keras locks its tracker) still takes another preprocessor (from_pretrained).
+        with compat.tracking_unlocked(self):
+            return super().__setattr__(name, value)
+
     # ----------------------------------------------------------------------------------- config
     def _init_text(self, preprocessor=None, labels=None):
         """Sets `preprocessor` and `labels` (called by the constructors after the functional build;
