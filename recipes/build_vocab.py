@@ -37,7 +37,7 @@ def main(argv):
         vocab = vocab_learner.learn_wordpiece_vocab(
             FLAGS.input_files,
             vocab_size=FLAGS.vocab_size,
-            lower_case=FLAGS.do_lower_case is not False,
+            lower_case=common.lower_case(),
             max_lines=FLAGS.max_lines,
             min_frequency=FLAGS.min_frequency,
             max_unique_chars=FLAGS.max_unique_chars,

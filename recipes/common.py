@@ -41,7 +41,7 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
     flags.DEFINE_enum("optimizer", optimizer, ["adamw", "lamb"], "Optimizer.")
     # Execution.
     flags.DEFINE_string("model_dir", model_dir, "Output directory: checkpoints, logs, results, final model.")
-    define_overwrite_flag()
+    shared_flags.define("overwrite")
     flags.DEFINE_enum("distribution_strategy", "one_device", list(distribute.STRATEGIES),
                       "tf.distribute strategy; multi_worker_mirrored reads TF_CONFIG.")
     flags.DEFINE_string("tpu", None, "TPU name/address for --distribution_strategy=tpu.")
@@ -69,10 +69,6 @@ def setup():
         strategy = distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.worker_wait_s)
     claim_output_dir(flag, ["init_checkpoint"])  # made once the run starts: a stopped wait leaves nothing
     return strategy
-
-
-def define_overwrite_flag():
-    shared_flags.define("overwrite")
 
 
 def jit_compile(strategy):

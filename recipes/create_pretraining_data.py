@@ -87,7 +87,7 @@ def _create(outputs):
     from keras_bert.data.pretraining import PretrainingDataConfig
 
     files = common.flag_files("input_file") if FLAGS.input_file else [default_corpus.default_corpus_path()]
-    lower_case = FLAGS.do_lower_case is not False
+    lower_case = common.lower_case()
     vocab_file = FLAGS.vocab_file or default_corpus.default_vocab_file(lower_case=lower_case)
     start = time.time()
     config = PretrainingDataConfig(
