@@ -38,8 +38,8 @@ def finetune(lora_rank, save_path):
     tf = common.configure_tensorflow()
     import keras
 
-    from keras_bert.models.classifier import BertClassifier
     from keras_bert.models.lora import count_parameters
+    from keras_bert.tasks.classification.model import BertClassifier
     from keras_bert.tasks.finetuning import build_encoder
     from keras_bert.training import create_optimizer
 

@@ -57,8 +57,8 @@ def run_ours(size, batches, steps):
     import keras
 
     from keras_bert.config import BertConfig
-    from keras_bert.models.classifier import BertClassifier
     from keras_bert.models.encoder import BertEncoder
+    from keras_bert.tasks.classification.model import BertClassifier
 
     keras.utils.set_random_seed(0)
     layers, hidden, heads, intermediate = common.SIZES[size]

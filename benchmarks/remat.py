@@ -19,8 +19,8 @@ def step(remat, jit_compile, size):
     import numpy as np
 
     from keras_bert.config import BertConfig
-    from keras_bert.models.classifier import BertClassifier
     from keras_bert.models.encoder import BertEncoder
+    from keras_bert.tasks.classification.model import BertClassifier
 
     layers, hidden, heads, intermediate = common.SIZES[size]
     config = BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,

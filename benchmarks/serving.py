@@ -82,7 +82,7 @@ def one_window_texts(batch_size, tokenizer):
 def run_entities(size, batch_sizes, repeats):
     tf = common.configure_tensorflow()
     from keras_bert.export import export_saved_model
-    from keras_bert.models.token_classifier import BertTokenClassifier
+    from keras_bert.tasks.ner.model import BertTokenClassifier
 
     encoder, preprocessor = random_encoder(size)
     tags = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]

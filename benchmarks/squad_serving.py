@@ -47,9 +47,9 @@ def alternating_latency(fns, repeats):
 
 def run(size, batch_sizes, repeats):
     tf = common.configure_tensorflow()
-    from keras_bert.data.squad_answers import AnswerRules, question_context_windows
     from keras_bert.export import export_saved_model
-    from keras_bert.models.span_labeler import BertSpanLabeler
+    from keras_bert.tasks.squad.answers import AnswerRules, question_context_windows
+    from keras_bert.tasks.squad.model import BertSpanLabeler
 
     encoder, preprocessor = random_encoder(size)
     model = BertSpanLabeler(encoder, preprocessor=preprocessor)

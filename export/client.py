@@ -30,8 +30,8 @@ flags.DEFINE_integer("version", None, "Model version; default: the server's late
 flags.DEFINE_string("signature", "serving_default", "Signature name.")
 flags.DEFINE_multi_string("text", [], "Texts to send (the `text` input).")
 flags.DEFINE_multi_string("text_b", [], "Second segments (the `text_b` input), one per --text.")
-flags.DEFINE_multi_string("question", [], "Span labeler: questions (the `question` input).")
-flags.DEFINE_multi_string("context", [], "Span labeler: contexts (the `context` input), one per --question.")
+flags.DEFINE_multi_string("question", [], "Questions (the `question` input of a question-answering model).")
+flags.DEFINE_multi_string("context", [], "Contexts (the `context` input), one per --question.")
 flags.DEFINE_enum("protocol", "rest", ["rest", "grpc"], "REST :predict or gRPC PredictionService/Predict.")
 flags.DEFINE_enum("rest_format", "instances", ["instances", "inputs"],
                   "Row (instances) or columnar (inputs).")
@@ -61,30 +61,10 @@ def question_inputs(questions, contexts):
     return {"question": list(questions), "context": list(contexts)}
 
 
-def output_columns(result):
-    """The outputs of any response form (REST row / columnar, gRPC dict) as {name: list per example}."""
-    if "predictions" in result:
-        rows = result["predictions"]
-        names = rows[0] if rows and isinstance(rows[0], dict) else ()
-        return {name: [row[name] for row in rows] for name in names}
-    outputs = result.get("outputs", result)
-    return outputs if isinstance(outputs, dict) else {}
-
-
 def answer_lines(questions, result):
-    """Readable lines of a span labeler's answers: question, answer with its character span, score."""
-    columns = output_columns(result)
-    lines = []
-    for row, question in enumerate(questions):
-        answer = columns["answer"][row]
-        answer = answer.decode("utf-8", "replace") if isinstance(answer, bytes) else answer
-        found = (f"{answer!r} [{columns['answer_start'][row]}:{columns['answer_end'][row]}]" if answer
-                 else "(none)")
-        line = f"Q: {question}\nA: {found}  score {columns['score'][row]:.3f}"
-        if "no_answer_score" in columns:
-            line += f"  no-answer score {columns['no_answer_score'][row]:.3f}"
-        lines.append(line)
-    return lines
+    """Readable lines of answers to questions: the question, then its answer's line (a task's `describe`)."""
+    return [f"Q: {question}\nA: {describe(example)[0]}" for question, example
+            in zip(questions, per_example(result), strict=True)]
 
 
 def rest_body(inputs, signature, rest_format):
@@ -134,22 +114,24 @@ def _str(value):
 
 
 def describe(example):
-    """Readable lines of one text's outputs: the finished answers first, the rest as JSON."""
+    """Readable lines of one example's outputs: the finished answers first (each task's `describe`,
+    `served.py` of its folder, `keras_bert.tasks.registry`), a class label, a sentence embedding, the rest as
+    JSON."""
+    from keras_bert.export.servability.answers import served_modules
+
     lines, shown = [], set()
-    if "entity_count" in example:
-        keys = ("entity_type", "entity_text", "entity_start", "entity_end")
-        spans = list(zip(*(example[k][:example["entity_count"]] for k in keys), strict=True))
-        lines.append("entities: " + (", ".join(f"{_str(kind)} {_str(text)!r} [{start}:{end}]"
-                                               for kind, text, start, end in spans) or "none"))
-        shown.update(keys + ("entity_count",))
-    name = next((n for n in ("label", "choice", "label_id") if not isinstance(example.get(n, []), list)),
-                None)
-    if name is not None:
-        chosen, probabilities = example.get("choice", example.get("label_id")), example.get("probabilities")
+    for module in served_modules():
+        described = getattr(module, "describe", None) and module.describe(example)
+        if described:
+            lines.extend(described[0])
+            shown.update(described[1])
+    name = next((n for n in ("label", "label_id") if not isinstance(example.get(n, []), list)), None)
+    if name is not None and "label_id" not in shown:  # a class, unless a task's answer showed it
+        chosen, probabilities = example.get("label_id"), example.get("probabilities")
         p = (f" (p={probabilities[chosen]:.3f})" if isinstance(probabilities, list) and chosen is not None
              else "")
         lines.append(f"{name}: {_str(example[name])}{p}")
-        shown.update(("label", "choice", "label_id", "probabilities", "logits"))
+        shown.update(("label", "label_id", "probabilities", "logits"))
     if "sentence_embedding" in example:
         vector = example["sentence_embedding"]
         norm = sum(v * v for v in vector) ** 0.5
@@ -180,7 +162,7 @@ def main(argv):
     if FLAGS.raw:
         print(json.dumps(result, indent=1, default=_str))
         return
-    if "answer" in output_columns(result):
+    if FLAGS.question:
         print("\n".join(answer_lines(FLAGS.question, result)))
         return
     for text, example in zip(inputs["text"], per_example(result), strict=True):

@@ -9,12 +9,10 @@ encoder; a sentence-transformers directory (modules.json) also serves its `sente
 normalized as its modules.json says (--pooling / --normalize override). A model saved with its preprocessor
 (fine-tuning recipes, `from_pretrained`, `preprocessor=`) exports with no other flag; --vocab_file,
 --do_lower_case and --max_seq_length then override its parts, and one that contradicts the model (another
-vocab or casing) is refused. A span labeler serves decoded answers (question, context in); --doc_stride,
---max_query_length, --n_best_size, --max_answer_length, --version_2_with_negative and
---null_score_diff_threshold are run_squad's; --nbest also serves its n-best lists (nbest_predictions.json's).
-A token classifier with tag names serves entities; --word_tags also serves every word's tag (run_ner's
-prediction file). The version directory is written atomically under
---export_dir; the path is printed.
+vocab or casing) is refused. The serving-option flags are generated from the models' Options dataclasses
+(`keras_bert.models.options`: the shared ones, the encoder's, each task folder's spec.py); one that the
+model does not take (given other than its default) is refused, naming whom it applies to. The version
+directory is written atomically under --export_dir; the path is printed.
 """
 
 import os
@@ -29,6 +27,8 @@ import subprocess
 
 from absl import app, flags
 
+from keras_bert.models.options import option_classes
+from keras_bert.tasks import registry
 from recipes import flags as shared_flags
 from recipes import logs
 
@@ -44,9 +44,10 @@ shared_flags.define_one("do_lower_case", None, help="Lower-case and strip accent
                         "the model's own casing, else true.")
 shared_flags.define_one("max_seq_length", None, help="Packed sequence length of the raw-text signatures; "
                         "default: the model's own, else 128.")
-flags.DEFINE_enum("signature", None, ["text", "text_pair", "token_ids", "question_context"],
-                  "What serving_default takes; default: text, question_context (decoded answers) for a span "
-                  "labeler, text_pair for multiple choice.")
+flags.DEFINE_enum("signature", None, ["text", "text_pair", "token_ids",
+                                      *(form for spec in registry.specs() for form in spec.forms)],
+                  "What serving_default takes; default: the model's first input form (e.g. text; decoded "
+                  "answers for a question-answering model, text_pair for multiple choice).")
 flags.DEFINE_enum("format", "serving", ["serving", "tfhub"],
                   "serving: one SavedModel; tfhub: <export_dir>/preprocess and <export_dir>/encoder.")
 flags.DEFINE_bool("warmup", True, "Write assets.extra/tf_serving_warmup_requests.")
@@ -68,29 +69,10 @@ shared_flags.check_together(["dtype", "quantize", "format"], lambda values: "--q
                             (values["quantize"] or values["dtype"] != "float32") else None,
                             shown=["format", "quantize", "dtype"])
 flags.DEFINE_bool("check", True, "Then run export/check_servable.py on the export (TF Serving's C++ loader).")
-flags.DEFINE_enum("long_text", "truncate", ["truncate", "windows"],
-                  "Classifier texts over --max_seq_length: truncate, or average the logits of strided "
-                  "windows.")
-shared_flags.define_one("stride", help="Pieces between windows (--long_text=windows, token classifiers); "
-                        "default: half of --max_seq_length - 2.")
-flags.DEFINE_enum("pooling", None, ["cls", "mean"], "Encoder: also serve `sentence_embedding`, the [CLS] "
-                                                    "vector or the mean over real tokens; default: a "
-                                                    "sentence-transformers directory's own (modules.json), "
-                                                    "else none.")
-flags.DEFINE_bool("fixed_length", False, "Pack served text to the full --max_seq_length (a fixed shape, e.g. "
-                  "for a batching config that wants one); default: each request to its longest input, "
-                  "rounded up to 8.")
-flags.DEFINE_bool("sequence_output", False, "Encoder: serving_default also returns sequence_output [batch, "
-                  "seq, hidden] (default: only pooled_output / sentence_embedding; serve_token_ids always "
-                  "has it).")
-flags.DEFINE_bool("normalize", False, "L2-normalize `sentence_embedding` (default: a sentence-transformers "
-                                      "directory's own).")
-shared_flags.define_answer_rules()  # a span labeler's: how run_squad cut windows and chose answers
-flags.DEFINE_bool("nbest", False, "Span labeler: also serve each question's n-best spans (nbest_text, "
-                  "nbest_start, nbest_end, nbest_*_logit, nbest_valid) and null logits, as run_squad's "
-                  "nbest_predictions.json.")
-flags.DEFINE_bool("word_tags", False, "Token classifier: also serve every word's tag (word_tag, word_tag_id, "
-                  "word_logits, word_start, word_end, word_count), as run_ner's prediction file.")
+# The serving options of every model class (the shared ones, the encoder's, each task folder's), one flag per
+# field: generated from the Options dataclasses (`keras_bert.models.options`), help texts included.
+OPTION_CLASSES = option_classes()
+shared_flags.define_options(OPTION_CLASSES)
 
 
 def load_model(path):
@@ -160,17 +142,15 @@ def main(argv):
         exported = list(export_tfhub(model, preprocessor, FLAGS.export_dir, FLAGS.version))
     else:
         pooling, normalize = sentence_pooling_flags(FLAGS.model_path)
-        rules = shared_flags.answer_rules()
+        options = shared_flags.given_options(OPTION_CLASSES,
+                                             {"pooling": pooling, "normalize": normalize or None})
         # The overrides, checked above, become the model's own: the export runs it without checking it again.
         model.preprocessor = preprocessor
         exported = [export_saved_model(model, FLAGS.export_dir, None, FLAGS.version, FLAGS.signature,
                                        FLAGS.warmup,
                                        example_seq_length=FLAGS.max_seq_length or DEFAULT_SEQ_LENGTH,
-                                       long_text=FLAGS.long_text, stride=FLAGS.stride, pooling=pooling,
-                                       normalize=normalize, answer_rules=rules, quantize=FLAGS.quantize,
-                                       dtype=FLAGS.dtype, calibration_texts=calibration_texts,
-                                       fixed_length=FLAGS.fixed_length, sequence_output=FLAGS.sequence_output,
-                                       nbest=FLAGS.nbest, word_tags=FLAGS.word_tags)]
+                                       quantize=FLAGS.quantize, dtype=FLAGS.dtype,
+                                       calibration_texts=calibration_texts, **options)]
     for path in exported:
         print(path)
     if FLAGS.check:

@@ -16,12 +16,12 @@ from keras_bert.checkpoints import (
     save_pretrained,
 )
 from keras_bert.config import PRESETS, BertConfig
-from keras_bert.models.classifier import BertClassifier
 from keras_bert.models.encoder import BertEncoder, load_encoder, load_pretrained_model
-from keras_bert.models.multiple_choice import BertMultipleChoice
 from keras_bert.models.pretrainer import BertPretrainer, load_pretrainer
-from keras_bert.models.span_labeler import BertSpanLabeler
-from keras_bert.models.token_classifier import BertTokenClassifier
+from keras_bert.tasks.classification.model import BertClassifier
+from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
+from keras_bert.tasks.ner.model import BertTokenClassifier
+from keras_bert.tasks.squad.model import BertSpanLabeler
 
 __version__ = "0.1.0"
 

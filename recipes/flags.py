@@ -288,34 +288,65 @@ def _needs(step, name, files, optional):
     return problem
 
 
-ANSWER_RULE_HELP = {
-    "doc_stride": "SQuAD: pieces between the starts of consecutive context windows.",
-    "max_query_length": "SQuAD: questions are cut to this many pieces.",
-    "n_best_size": "SQuAD: start and end candidates per window (and answers in nbest_predictions.json).",
-    "max_answer_length": "SQuAD: longest answer, in pieces.",
-    "version_2_with_negative": "SQuAD v2.0: questions may have no answer (has_answer output).",
-    "null_score_diff_threshold": "SQuAD v2.0: no answer when null score - best span score exceeds this.",
-}
-
-
-def define_answer_rules():
-    """The flags of `keras_bert.data.squad_answers.AnswerRules`, one per field with its default; integers
-    must be positive."""
-    from keras_bert.data.squad_answers import AnswerRules
-
+def define_fields(cls):
+    """One flag per field of the dataclass `cls` (e.g. a task's rules), with the field's default and the help
+    of its metadata (`keras_bert.models.options.option`); integers must be positive."""
     kinds = {int: "integer", bool: "bool", float: "float"}
-    for field in dataclasses.fields(AnswerRules):
+    for field in dataclasses.fields(cls):
         kind = kinds[field.type]
-        _DEFINE[kind](field.name, field.default, ANSWER_RULE_HELP[field.name], module_name=_script())
+        _DEFINE[kind](field.name, field.default, field.metadata["help"], module_name=_script())
         if kind == "integer":
             check(field.name, at_least(1))
 
 
-def answer_rules():
-    """The `AnswerRules` of the answer-rule flags."""
-    from keras_bert.data.squad_answers import AnswerRules
+def fields_value(cls):
+    """The `cls` instance of the flags `define_fields(cls)` defined."""
+    return cls(**{field.name: FLAGS[field.name].value for field in dataclasses.fields(cls)})
 
-    return AnswerRules(**{field.name: FLAGS[field.name].value for field in dataclasses.fields(AnswerRules)})
+
+def define_options(classes):
+    """The flags of every field of the serving Options dataclasses `classes`, one per field name (the help of
+    its first declaration): an enum where the field states `choices`, a nested dataclass's fields
+    (`define_fields`) where it states `fields`. `given_options` reads them back."""
+    kinds = {bool: "bool", int: "integer", float: "float", str: "string"}
+    defined = set()
+    for cls in classes:
+        for field in dataclasses.fields(cls):
+            if field.name in defined:
+                continue
+            defined.add(field.name)
+            meta = field.metadata
+            if meta.get("fields"):
+                define_fields(meta["fields"])
+            elif meta.get("choices"):
+                flags.DEFINE_enum(field.name, field.default, list(meta["choices"]), meta["help"],
+                                  module_name=_script())
+            else:
+                kind = next(kind for type_, kind in kinds.items() if type_ in _types(field.type))
+                _DEFINE[kind](field.name, field.default, meta["help"], module_name=_script())
+                if kind == "integer":
+                    check(field.name, at_least(1))
+
+
+def _types(annotation):
+    """The types of a field annotation (`int | None` -> (int, NoneType))."""
+    return getattr(annotation, "__args__", (annotation,))
+
+
+def given_options(classes, values=None):
+    """{field name: value} of the option flags `define_options(classes)` defined that the command line gave
+    (a nested dataclass: its instance, when any of its flags was given), and `values` ({name: value}: a
+    script's own resolution of a flag, e.g. a default read off the model) over them."""
+    given = {}
+    for cls in classes:
+        for field in dataclasses.fields(cls):
+            nested = field.metadata.get("fields")
+            if nested and any(FLAGS[f.name].present for f in dataclasses.fields(nested)):
+                given[field.name] = fields_value(nested)
+            elif not nested and FLAGS[field.name].present:
+                given[field.name] = FLAGS[field.name].value
+    given.update({name: value for name, value in (values or {}).items() if value is not None})
+    return given
 
 
 def parse(argv):

@@ -54,7 +54,7 @@ flags.DEFINE_bool("is_regression", False, "Custom task: labels are numbers (one 
 def load_task():
     """The ClassificationTask of the data flags (see the module docstring)."""
     from keras_bert.data import glue
-    from keras_bert.tasks import classification
+    from keras_bert.tasks.classification import task as classification
     from keras_bert.tasks.labels import read_labels
 
     splits = {"train": FLAGS.do_train, "evaluate": FLAGS.do_eval, "predict": FLAGS.do_predict}
@@ -89,7 +89,7 @@ def load_task():
 def main(argv):
     del argv
     from keras_bert.data import features
-    from keras_bert.models.classifier import BertClassifier
+    from keras_bert.tasks.classification.model import BertClassifier
     from keras_bert.tasks.finetuning import check_num_classes
     from keras_bert.text import BertPreprocessor
 

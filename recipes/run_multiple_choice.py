@@ -30,9 +30,9 @@ shared_flags.define_data_files({"train_file": "SWAG train.csv.", "eval_file": "S
 def main(argv):
     del argv
     from keras_bert.data import features
-    from keras_bert.data.swag import NUM_CHOICES, read_swag_examples
-    from keras_bert.models.multiple_choice import BertMultipleChoice
-    from keras_bert.tasks import multiple_choice
+    from keras_bert.tasks.multiple_choice import task as multiple_choice
+    from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
+    from keras_bert.tasks.multiple_choice.swag import NUM_CHOICES, read_swag_examples
     from keras_bert.text import BertPreprocessor
 
     strategy = common.setup()

@@ -40,10 +40,10 @@ shared_flags.define("stride")
 def main(argv):
     del argv
     from keras_bert.data import conll, features
-    from keras_bert.models.token_classifier import BertTokenClassifier
-    from keras_bert.tasks import ner
     from keras_bert.tasks.finetuning import check_num_classes
     from keras_bert.tasks.labels import read_labels
+    from keras_bert.tasks.ner import task as ner
+    from keras_bert.tasks.ner.model import BertTokenClassifier
 
     strategy = common.setup()
     tokenizer = common.finetuning_tokenizer(BertTokenClassifier)

@@ -7,7 +7,7 @@
 
 Contexts longer than a window are split into windows `doc_stride` pieces apart; each answer is predicted in
 the window where its tokens have the most context, as the characters of the context its pieces came from
-(`keras_bert.data.squad_answers`, the decoding an exported span labeler serves). Training questions whose
+(`keras_bert.tasks.squad.answers`, the decoding an exported span labeler serves). Training questions whose
 answer text is not found at its offset are skipped (their number is logged). A saved span labeler
 predicts with `--init_checkpoint=runs/squad/model.keras --do_train=false --do_predict`.
 
@@ -24,6 +24,7 @@ else:  # python recipes/x.py
 import tensorflow as tf
 from absl import flags
 
+from keras_bert.tasks.squad.answers import AnswerRules
 from recipes import common, logs
 from recipes import flags as shared_flags
 
@@ -33,14 +34,14 @@ common.define_finetuning_flags(output_dir="runs/squad", learning_rate=3e-5, trai
 shared_flags.define_data_files({"train_file": "SQuAD JSON for training.",
                                 "predict_file": "SQuAD JSON to predict (and, with --do_eval, score)."},
                                eval_file="predict_file")
-shared_flags.define_answer_rules()
+shared_flags.define_fields(AnswerRules)
 
 
 def main(argv):
     del argv
     from keras_bert.data import features
-    from keras_bert.models.span_labeler import BertSpanLabeler
-    from keras_bert.tasks import squad
+    from keras_bert.tasks.squad import task as squad
+    from keras_bert.tasks.squad.model import BertSpanLabeler
 
     strategy = common.setup()
     tokenizer = common.finetuning_tokenizer(BertSpanLabeler)

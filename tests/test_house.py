@@ -94,3 +94,94 @@ def test_export_compares_against_no_task():
             if any(_names_a_task(o) for o in operands):
                 found.append(f"{name}:{node.lineno}")
     assert not found, f"task comparisons in keras_bert/export/: {found}"
+
+
+# The task rule (docs/adding_a_task.md): a task lives in its folder keras_bert/tasks/<task>/, whose spec.py
+# declares its distinctive names (`TaskSpec.names`: classes, kind, option fields, served outputs). No module
+# of the shared code names a task, nor imports from its folder; keras_bert/__init__.py exports the task
+# models, and each task's own recipe script (recipes/run_*.py, its driver) and tests may name it.
+REPO_ROOT = PACKAGE_ROOT.parent
+SHARED_CODE = ("keras_bert", "export", "recipes/common.py", "recipes/flags.py", "recipes/run_dir.py",
+               "recipes/preamble.py", "recipes/logs.py", "tests/harness.py")
+EXPORTS = "keras_bert/__init__.py"
+
+
+def _shared_modules():
+    for entry in SHARED_CODE:
+        path = REPO_ROOT / entry
+        for module in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            name = str(module.relative_to(REPO_ROOT))
+            if name != EXPORTS:
+                yield name, module
+
+
+def _spoken_names(tree):
+    """(line, name) of every identifier, attribute, keyword, argument, definition, imported module or
+    name, and whole string constant of `tree`."""
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Name):
+            yield line, node.id
+        elif isinstance(node, ast.Attribute):
+            yield line, node.attr
+        elif isinstance(node, ast.alias):
+            yield line, node.name
+        elif isinstance(node, ast.keyword | ast.arg) and (node.arg is not None):
+            yield line, node.arg
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            yield line, node.name
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield line, node.module
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield line, node.value
+
+
+def task_rule_violations(modules, specs):
+    """["path:line names `name` of task <folder>"] of `modules` ({path: source}) against `specs`
+    ({folder: names}): a module in a task's folder may name only that task."""
+    found = []
+    for name, source in modules.items():
+        for folder, names in specs.items():
+            if name.startswith(f"keras_bert/tasks/{folder}/"):
+                continue
+            banned = set(names)
+            package = f"keras_bert.tasks.{folder}"
+            for line, spoken in _spoken_names(ast.parse(source)):
+                if spoken in banned or spoken == package or spoken.startswith(package + "."):
+                    found.append(f"{name}:{line} names `{spoken}` of task {folder}")
+    return found
+
+
+def _task_specs():
+    """{task folder: its distinctive names}, read from each folder's spec.py."""
+    import importlib
+
+    from keras_bert.tasks import registry
+
+    specs = {}
+    for path in sorted((PACKAGE_ROOT / "tasks").glob("*/spec.py")):
+        folder = path.parent.name
+        specs[folder] = importlib.import_module(f"keras_bert.tasks.{folder}.spec").SPEC.names
+    assert {names for names in specs.values()} == {spec.names for spec in registry.specs()}
+    return specs
+
+
+def test_no_shared_module_names_a_task():
+    specs = _task_specs()
+    assert len(specs) >= 4 and all(specs.values())
+    modules = {name: path.read_text() for name, path in _shared_modules()}
+    found = task_rule_violations(modules, specs)
+    assert not found, "shared code names a task (move the code into the task's folder and loop over what " \
+        "the tasks declare, keras_bert/tasks/registry.py):\n" + "\n".join(found)
+
+
+def test_the_task_rule_catches_a_violation():
+    specs = _task_specs()
+    folder, names = next(iter(specs.items()))
+    shared = (f"def f(model):\n    return model.{names[0]}, {names[-1]!r}\n"
+              f"from keras_bert.tasks.{folder} import x\n")
+    found = task_rule_violations({"keras_bert/export/bad.py": shared,
+                                  f"keras_bert/tasks/{folder}/ok.py": shared}, specs)
+    assert sorted(found) == [f"keras_bert/export/bad.py:2 names `{names[0]}` of task {folder}",
+                     f"keras_bert/export/bad.py:2 names `{names[-1]}` of task {folder}",
+                     f"keras_bert/export/bad.py:3 names `keras_bert.tasks.{folder}` of task {folder}"]

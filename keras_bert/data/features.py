@@ -16,8 +16,9 @@ Every model input is a dict of int32 `input_word_ids`, `input_mask`, `input_type
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data import conll, padding, squad
+from keras_bert.data import conll, padding
 from keras_bert.data.options import steady
+from keras_bert.tasks.squad import reader as squad
 from keras_bert.text.packer import pack_choices
 
 # ------------------------------------------------------------------------------------------------------------
@@ -185,7 +186,7 @@ def _empty_inputs(count, seq_length):
 
 
 def squad_features(examples, lookup, max_seq_length, doc_stride, max_query_length, is_training):
-    """All windows of `examples` (`SquadFeature`s, see `keras_bert.data.squad.make_squad_features`).
+    """All windows of `examples` (`SquadFeature`s, see `keras_bert.tasks.squad.reader.make_squad_features`).
 
     The words of every context and question go through the tokenizer in a few large batches first.
     """

@@ -27,18 +27,17 @@ from keras_bert.export.errors import ExportError
 from keras_bert.export.preprocessing import serving_preprocessor
 from keras_bert.export.serving_form import serving_form
 from keras_bert.models.pretrained import check_seq_length
-from keras_bert.models.serving import ServingOptions, traced_function
+from keras_bert.models.serving import traced_function
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 
 
 def model_kind(model):
-    """The task of `model` (its `task_kind`, e.g. "classifier"); ExportError for a model keras_bert cannot
+    """The task of `model` (its `task_kind`); ExportError for a model keras_bert cannot
     serve."""
     if not hasattr(model, "serving_endpoints"):
         raise ExportError(f"cannot export a {type(model).__name__}: expected a BertEncoder or a keras_bert "
-                          "task model (BertClassifier, BertSpanLabeler, BertTokenClassifier, "
-                          "BertMultipleChoice, BertPretrainer)")
+                          "task model (keras_bert.models.serving.Serving)")
     return model.task_kind
 
 
@@ -78,7 +77,7 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
         signature: what serving_default takes: one of the model's `serving_forms` or "token_ids"
             (default: the model's first form; "token_ids" without preprocessor).
         example_seq_length: length of the token-id features of `serve_examples` without a preprocessor.
-        options: `keras_bert.models.serving.ServingOptions` (long texts, pooling, answer rules).
+        options: the model's serving options (an instance of its `options_class`, or {name: value}).
 
     Returns (archive, signature, endpoints): `endpoints` maps each name to its `Endpoint`.
     """
@@ -87,8 +86,7 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
     if preprocessor is not None:
         check_compatible(model, preprocessor)
     try:
-        endpoints = model.serving_endpoints(preprocessor, signature, options or ServingOptions(),
-                                            example_seq_length)
+        endpoints = model.serving_endpoints(preprocessor, signature, options, example_seq_length)
     except ExportError:
         raise
     except ValueError as e:
@@ -198,15 +196,12 @@ def publish_version(export_dir, version, write):
 
 
 def export_saved_model(model, export_dir, preprocessor=None, version=None, signature=None, warmup=True,
-                       example_seq_length=None, long_text="truncate", stride=None, pooling=None,
-                       normalize=False, answer_rules=None, quantize=None, dtype="float32",
-                       calibration_texts=None, fixed_length=False, sequence_output=False, nbest=False,
-                       word_tags=False):
+                       example_seq_length=None, quantize=None, dtype="float32", calibration_texts=None,
+                       options=None, **task_options):
     """Exports `model` for TF Serving as `<export_dir>/<version>`, written atomically.
 
     Args:
-        model: a built BertEncoder, BertClassifier, BertSpanLabeler, BertTokenClassifier,
-            BertMultipleChoice or BertPretrainer.
+        model: a built BertEncoder or keras_bert task model (any `keras_bert.models.serving.Serving`).
         export_dir: the model base path TF Serving watches.
         preprocessor: a `keras_bert.text.BertPreprocessor` (the training tokenizer + packer) for the
             raw-text signatures; default: `model.preprocessor`. Given beside the model's own, it must have
@@ -214,16 +209,11 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
         version: int version; default: one more than the largest existing one (1 for a new directory).
             An existing version directory is an error.
         signature: what serving_default takes: one of the model's `serving_forms` ("text", "text_pair",
-            "question_context") or "token_ids" (default: the model's first form, e.g. "question_context"
-            for a span labeler; "token_ids" without preprocessor).
+            "question_context") or "token_ids" (default: the model's first form; "token_ids" without
+            preprocessor).
         warmup: write assets.extra/tf_serving_warmup_requests (one request to serving_default).
         example_seq_length: without a preprocessor, the token-id length of `serve_examples` features
             (that signature is omitted if not given).
-        long_text, stride, pooling, normalize: the `keras_bert.models.serving.ServingOptions` (classifier
-            texts over the sequence length, window stride, the encoder's `sentence_embedding`).
-        answer_rules: a span labeler's `keras_bert.data.squad_answers.AnswerRules` (doc_stride,
-            max_query_length, n_best_size, max_answer_length, version_2_with_negative,
-            null_score_diff_threshold); default: run_squad's defaults.
         quantize: None, or serve int8 Dense kernels: "int8_matmul" (int8 x int8 matmuls, oneDNN; 2.8x a
             float32 matmul on a VNNI CPU), "int8_weights" (int8 weights computed in `dtype`), or "int8"
             (int8_matmul where this CPU has VNNI, else int8_weights). See `keras_bert.export.serving_form`.
@@ -235,32 +225,32 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
         calibration_texts: for "int8_matmul" (or "int8" resolved to it), a few hundred texts like those
             served: the model runs on them at export and each Dense input gets one constant int8 range
             (no per-row ranges computed per request; see `keras_bert.export.serving_form`). Models that take
-            one text (encoder, classifier, span labeler, token classifier).
-        fixed_length: pack raw text to the full sequence length (a fixed shape) instead of each batch's
-            longest input rounded up to 8 (`keras_bert.models.serving.LENGTH_MULTIPLE`).
-        sequence_output: an encoder's serving_default also returns `sequence_output` [b, seq, hidden].
-        nbest: a span labeler's answers also list each question's n-best spans and null logits.
-        word_tags: a token classifier's entities come with every word's tag, logits and offsets.
+            one text.
+        options: an instance of the model's `options_class` (its serving options); or instead
+        **task_options: those options by name, e.g. `long_text="windows"`, `pooling="mean"`,
+            `answer_rules=...`, `fixed_length=True`: the fields of the model's Options (the docstring of
+            its `options_class`). An option of another model is an ExportError naming it and this model.
 
     Returns the version directory (str).
     """
     preprocessor = serving_preprocessor(model, preprocessor)
+    model_kind(model)
+    if options is not None and task_options:
+        raise ExportError(f"options= and {', '.join(task_options)}= given together; pass one of them")
+    try:  # checked before the (slow) serving form is built
+        form = signature or model.default_form(preprocessor)
+        options = model.serving_options(form, options or task_options)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
     calibration_inputs = None
     if calibration_texts is not None:
-        model_kind(model)
         if not model.serving_calibration or preprocessor is None:
             raise ExportError(f"calibration_texts: a {type(model).__name__} "
                               f"{'without a preprocessor ' if preprocessor is None else ''}cannot run on "
-                              "single texts; calibrate an encoder, classifier, span labeler or token "
-                              "classifier")
+                              "single texts; calibrate a model that serves single texts")
         calibration_inputs = preprocessor(tf.constant(list(calibration_texts)))
     try:
         model = serving_form(model, quantize, dtype, calibration_inputs)
-    except ValueError as e:
-        raise ExportError(str(e)) from None
-    try:
-        options = ServingOptions(long_text, stride, pooling, normalize, answer_rules, fixed_length,
-                                 sequence_output, nbest, word_tags)
     except ValueError as e:
         raise ExportError(str(e)) from None
     archive, signature, endpoints = build_archive(model, preprocessor, signature, example_seq_length, options)

@@ -1,4 +1,5 @@
-"""Official evaluation metrics of the fine-tuning tasks: GLUE, SQuAD v1.1/v2.0 (EM/F1), CoNLL (conlleval).
+"""Official evaluation metrics shared by fine-tuning tasks: GLUE's (those of SQuAD and CoNLL live in their
+task folders, keras_bert/tasks/squad/metrics.py and keras_bert/tasks/ner/metrics.py).
 
-Pure Python/numpy; submodules are imported where used (`from keras_bert.metrics import squad`).
+Pure Python/numpy; submodules are imported where used (`from keras_bert.metrics import glue`).
 """

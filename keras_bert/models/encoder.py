@@ -19,6 +19,7 @@ from keras_bert.config import BertConfig
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.transformer import TransformerBlock, attention_bias
+from keras_bert.models import options
 from keras_bert.models.float_form import from_quantized_config, quantization_config
 from keras_bert.models.pretrained import resolve_pretrained
 from keras_bert.models.serving import INPUT_NAMES, Serving
@@ -26,6 +27,33 @@ from keras_bert.models.text_task import TextTask
 
 # torch.nn.functional.normalize's floor on the norm, as sentence-transformers' Normalize module uses it.
 NORMALIZE_EPSILON = 1e-12
+POOLING = ("cls", "mean")
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderOptions(options.Options):
+    """An encoder's serving options.
+
+    Attributes:
+        pooling: also serve `sentence_embedding`: None (not served), "cls" or "mean".
+        normalize: L2-normalize the sentence embedding.
+        sequence_output: the raw-text endpoint also returns `sequence_output` [b, seq, hidden] (default:
+            only its answers: pooled_output, sentence_embedding).
+    """
+
+    pooling: str | None = options.option(
+        None, "Encoder: also serve `sentence_embedding`, the [CLS] vector or the mean over real tokens; "
+        "default: a sentence-transformers directory's own (modules.json), else none.", "an encoder", POOLING)
+    normalize: bool = options.option(False, "L2-normalize `sentence_embedding` (default: a "
+                                     "sentence-transformers directory's own).", "an encoder")
+    sequence_output: bool = options.option(
+        False, "Encoder: serving_default also returns sequence_output [batch, seq, hidden] (default: only "
+        "pooled_output / sentence_embedding; serve_token_ids always has it).", "an encoder")
+
+    def __post_init__(self):
+        options.check_choice("pooling", self.pooling, POOLING, none_ok=True)
+        if self.normalize and self.pooling is None:
+            raise ValueError("normalize=True needs a pooling ('cls' or 'mean') to normalize")
 
 
 def flat_outputs(outputs):
@@ -68,6 +96,7 @@ class BertEncoder(Serving, TextTask, keras.Model):
 
     # What `checkpoints.split_model` and the export tell models apart by (each task model sets its own).
     task_kind = "encoder"
+    options_class = EncoderOptions
 
     def __init__(self, config, dtype=None, preprocessor=None, **kwargs):
         if isinstance(config, dict):
@@ -150,10 +179,6 @@ class BertEncoder(Serving, TextTask, keras.Model):
             return outputs
         return dict(outputs, sentence_embedding=sentence_embedding(
             outputs["sequence_output"], inputs["input_mask"], options.pooling, options.normalize))
-
-    def check_serving(self, form, preprocessor, options):
-        super().check_serving(form, preprocessor, dataclasses.replace(options, pooling=None, normalize=False,
-                                                                      sequence_output=False))
 
     def form_endpoint(self, form, preprocessor, options):
         """The raw-text endpoint answers with pooled_output (and sentence_embedding); sequence_output

@@ -217,19 +217,14 @@ def check_agrees(model_preprocessor, preprocessor):
                          f"lower_case={own.lower_case}")
 
 
-# The constructor arguments a checkpoint's head states, by task kind.
-_STATED_ARGS = {"classifier": ("num_classes", "labels", "dropout"),
-                "token_classifier": ("num_classes", "labels", "dropout"), "multiple_choice": ("dropout",)}
-
-
-def head_args(pretrained, task_kind, kwargs):
-    """`kwargs` (a task model's head arguments) completed with what the checkpoint's head of this
-    `task_kind` states (num_classes, labels, dropout); the stated class count and labels only when
-    `kwargs` names none (neither `num_classes` nor `labels`)."""
+def head_args(pretrained, model_class, kwargs):
+    """`kwargs` (a task model's head arguments) completed with what the checkpoint's head of
+    `model_class`'s `task_kind` states (those of its `stated_head_args`: num_classes, labels, dropout); the
+    stated class count and labels only when `kwargs` names none (neither `num_classes` nor `labels`)."""
     head = pretrained.head
-    if head is None or head["task_kind"] != task_kind:
+    if head is None or head["task_kind"] != model_class.task_kind:
         return kwargs
-    stated = {name: head[name] for name in _STATED_ARGS.get(task_kind, ()) if head.get(name) is not None}
+    stated = {name: head[name] for name in model_class.stated_head_args if head.get(name) is not None}
     if "num_classes" in kwargs or "labels" in kwargs:
         stated = {name: value for name, value in stated.items() if name not in ("num_classes", "labels")}
     return {**stated, **kwargs}

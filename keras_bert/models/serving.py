@@ -3,14 +3,15 @@
 Every keras_bert model (`BertEncoder` and the task models) mixes in `Serving`:
 
     clf.serve({"text": ["a great movie"]})                # {"label": [b"pos"], "label_id": [1], ...}
-    span.serve({"question": ["Who?"], "context": ["Ann did."]}, answer_rules=AnswerRules(doc_stride=64))
+    encoder.serve({"text": ["a great movie"]}, pooling="mean")   # + sentence_embedding
 
 `serve(inputs, **options)` runs exactly the function that `keras_bert.export` writes as `serving_default`
 for the same options, so a recipe's predictions and a served answer come from one function. A model
 class states its serving contract with a few hooks (defaults below): `serving_forms` (the raw-input forms
 it takes, its default first), `named_outputs` (token-id inputs -> named outputs), `answer_outputs`
 (answers read off those outputs), `whole_text_outputs` (answers that need the whole text: entities,
-windowed labels), `check_serving` (which `ServingOptions` apply) and `token_id_spec` / `text_spec`.
+windowed labels), `options_class` (its serving `Options`, `keras_bert.models.options`), `check_serving`
+(which options fit the form) and `token_id_spec` / `text_spec`.
 """
 
 import dataclasses
@@ -19,67 +20,14 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data.squad_answers import AnswerRules
-from keras_bert.text.windows import default_stride
+from keras_bert.models.options import Options, model_options
 
 TOKEN_IDS = "token_ids"
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
-LONG_TEXT = ("truncate", "windows")
-POOLING = ("cls", "mean")
 # Served raw text is packed to the batch's longest input rounded up to this (fewer distinct shapes).
 LENGTH_MULTIPLE = 8
 # Texts sent by warmup requests; the empty string also exercises the no-token path at load time.
 WARMUP_TEXTS = ("TF Serving warms the model up with this request.", "")
-
-
-@dataclasses.dataclass(frozen=True)
-class ServingOptions:
-    """How a model answers beyond its logits (each applies to the models whose `check_serving` takes it).
-
-    Attributes:
-        long_text: classifier texts over the sequence length: "truncate" (cut, as in training) or "windows".
-        stride: pieces between window starts (windowed classifier, token classifier); default half a window.
-        pooling: encoder `sentence_embedding`: None (not served), "cls" or "mean".
-        normalize: L2-normalize the sentence embedding.
-        answer_rules: a span labeler's `AnswerRules` (windows and answer choice); default: run_squad's.
-        fixed_length: raw text packed to the full sequence length (a fixed shape: TPU, a batching config
-            that wants one); default: each batch to its longest input, rounded up to LENGTH_MULTIPLE.
-        sequence_output: an encoder's raw-text endpoint also returns `sequence_output` [b, seq, hidden]
-            (default: only its answers: pooled_output, sentence_embedding).
-        nbest: a span labeler's `question_context` endpoint also returns each question's n-best spans and
-            null logits (what nbest_predictions.json and null_odds.json list).
-        word_tags: a token classifier's `text` endpoint also returns the tag of every word (at its first
-            piece) with its logits and character offsets (what conlleval's prediction file lists).
-
-    Raises ValueError naming the option that is not allowed.
-    """
-
-    long_text: str = "truncate"
-    stride: int | None = None
-    pooling: str | None = None
-    normalize: bool = False
-    answer_rules: AnswerRules | None = None
-    fixed_length: bool = False
-    sequence_output: bool = False
-    nbest: bool = False
-    word_tags: bool = False
-
-    def __post_init__(self):
-        if self.long_text not in LONG_TEXT:
-            raise ValueError(f"long_text={self.long_text!r}; expected one of {LONG_TEXT}")
-        if self.pooling not in (None, *POOLING):
-            raise ValueError(f"pooling={self.pooling!r}; expected None or one of {POOLING}")
-        if self.normalize and self.pooling is None:
-            raise ValueError("normalize=True needs a pooling ('cls' or 'mean') to normalize")
-
-    def window_stride(self, seq_length):
-        """The stride in pieces for windows of `seq_length - 2` pieces; ValueError if it does not fit."""
-        window = seq_length - 2
-        stride = self.stride or default_stride(window)
-        if not 0 < stride <= window:
-            raise ValueError(f"stride={stride}; expected 0 < stride <= {window} (the sequence length "
-                             f"{seq_length} less [CLS] and [SEP])")
-        return stride
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,12 +222,14 @@ class Serving:
     named_outputs(inputs): token-id inputs -> the model's named outputs (any float dtype).
     answer_outputs(inputs, outputs, options): outputs plus answers read off them.
     whole_text_outputs(preprocessor, texts, options): answers needing the whole text, or None.
-    check_serving(form, preprocessor, options): raises ValueError where an option does not apply.
+    options_class: the serving Options dataclass (`keras_bert.models.options`).
+    check_serving(form, preprocessor, options): raises ValueError where an option does not fit the form.
     form_endpoint(form, preprocessor, options): the Endpoint of a raw-input form.
     """
 
     serving_forms = ("text", "text_pair")
     serving_calibration = True
+    options_class = Options
 
     # ----------------------------------------------------------------------------------- hooks
     def token_id_spec(self):
@@ -308,20 +258,7 @@ class Serving:
         return None
 
     def check_serving(self, form, preprocessor, options):
-        name = type(self).__name__
-        if options.long_text != "truncate":
-            raise ValueError(f"long_text={options.long_text!r} applies to a classifier served on single "
-                             f"texts (signature 'text'); this is a {name} with signature {form!r}")
-        if options.pooling is not None:
-            raise ValueError(f"pooling={options.pooling!r} applies to an encoder; this is a {name}")
-        if options.sequence_output:
-            raise ValueError(f"sequence_output=True applies to an encoder; this is a {name}")
-        if options.nbest:
-            raise ValueError(f"nbest=True applies to a span labeler served on 'question_context'; this is a "
-                             f"{name} with signature {form!r}")
-        if options.word_tags:
-            raise ValueError(f"word_tags=True applies to a token classifier with labels served on 'text'; "
-                             f"this is a {name} with signature {form!r}")
+        del form, preprocessor, options
 
     def text_spec(self, form):
         return text_spec(form)
@@ -350,7 +287,12 @@ class Serving:
 
     def token_id_outputs(self, inputs, options=None):
         """`serving_outputs` plus the answers read off them: what the token-id endpoint returns."""
-        return self.answer_outputs(inputs, self.serving_outputs(inputs), options or ServingOptions())
+        return self.answer_outputs(inputs, self.serving_outputs(inputs), options or self.options_class())
+
+    def serving_options(self, form, options=None):
+        """`options` (an `options_class` instance, or {name: value}) as this model's Options; ValueError
+        naming an option that is not this model's (`keras_bert.models.options.model_options`)."""
+        return model_options(type(self).__name__, self.options_class, form, options or {})
 
     def default_form(self, preprocessor):
         """The serving_default input form: the first of `serving_forms`, token ids without preprocessor."""
@@ -364,7 +306,7 @@ class Serving:
         Raises ValueError naming what does not fit: the form, a missing preprocessor, an option.
         """
         form = form or self.default_form(preprocessor)
-        options = options or ServingOptions()
+        options = self.serving_options(form, options)
         name = type(self).__name__
         if form != TOKEN_IDS:
             if form not in self.serving_forms:
@@ -397,8 +339,8 @@ class Serving:
                 {"text": [...]} (+ "text_b"), {"question": [...], "context": [...]}, or token ids.
             preprocessor: default the model's own.
             signature: the input form (default: the model's default, e.g. "question_context").
-            **options: `ServingOptions` fields (long_text, stride, pooling, normalize, answer_rules,
-                fixed_length, sequence_output, nbest, word_tags).
+            **options: fields of the model's `options_class` (e.g. a classifier's long_text, stride; an
+                encoder's pooling, normalize; fixed_length for every model).
 
         Returns a dict of numpy arrays: the served outputs (e.g. `label`, `answer`, `entity_text`).
         Raises ValueError naming the input at fault and its declared dtype and shape (`served_arrays`): an
@@ -409,8 +351,7 @@ class Serving:
         key = (signature, tuple(sorted(options.items())), id(preprocessor))
         traced = _TRACED.setdefault(self, {})
         if key not in traced:
-            endpoint = next(iter(self.serving_endpoints(preprocessor, signature,
-                                                        ServingOptions(**options)).values()))
+            endpoint = next(iter(self.serving_endpoints(preprocessor, signature, options).values()))
             # the preprocessor kept alive with its id
             traced[key] = (endpoint.traced(), endpoint.input_spec, preprocessor)
         function, spec, _ = traced[key]

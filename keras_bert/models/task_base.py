@@ -13,7 +13,7 @@ from keras_bert.models.serving import Serving
 from keras_bert.models.text_task import TextTask
 
 # Constructor arguments that define a head: a saved model of the same class must match those given.
-HEAD_ARGS = ("num_classes", "labels", "num_choices")
+HEAD_ARGS = ("num_classes", "labels")
 
 
 class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdaptation, TextTask,
@@ -28,6 +28,8 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
     (`keras_bert.models.lora`)."""
 
     task_kind = None
+    head_arg_names = HEAD_ARGS  # a task adds its own (a saved model must match those given)
+    stated_head_args = ()  # the constructor arguments a checkpoint's head of this kind states
 
     def _task_config(self):
         raise NotImplementedError
@@ -79,13 +81,13 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
                              f"{cls.__name__}(load_encoder(path), ...) for token ids)")
         saved, encoder = load_pretrained(pretrained, dtype)
         if isinstance(saved, cls):
-            for name in HEAD_ARGS:
+            for name in cls.head_arg_names:
                 if name in kwargs and getattr(saved, name, None) != _plain(kwargs[name]):
                     raise ValueError(f"{path} holds a {cls.__name__} with {name}={getattr(saved, name)} but "
                                      f"{name}={kwargs[name]} was asked for")
             model = saved
         else:
-            model = cls(encoder, **head_args(pretrained, cls.task_kind, kwargs))
+            model = cls(encoder, **head_args(pretrained, cls, kwargs))
             load_head(model, pretrained, kwargs)  # a KerasHub task preset's head, where it maps onto ours
         model.preprocessor = pretrained.preprocessor
         return _with_lora(model, lora_rank)

@@ -30,6 +30,17 @@ def default_stride(window_length):
     return max(1, window_length // 2)
 
 
+def window_stride(stride, seq_length):
+    """`stride` (None: `default_stride`) in pieces for windows of `seq_length - 2` pieces; ValueError if it
+    does not fit."""
+    window = seq_length - 2
+    stride = stride or default_stride(window)
+    if not 0 < stride <= window:
+        raise ValueError(f"stride={stride}; expected 0 < stride <= {window} (the sequence length "
+                         f"{seq_length} less [CLS] and [SEP])")
+    return stride
+
+
 def piece_windows(pieces, window_length, stride):
     """Windows of `window_length` pieces every `stride` pieces over each row of `pieces` (ragged [batch,
     (n)]): see the module docstring. Returns `Windows`."""

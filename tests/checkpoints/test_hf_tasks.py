@@ -179,7 +179,7 @@ def test_question_answering_both_ways(minilm, tmp_path):
                for name in ("start", "end"))
     print(f"BertSpanLabeler -> BertForQuestionAnswering: max abs diff {diff:.2e}")
     assert diff <= TOL
-    from keras_bert.data.squad_answers import AnswerRules
+    from keras_bert.tasks.squad.answers import AnswerRules
 
     rules = AnswerRules(doc_stride=16, max_query_length=16, max_answer_length=30)  # one window of SEQ each
     served = ours.serve({"question": QUESTIONS, "context": CONTEXTS}, answer_rules=rules)["answer"]

@@ -1,4 +1,4 @@
-"""The original run_squad.py's post-processing, kept as the reference that keras_bert.data.squad_answers (what
+"""The original run_squad.py's post-processing, kept as the reference that tasks.squad.answers (what
 run_squad and the served span labeler decode with: answers as character spans) is tested and measured
 against: per-window start/end logits -> the n best WordPiece spans -> `get_final_text`, which re-aligns the
 detokenized prediction onto the whitespace words of the context (docs/tasks.md says where the two differ).
@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from keras_bert.data.squad import SquadPredictions
+from keras_bert.tasks.squad.reader import SquadPredictions
 from keras_bert.text.unicode_rules import basic_tokenize
 
 

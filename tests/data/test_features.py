@@ -7,8 +7,8 @@ import tensorflow as tf
 from keras_bert.data import features
 from keras_bert.data.classification import ClassificationExample
 from keras_bert.data.conll import ConllSentence
-from keras_bert.data.squad import SquadExample, split_context
-from keras_bert.data.swag import SwagExample
+from keras_bert.tasks.multiple_choice.swag import SwagExample
+from keras_bert.tasks.squad.reader import SquadExample, split_context
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.recipes.conftest import write_vocab
 

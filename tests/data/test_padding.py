@@ -156,7 +156,7 @@ def test_streamed_batches_grouped_by_length(tokenizer):  # noqa: F811
 def test_xla_fit_on_trimmed_batches(tiny_config):
     import keras
 
-    from keras_bert.models.classifier import BertClassifier
+    from keras_bert.tasks.classification.model import BertClassifier
 
     model = BertClassifier(BertEncoder(tiny_config), num_classes=2)
     model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),

@@ -6,8 +6,8 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert.data import squad
 from keras_bert.data.formats import DataFormatError
+from keras_bert.tasks.squad import reader as squad
 from keras_bert.text.unicode_rules import basic_tokenize
 from tests.data import squad_reference
 

@@ -10,8 +10,9 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder, BertSpanLabeler
-from keras_bert.data import features, squad
-from keras_bert.data.squad_answers import AnswerRules, answer_questions, question_context_windows
+from keras_bert.data import features
+from keras_bert.tasks.squad import reader as squad
+from keras_bert.tasks.squad.answers import AnswerRules, answer_questions, question_context_windows
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.data import squad_reference
 

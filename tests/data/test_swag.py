@@ -3,7 +3,7 @@
 import pytest
 
 from keras_bert.data.formats import DataFormatError
-from keras_bert.data.swag import read_swag_examples
+from keras_bert.tasks.multiple_choice.swag import read_swag_examples
 
 HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3"
 ROW = ('0,anetv_jkn6uvmqwh4,3416,"Members of the procession walk down the street holding small horn brass '

@@ -17,8 +17,8 @@ from keras_bert.data.features import WordPieceLookup
 from keras_bert.export import ExportError, export_saved_model, servability
 from keras_bert.export.servability import ServabilityError
 from keras_bert.export.servability.answers import check_answers
-from keras_bert.metrics.conll import extract_chunks
-from keras_bert.tasks import ner
+from keras_bert.tasks.ner import task as ner
+from keras_bert.tasks.ner.metrics import extract_chunks
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from keras_bert.text.windows import pick_max_context, piece_windows
 

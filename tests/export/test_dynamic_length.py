@@ -14,8 +14,8 @@ from keras_bert import (
     BertSpanLabeler,
     BertTokenClassifier,
 )
-from keras_bert.data.squad_answers import AnswerRules
 from keras_bert.export import export_saved_model, servability
+from keras_bert.tasks.squad.answers import AnswerRules
 from keras_bert.text import BertPreprocessor, BertTokenizer
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox", "jump", "##s", "over",

@@ -9,9 +9,9 @@ import pytest
 
 from export import client
 from keras_bert.data import features
-from keras_bert.data.squad_answers import AnswerRules
 from keras_bert.export import ExportError, export_saved_model, servability
-from keras_bert.tasks import squad as squad_task
+from keras_bert.tasks.squad import task as squad_task
+from keras_bert.tasks.squad.answers import AnswerRules
 from tests.data.test_squad_answers import CONTEXTS, PASSAGES, QUESTIONS, SEQ_LENGTH, span_labeler
 
 RULES = {"doc_stride": 8, "max_query_length": 6, "n_best_size": 5, "max_answer_length": 6}

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from keras_bert.data.conll import iob1_to_iob2
-from keras_bert.metrics import conll
+from keras_bert.tasks.ner import metrics as conll
 
 
 def test_chunk_rules_iob2_and_iob1():

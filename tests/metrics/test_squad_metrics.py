@@ -8,7 +8,7 @@ import string
 
 import pytest
 
-from keras_bert.metrics import squad
+from keras_bert.tasks.squad import metrics as squad
 
 
 def _dataset(*questions):

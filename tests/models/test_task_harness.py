@@ -15,8 +15,8 @@ from keras_bert import (
     BertTokenClassifier,
     save_pretrained,
 )
-from keras_bert.data.squad_answers import AnswerRules
 from keras_bert.export import servability
+from keras_bert.tasks.squad.answers import AnswerRules
 from tests.harness import run_task_test
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox", "jump", "##s", "over",

@@ -10,11 +10,11 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.config import BertConfig
-from keras_bert.models.classifier import BertClassifier
 from keras_bert.models.encoder import BertEncoder
-from keras_bert.models.multiple_choice import BertMultipleChoice
-from keras_bert.models.span_labeler import BertSpanLabeler
-from keras_bert.models.token_classifier import BertTokenClassifier
+from keras_bert.tasks.classification.model import BertClassifier
+from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
+from keras_bert.tasks.ner.model import BertTokenClassifier
+from keras_bert.tasks.squad.model import BertSpanLabeler
 from keras_bert.text import BertPreprocessor, BertTokenizer
 
 WORDS = ["good", "bad", "great", "awful", "movie", "film", "plot", "the", "a", "was", "is", "it", "and",

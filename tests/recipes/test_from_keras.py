@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from keras_bert import BertClassifier, BertConfig, BertEncoder, BertSpanLabeler, BertTokenClassifier
-from keras_bert.data.squad_answers import AnswerRules
-from keras_bert.metrics.conll import extract_chunks
+from keras_bert.tasks.ner.metrics import extract_chunks
+from keras_bert.tasks.squad.answers import AnswerRules
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.recipes.conftest import REPO, write_vocab
 

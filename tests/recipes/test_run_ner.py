@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from keras_bert.metrics.conll import conlleval
+from keras_bert.tasks.ner.metrics import conlleval
 from tests.recipes.conftest import run_recipe
 
 SENTENCES = [

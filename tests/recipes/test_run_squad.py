@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from keras_bert.metrics.squad import evaluate_v2
+from keras_bert.tasks.squad.metrics import evaluate_v2
 from tests.recipes.conftest import run_recipe
 
 FILLER = "The river flows past the old mill and the quiet town. "

@@ -11,10 +11,12 @@ import tensorflow as tf
 from keras_bert import BertClassifier, BertEncoder, BertMultipleChoice, BertTokenClassifier
 from keras_bert.data.conll import read_conll_file
 from keras_bert.data.features import WordPieceLookup
-from keras_bert.data.swag import SwagExample
 from keras_bert.export import ExportError, export_saved_model
-from keras_bert.tasks import classification, multiple_choice, ner
-from keras_bert.tasks import squad as squad_task
+from keras_bert.tasks.classification import task as classification
+from keras_bert.tasks.multiple_choice import task as multiple_choice
+from keras_bert.tasks.multiple_choice.swag import SwagExample
+from keras_bert.tasks.ner import task as ner
+from keras_bert.tasks.squad import task as squad_task
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.data.test_squad_answers import CONTEXTS, PASSAGES, QUESTIONS, SEQ_LENGTH, span_labeler
 from tests.export.test_answers import SENTENCES, TAGS, WORDS

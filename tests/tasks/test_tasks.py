@@ -13,7 +13,8 @@ from keras_bert.checkpoints import split_model
 from keras_bert.data.classification import ClassificationExample
 from keras_bert.data.glue import tfds_eval_splits
 from keras_bert.export.saved_model import model_kind
-from keras_bert.tasks import classification, finetuning
+from keras_bert.tasks import finetuning
+from keras_bert.tasks.classification import task as classification
 from keras_bert.tasks.labels import read_labels, write_labels
 
 

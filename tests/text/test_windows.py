@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.data.squad import is_max_context
+from keras_bert.tasks.squad.reader import is_max_context
 from keras_bert.text.windows import pick_max_context, piece_windows
 
 

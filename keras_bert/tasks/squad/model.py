@@ -1,24 +1,16 @@
 """BertSpanLabeler: start/end logits over the sequence, for SQuAD-style extractive QA."""
 
-import dataclasses
-
 import keras
 import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_bert.data.squad_answers import AnswerRules, answer_questions
 from keras_bert.models.encoder import encoder_inputs
 from keras_bert.models.serving import Endpoint, checked_inputs
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
+from keras_bert.tasks.squad.answers import AnswerRules, answer_questions
+from keras_bert.tasks.squad.spec import ANSWER_OUTPUTS, NBEST_OUTPUTS, NULL_OUTPUTS, QUESTION_CONTEXT, Options
 
-QUESTION_CONTEXT = "question_context"
-# Served answer fields ([batch] each) of `answer_questions`; v2.0 adds the null score and has_answer.
-ANSWER_OUTPUTS = ("answer", "answer_start", "answer_end", "score")
-NULL_OUTPUTS = ("no_answer_score", "has_answer")
-# With nbest=True: [batch, k] candidates best first (nbest_valid False past a question's), [batch] the rest.
-NBEST_OUTPUTS = ("nbest_text", "nbest_start", "nbest_end", "nbest_start_logit", "nbest_end_logit",
-                 "nbest_valid", "null_start_logit", "null_end_logit", "num_windows")
 # Logits are float32 values widened to float64 for the sums: served as float32 without loss.
 _FLOAT_OUTPUTS = ("score", "no_answer_score", "nbest_start_logit", "nbest_end_logit", "null_start_logit",
                   "null_end_logit")
@@ -34,7 +26,7 @@ class BertSpanLabeler(EncoderTaskModel):
     `compile()` with no arguments uses `task_loss()`: the mean of the start and end cross-entropies.
 
     Served (`serve`, and an export's serving_default) as `question` + `context` tf.string [batch] of any
-    length -> the answers of `keras_bert.data.squad_answers.answer_questions` (the decoding of
+    length -> the answers of `keras_bert.tasks.squad.answers.answer_questions` (the decoding of
     `run_squad --do_predict`): `answer` (tf.string, context[answer_start:answer_end] in Python str
     indexes; "" when none), `answer_start` / `answer_end` int64, `score` float32 (start + end logit);
     with `answer_rules.version_2_with_negative` also `no_answer_score` and `has_answer` (bool); with
@@ -51,6 +43,7 @@ class BertSpanLabeler(EncoderTaskModel):
     """
 
     task_kind = "span_labeler"
+    options_class = Options
 
     def __init__(self, encoder, preprocessor=None, **kwargs):
         config = encoder.config
@@ -80,8 +73,9 @@ class BertSpanLabeler(EncoderTaskModel):
     def check_serving(self, form, preprocessor, options):
         if form == QUESTION_CONTEXT:
             (options.answer_rules or AnswerRules()).check(preprocessor.seq_length)
-            options = dataclasses.replace(options, nbest=False)
-        super().check_serving(form, preprocessor, options)
+        elif options.nbest:
+            raise ValueError(f"nbest=True applies to a span labeler served on 'question_context'; this is a "
+                             f"{type(self).__name__} with signature {form!r}")
 
     def form_endpoint(self, form, preprocessor, options):
         if form != QUESTION_CONTEXT:

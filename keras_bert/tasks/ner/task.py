@@ -13,8 +13,8 @@ The loss is the model's (`BertTokenClassifier.task_loss`).
 import numpy as np
 
 from keras_bert.data import conll
-from keras_bert.metrics.conll import conlleval
 from keras_bert.tasks.finetuning import served_batches
+from keras_bert.tasks.ner.metrics import conlleval
 from keras_bert.text import BertPreprocessor
 
 

@@ -7,7 +7,7 @@ The flow of a recipe (the tokenizer is any callable mapping a list of strings to
                 for f in make_squad_features(e, i, tokenize, max_seq_length=384, doc_stride=128,
                                              max_query_length=64, is_training=True)]
     # ... tokens -> ids with the vocab, pad, model.fit on (start_position, end_position) ...
-    # keras_bert.data.squad_answers decodes the logits into answers as character spans of the context
+    # keras_bert.tasks.squad.answers decodes the logits into answers as character spans of the context
     result.save(output_dir)   # a SquadPredictions: predictions.json, nbest_predictions.json, null_odds.json
 
 Contexts are split into words on whitespace as the original (`char_to_word_offset` maps each context
@@ -337,7 +337,7 @@ class SquadPredictions:
       predictions: qas_id -> answer text ("" = no answer, v2.0).
       nbest: qas_id -> list of {"text", "probability", "start_logit", "end_logit"}, best first.
       null_odds: qas_id -> null score minus the best non-null span score (v2.0 only; else empty). Pass it
-        as `na_probs` to `keras_bert.metrics.squad.evaluate_v2`.
+        as `na_probs` to `keras_bert.tasks.squad.metrics.evaluate_v2`.
     """
 
     predictions: dict

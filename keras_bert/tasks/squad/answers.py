@@ -2,7 +2,7 @@
 answer spans.
 
 The one implementation of SQuAD prediction: the span labeler's `serve` and its export
-(`keras_bert.models.span_labeler`) run `answer_questions`, and `run_squad --do_predict`
+(`keras_bert.tasks.squad.model`) run `answer_questions`, and `run_squad --do_predict`
 (`keras_bert.tasks.squad.predict`) writes its files from `serve`, so the served answers are the
 predictions.json answers by construction.
 
@@ -10,7 +10,7 @@ predictions.json answers by construction.
     found = answer_questions(model, preprocessor, questions, contexts, rules)   # tf.string [batch] each
     found["answer"], found["answer_start"], found["answer_end"]                 # context[start:end] == answer
 
-The windows are those of training (`keras_bert.data.squad.make_squad_features`): the question cut to
+The windows are those of training (`keras_bert.tasks.squad.reader.make_squad_features`): the question cut to
 `max_query_length` pieces, the context pieces in windows `doc_stride` apart, each packed
 `[CLS] question [SEP] window [SEP]`. Decoding keeps the original `write_predictions` rule: the n-best start
 and end positions of every window, spans inside the context only, starting where the window gives that
@@ -26,17 +26,22 @@ import dataclasses
 
 import tensorflow as tf
 
+from keras_bert.models.options import option
+
 
 @dataclasses.dataclass(frozen=True)
 class AnswerRules:
     """How windows are cut and answers chosen (run_squad's flags of the same names and defaults)."""
 
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    version_2_with_negative: bool = False
-    null_score_diff_threshold: float = 0.0
+    doc_stride: int = option(128, "SQuAD: pieces between the starts of consecutive context windows.")
+    max_query_length: int = option(64, "SQuAD: questions are cut to this many pieces.")
+    n_best_size: int = option(20, "SQuAD: start and end candidates per window (and answers in "
+                              "nbest_predictions.json).")
+    max_answer_length: int = option(30, "SQuAD: longest answer, in pieces.")
+    version_2_with_negative: bool = option(False, "SQuAD v2.0: questions may have no answer (has_answer "
+                                           "output).")
+    null_score_diff_threshold: float = option(0.0, "SQuAD v2.0: no answer when null score - best span score "
+                                              "exceeds this.")
 
     def check(self, seq_length):
         """Raises ValueError naming the value that leaves no room for a window of `seq_length` pieces."""
@@ -99,7 +104,7 @@ def question_context_windows(preprocessor, questions, contexts, rules):
 def _max_context(windows, doc_index):
     """Whether each window is the one giving context piece `doc_index` (int64 [num_windows, s]) the most
     context: score min(pieces left, pieces right) + 0.01 * window length, ties to the first window
-    (`keras_bert.data.squad.is_max_context`)."""
+    (`keras_bert.tasks.squad.reader.is_max_context`)."""
     example = windows["example"]
     stride = tf.gather(windows["stride"], example)[:, None, None]
     room = tf.gather(windows["room"], example)[:, None, None]

@@ -8,7 +8,8 @@ from keras import ops
 from keras_bert.layers.dropout import HashDropout
 from keras_bert.models.encoder import INPUT_NAMES, encoder_inputs
 from keras_bert.models.serving import class_outputs, text_spec
-from keras_bert.models.task_base import EncoderTaskModel, dense_head
+from keras_bert.models.task_base import HEAD_ARGS, EncoderTaskModel, dense_head
+from keras_bert.tasks.multiple_choice.spec import SPEC
 from keras_bert.text.packer import pack_choices
 
 
@@ -28,6 +29,9 @@ class BertMultipleChoice(EncoderTaskModel):
     """
 
     task_kind = "multiple_choice"
+    head_arg_names = (*HEAD_ARGS, "num_choices")
+    stated_head_args = ("dropout",)
+    options_class = SPEC.options
 
     def __init__(self, encoder, num_choices, dropout=None, preprocessor=None, **kwargs):
         config = encoder.config

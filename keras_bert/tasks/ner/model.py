@@ -1,15 +1,14 @@
 """BertTokenClassifier: a label per token (NER)."""
 
-import dataclasses
-
 import keras
 
 from keras_bert.layers.dropout import HashDropout
 from keras_bert.models.encoder import encoder_inputs
-from keras_bert.models.entities import entity_outputs
 from keras_bert.models.serving import class_outputs
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
 from keras_bert.models.text_task import resolve_num_classes
+from keras_bert.tasks.ner.entities import entity_outputs
+from keras_bert.tasks.ner.spec import Options
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -20,7 +19,7 @@ class BertTokenClassifier(EncoderTaskModel):
     [batch, seq, num_classes]. Train with per-token sample weights that are 1 only on the positions that
     carry a label (e.g. each word's first piece). `labels` optionally names the classes (tag names, e.g.
     "B-PER"); `num_classes` defaults to len(labels). With labels, served on raw `text` as its entities
-    (`keras_bert.models.entities`; `word_tags=True` adds every word's tag).
+    (`keras_bert.tasks.ner.entities`; `word_tags=True` adds every word's tag).
 
     Examples:
 
@@ -31,6 +30,8 @@ class BertTokenClassifier(EncoderTaskModel):
     """
 
     task_kind = "token_classifier"
+    options_class = Options
+    stated_head_args = ("num_classes", "labels", "dropout")
 
     def __init__(self, encoder, num_classes=None, dropout=None, labels=None, preprocessor=None, **kwargs):
         num_classes = resolve_num_classes("BertTokenClassifier", num_classes, labels)
@@ -59,11 +60,12 @@ class BertTokenClassifier(EncoderTaskModel):
     def check_serving(self, form, preprocessor, options):
         if form == "text" and self.labels is not None:
             options.window_stride(preprocessor.seq_length)
-            options = dataclasses.replace(options, word_tags=False)
-        super().check_serving(form, preprocessor, options)
+        elif options.word_tags:
+            raise ValueError(f"word_tags=True applies to a token classifier with labels served on 'text'; "
+                             f"this is a {type(self).__name__} with signature {form!r}")
 
     def whole_text_outputs(self, preprocessor, texts, options):
-        """With `labels`, single texts of any length: their entities (`keras_bert.models.entities`), and
+        """With `labels`, single texts of any length: their entities (`keras_bert.tasks.ner.entities`), and
         with `options.word_tags` every word's tag."""
         if self.labels is None or "text_b" in texts:
             return None

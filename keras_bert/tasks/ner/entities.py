@@ -21,7 +21,7 @@ Core TF ops only beside the tokenizer's tf-text ops.
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.metrics.conll import chunk_transition, split_tag
+from keras_bert.tasks.ner.metrics import chunk_transition, split_tag
 from keras_bert.text.ragged_ops import row_ids, shift_right, splits_of_rows
 from keras_bert.text.windows import pick_max_context, piece_windows
 

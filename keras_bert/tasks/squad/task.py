@@ -14,9 +14,11 @@ import dataclasses
 
 import numpy as np
 
-from keras_bert.data import features, squad, squad_answers
-from keras_bert.metrics import squad as squad_metrics
+from keras_bert.data import features
 from keras_bert.tasks.finetuning import served_batches
+from keras_bert.tasks.squad import answers as squad_answers
+from keras_bert.tasks.squad import metrics as squad_metrics
+from keras_bert.tasks.squad import reader as squad
 from keras_bert.text import BertPreprocessor
 from keras_bert.textfiles import read_json
 

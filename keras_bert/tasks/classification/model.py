@@ -1,7 +1,5 @@
 """BertClassifier: sentence(-pair) classification or regression on the pooled output."""
 
-import dataclasses
-
 import keras
 import tensorflow as tf
 
@@ -10,6 +8,7 @@ from keras_bert.models.encoder import encoder_inputs
 from keras_bert.models.serving import class_outputs, with_label_names
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
 from keras_bert.models.text_task import resolve_num_classes
+from keras_bert.tasks.classification.spec import Options
 from keras_bert.text.windows import piece_windows
 
 
@@ -40,6 +39,8 @@ class BertClassifier(EncoderTaskModel):
     """
 
     task_kind = "classifier"
+    options_class = Options
+    stated_head_args = ("num_classes", "labels", "dropout")
 
     def __init__(self, encoder, num_classes=None, dropout=None, labels=None, preprocessor=None, **kwargs):
         num_classes = resolve_num_classes("BertClassifier", num_classes, labels)
@@ -72,8 +73,10 @@ class BertClassifier(EncoderTaskModel):
     def check_serving(self, form, preprocessor, options):
         if options.long_text == "windows" and form == "text":
             options.window_stride(preprocessor.seq_length)
-            options = dataclasses.replace(options, long_text="truncate")
-        super().check_serving(form, preprocessor, options)
+        elif options.long_text != "truncate":
+            raise ValueError(f"long_text={options.long_text!r} applies to a classifier served on single "
+                             f"texts (signature 'text'); this is a {type(self).__name__} with signature "
+                             f"{form!r}")
 
     def whole_text_outputs(self, preprocessor, texts, options):
         """With long_text="windows" and single texts: the outputs averaged over strided windows."""
