@@ -104,6 +104,13 @@ REPO_ROOT = PACKAGE_ROOT.parent
 SHARED_CODE = ("keras_bert", "export", "recipes/common.py", "recipes/flags.py", "recipes/run_dir.py",
                "recipes/preamble.py", "recipes/logs.py", "tests/harness.py")
 EXPORTS = "keras_bert/__init__.py"
+# Shared modules that still name a task, each with what keeps it there (docs/adding_a_task.md, "Not yet in a
+# folder"); test_pending_task_names_are_still_there drops an entry once its module is clean.
+PENDING = {
+    "keras_bert/checkpoints/huggingface.py": "the BertFor* head table (architecture, head layer, prefix)",
+    "keras_bert/checkpoints/keras_hub.py": "KerasHub's one task preset, BertTextClassifier, read and written",
+    "keras_bert/data/features.py": "SQuAD windows (squad_features: tests call it by this module)",
+}
 
 
 def _shared_modules():
@@ -113,6 +120,15 @@ def _shared_modules():
             name = str(module.relative_to(REPO_ROOT))
             if name != EXPORTS:
                 yield name, module
+
+
+def _violations_by_module():
+    specs = _task_specs()
+    modules = {name: path.read_text() for name, path in _shared_modules()}
+    found = {}
+    for violation in task_rule_violations(modules, specs):
+        found.setdefault(violation.split(":")[0], []).append(violation)
+    return found
 
 
 def _spoken_names(tree):
@@ -169,8 +185,7 @@ def _task_specs():
 def test_no_shared_module_names_a_task():
     specs = _task_specs()
     assert len(specs) >= 4 and all(specs.values())
-    modules = {name: path.read_text() for name, path in _shared_modules()}
-    found = task_rule_violations(modules, specs)
+    found = [v for name, found in _violations_by_module().items() if name not in PENDING for v in found]
     assert not found, "shared code names a task (move the code into the task's folder and loop over what " \
         "the tasks declare, keras_bert/tasks/registry.py):\n" + "\n".join(found)
 
@@ -185,3 +200,9 @@ def test_the_task_rule_catches_a_violation():
     assert sorted(found) == [f"keras_bert/export/bad.py:2 names `{names[0]}` of task {folder}",
                      f"keras_bert/export/bad.py:2 names `{names[-1]}` of task {folder}",
                      f"keras_bert/export/bad.py:3 names `keras_bert.tasks.{folder}` of task {folder}"]
+
+
+def test_pending_task_names_are_still_there():
+    found = _violations_by_module()
+    clean = [name for name in PENDING if name not in found]
+    assert not clean, f"{clean} no longer name a task: remove them from PENDING"

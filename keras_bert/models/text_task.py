@@ -165,10 +165,15 @@ class TextTask:
                     raise ValueError(f"label {value!r} (example {position}) is not one of the model's labels "
                                      f"{self.labels}")
             return np.asarray([index[v] for v in values], dtype=np.int32).reshape(y.shape)
-        num_classes = getattr(self, "num_classes", None) or getattr(self, "num_choices", None)
+        num_classes = self.target_classes()
         if num_classes and num_classes > 1 and y.dtype.kind in "iuf" and y.size:
             return _class_ids(y, num_classes)
         return y
+
+    def target_classes(self):
+        """How many classes an integer target ranges over (None: not class ids); a task whose targets
+        index something else (choices) says so."""
+        return getattr(self, "num_classes", None)
 
     def _label_table(self):
         """tf.lookup table name -> id for string labels inside a tf.data map (unknown names -> -1)."""

@@ -78,6 +78,9 @@ class BertMultipleChoice(EncoderTaskModel):
     def token_id_features(self, seq_length):
         return {name: tf.io.FixedLenFeature([self.num_choices, seq_length], tf.int64) for name in INPUT_NAMES}
 
+    def target_classes(self):
+        return self.num_choices
+
     def text_spec(self, form):
         return text_spec(form, self.num_choices)
 

@@ -8,7 +8,8 @@ from keras_bert.tasks.ner.served import ENTITY_OUTPUTS
 from keras_bert.tasks.registry import TaskSpec
 from keras_bert.text.windows import window_stride
 
-WORD_OUTPUTS = ("word_tag", "word_tag_id", "word_logits", "word_start", "word_end", "word_count")
+# word_start / word_end are also the word splitter's terms (keras_bert/text): not this task's alone.
+WORD_OUTPUTS = ("word_tag", "word_tag_id", "word_logits", "word_count")
 
 
 @dataclasses.dataclass(frozen=True)
