@@ -75,6 +75,9 @@ def model_options(model_name, options_class, form, given):
     'text'"; an option of no model is a ValueError listing this model's."""
     if isinstance(given, options_class):
         return given
+    if dataclasses.is_dataclass(given):
+        raise ValueError(f"options={type(given).__qualname__}(...) are another model's; a {model_name} takes "
+                         f"{options_class.__module__}.{options_class.__qualname__}")
     own = {field.name for field in dataclasses.fields(options_class)}
     known = option_fields()
     for name, value in given.items():
