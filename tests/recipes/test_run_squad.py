@@ -85,13 +85,13 @@ def test_squad_v2_train_predict_eval(tmp_path, tiny_model):
         assert json.load(f) == predictions
 
 
-def test_bad_predict_file_fails_before_training(tmp_path, tiny_model):
+def test_bad_predict_file_fails_before_training(tmp_path, tiny_model, run_in_process):
     a = CONTEXTS[0]
     train = _write(tmp_path / "train.json", [[_qa("t1", "When was the bridge built?", a, "1895")], [], []])
     dev = _write(tmp_path / "dev.json", [[_qa("d1", "When?", a, "1895")], [_qa("d1", "Again?")], []])
     out = tmp_path / "out"
-    result = run_recipe("run_squad", f"--train_file={train}", f"--predict_file={dev}", f"--output_dir={out}",
-                        "--version_2_with_negative", *tiny_model(CONTEXTS), check=False)
-    assert result.returncode != 0
-    assert f"{dev}: data[1].paragraphs[0].qas[0]: duplicate question id 'd1'" in result.stderr
+    status, stderr = run_in_process("run_squad", f"--train_file={train}", f"--predict_file={dev}",
+                                    f"--output_dir={out}", "--version_2_with_negative", *tiny_model(CONTEXTS))
+    assert status == 1
+    assert f"{dev}: data[1].paragraphs[0].qas[0]: duplicate question id 'd1'" in stderr
     assert not os.path.exists(out / "model.keras")  # no training step ran
