@@ -31,7 +31,7 @@ quickstart: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check keras_bert recipes export tests benchmarks keras_bert_commands.py setup.py
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --durations=15 tests
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist worksteal --durations=15 tests
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check keras_bert recipes export tests benchmarks keras_bert_commands.py setup.py

@@ -1,5 +1,6 @@
 """Shared test setup: quiet TensorFlow, deterministic seeds, tiny configs."""
 
+import gc
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -20,6 +21,13 @@ def tiny_config():
     """A 2-layer, 32-wide BERT over a 60-token vocab: builds and runs in well under a second."""
     return BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                       intermediate_size=64, max_position_embeddings=64)
+
+
+def pytest_collection_finish(session):
+    """Freezes the heap of the imports and the collected tests: Python's full collections and the gc.collect()
+    Keras runs (per layer in quantize, per deleted variable) then skip its half-million objects."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)

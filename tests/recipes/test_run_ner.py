@@ -50,22 +50,22 @@ def test_conll_train_eval_predict(tmp_path, tiny_model):
     assert os.path.isfile(os.path.join(out, "test_predictions.txt"))
 
 
-@pytest.mark.slow
-def test_unknown_tag_in_eval_file_names_the_line(tmp_path, tiny_model):
+def test_unknown_tag_in_eval_file_names_the_line(tmp_path, tiny_model, run_in_process):
     train = _write_conll(tmp_path / "eng.train", SENTENCES)
     dev = _write_conll(tmp_path / "eng.testa", [[("Rome", "I-GPE")]])
-    result = run_recipe("run_ner", f"--train_file={train}", f"--eval_file={dev}", "--nodo_train",
-                        f"--output_dir={tmp_path / 'out'}", *tiny_model(["rome"]), check=False)
-    assert result.returncode != 0 and f"{dev}:3: unknown tag 'I-GPE'" in result.stderr
+    status, stderr = run_in_process("run_ner", f"--train_file={train}", f"--eval_file={dev}", "--nodo_train",
+                                    f"--output_dir={tmp_path / 'out'}", *tiny_model(["rome"]))
+    assert status == 1 and f"{dev}:3: unknown tag 'I-GPE'" in stderr
 
 
-def test_bad_predict_file_fails_before_training(tmp_path, tiny_model):
+def test_bad_predict_file_fails_before_training(tmp_path, tiny_model, run_in_process):
     train = _write_conll(tmp_path / "eng.train", SENTENCES)
     (tmp_path / "eng.testb").write_bytes(b"EU I-ORG\nM\xfcller I-PER\n")  # Latin-1, not UTF-8
     out = tmp_path / "out"
-    result = run_recipe("run_ner", f"--train_file={train}", f"--predict_file={tmp_path / 'eng.testb'}",
-                        "--do_predict", "--nodo_eval", f"--output_dir={out}",
-                        *tiny_model([" ".join(t for t, _ in s) for s in SENTENCES]), check=False)
-    assert result.returncode != 0
-    assert f"{tmp_path / 'eng.testb'}:2: not valid UTF-8: byte 0xfc at column 2" in result.stderr
+    status, stderr = run_in_process("run_ner", f"--train_file={train}",
+                                    f"--predict_file={tmp_path / 'eng.testb'}", "--do_predict", "--nodo_eval",
+                                    f"--output_dir={out}",
+                                    *tiny_model([" ".join(t for t, _ in s) for s in SENTENCES]))
+    assert status == 1
+    assert f"{tmp_path / 'eng.testb'}:2: not valid UTF-8: byte 0xfc at column 2" in stderr
     assert not os.path.exists(out / "model.keras")  # no training step ran

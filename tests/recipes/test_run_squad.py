@@ -34,7 +34,7 @@ def _write(path, questions_per_context):
 
 
 @pytest.mark.slow
-def test_squad_v2_train_predict_eval(tmp_path, tiny_model):
+def test_squad_v2_train_predict_eval(tmp_path, tiny_model, run_in_process):
     a, b, c = CONTEXTS
     train = _write(tmp_path / "train.json", [
         [_qa("t1", "When was the bridge built?", a, "1895"),
@@ -77,21 +77,22 @@ def test_squad_v2_train_predict_eval(tmp_path, tiny_model):
     again = str(tmp_path / "again")
     model_flags = tiny_model(CONTEXTS + ["when was built who what is capital france spain slept moon where"],
                              max_seq_length=40)
-    run_recipe("run_squad", f"--init_checkpoint={out}/model.keras", "--do_train=false", "--do_predict",
-               f"--predict_file={dev}", "--version_2_with_negative", "--doc_stride=16",
-               "--max_query_length=12", f"--output_dir={again}",
-               *[f for f in model_flags if not f.startswith("--bert_config_file")])
+    status, stderr = run_in_process(
+        "run_squad", f"--init_checkpoint={out}/model.keras", "--do_train=false", "--do_predict",
+        f"--predict_file={dev}", "--version_2_with_negative", "--doc_stride=16", "--max_query_length=12",
+        f"--output_dir={again}", *[f for f in model_flags if not f.startswith("--bert_config_file")])
+    assert status is None, stderr  # main returned (run_recipe's check=True, in this process)
     with open(os.path.join(again, "predictions.json")) as f:
         assert json.load(f) == predictions
 
 
-def test_bad_predict_file_fails_before_training(tmp_path, tiny_model):
+def test_bad_predict_file_fails_before_training(tmp_path, tiny_model, run_in_process):
     a = CONTEXTS[0]
     train = _write(tmp_path / "train.json", [[_qa("t1", "When was the bridge built?", a, "1895")], [], []])
     dev = _write(tmp_path / "dev.json", [[_qa("d1", "When?", a, "1895")], [_qa("d1", "Again?")], []])
     out = tmp_path / "out"
-    result = run_recipe("run_squad", f"--train_file={train}", f"--predict_file={dev}", f"--output_dir={out}",
-                        "--version_2_with_negative", *tiny_model(CONTEXTS), check=False)
-    assert result.returncode != 0
-    assert f"{dev}: data[1].paragraphs[0].qas[0]: duplicate question id 'd1'" in result.stderr
+    status, stderr = run_in_process("run_squad", f"--train_file={train}", f"--predict_file={dev}",
+                                    f"--output_dir={out}", "--version_2_with_negative", *tiny_model(CONTEXTS))
+    assert status == 1
+    assert f"{dev}: data[1].paragraphs[0].qas[0]: duplicate question id 'd1'" in stderr
     assert not os.path.exists(out / "model.keras")  # no training step ran

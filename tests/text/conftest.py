@@ -5,6 +5,8 @@ import os
 
 import pytest
 
+from tests.recipes.conftest import run_in_process  # noqa: F401  (a fixture: build_vocab in this process)
+
 CORPUS = os.path.join(os.path.dirname(__file__), "data", "parity_corpus.txt.xz")
 
 

@@ -1,17 +1,11 @@
 """Vocab loading errors, the WordPiece learner and the build_vocab recipe."""
 
-import os
-import subprocess
-import sys
-
 import pytest
 import tensorflow as tf
 
 from keras_bert.text import BertTokenizer
 from keras_bert.text.vocab import load_vocab
 from keras_bert.text.vocab_learner import learn_wordpiece_vocab
-
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 def test_load_vocab_strips_and_checks(tmp_path):
@@ -51,15 +45,13 @@ def test_learned_vocab_tokenizes_its_corpus(tmp_path):
         learn_wordpiece_vocab(["", "  "], vocab_size=50)
 
 
-@pytest.mark.slow
-def test_build_vocab_recipe(tmp_path):
+def test_build_vocab_recipe(tmp_path, run_in_process):
+    # In this process: tests/test_commands.py runs build_vocab as a user's command, in a fresh process.
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("Hello World, HELLO tokenizer!\nA cased vocab keeps Case.\n" * 30, encoding="utf-8")
     output = tmp_path / "vocab.txt"
-    subprocess.run(
-        [sys.executable, os.path.join(ROOT, "recipes", "build_vocab.py"), f"--input_files={tmp_path}/*.txt",
-         f"--output_file={output}", "--vocab_size=200", "--nodo_lower_case"],
-        check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT},
-    )  # fmt: skip
+    status, stderr = run_in_process("build_vocab", f"--input_files={tmp_path}/*.txt",
+                                    f"--output_file={output}", "--vocab_size=200", "--nodo_lower_case")
+    assert status is None, stderr  # main returned
     vocab = load_vocab(output)
     assert 60 < len(vocab) <= 200 and "Hello" in vocab and "HELLO" in vocab and "hello" not in vocab
