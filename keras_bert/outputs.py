@@ -3,11 +3,12 @@
 `claim(path, inputs, overwrite)` is the rule set, in one place: the output may not be, hold or lie inside
 one of its `inputs` (paths compared after resolving symlinks); an existing file or non-empty directory is
 refused unless `overwrite`; and the claim takes an exclusive lock beside the output
-(`<parent>/.<name>.keras_bert_lock`, created with O_EXCL), so a second writer of the same path is refused at
-once, naming the first (a lock whose process is gone is taken over). `writing_file` and `writing_dir`
-write under a hidden temporary name in the same parent and rename it into place: a failed or killed write
-leaves no partial output, and parents the claim created are removed again; with `overwrite` a directory
-is replaced whole, never merged with its stale files.
+(`<parent>/.<name>.keras_bert_lock`, created with O_EXCL), so a second writer of the same path (another
+thread of this process too) is refused at once, naming the first (a lock whose process is gone is taken
+over); `claim_first` takes the first free one of several (numbered versions). `writing_file` and
+`writing_dir` write under a hidden temporary name in the same parent and rename it into place: a failed or
+killed write leaves no partial output, and parents the claim created are removed again; with `overwrite` a
+directory is replaced whole, never merged with its stale files.
 
 The temporary directories (`make_temp_dir`) are marked with their writer (`host pid`); the next one made in
 the same parent removes those whose process is gone (another host's: after a day). `mkdtemp` makes them
@@ -16,12 +17,12 @@ TF Serving process running as another user can read a published version.
 """
 
 import contextlib
-import errno
 import os
 import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
 
 from keras_bert.errors import UserInputError
@@ -29,7 +30,17 @@ from keras_bert.errors import UserInputError
 MARKER = ".keras_bert_writer"
 LOCK_SUFFIX = ".keras_bert_lock"
 _OTHER_HOST_STALE_S = 24 * 3600
-_HELD = {}  # lock path -> how many claims of this process hold it (a library save inside a script's claim)
+# lock path -> [thread id, count]: the claims of one thread of this process that hold it (a library save
+# inside a script's claim); another thread of this process is refused as another process would be.
+_HELD = {}
+
+
+class Busy(UserInputError):
+    """Another live writer (process, or thread of this one) holds the output's lock; the message names it."""
+
+
+class Taken(UserInputError):
+    """The output exists (a file; a non-empty directory) and `overwrite` was not given."""
 
 
 def _umask():
@@ -87,21 +98,6 @@ def seal(path):
         os.chmod(root, 0o777 & ~mask)
         for name in files:
             os.chmod(os.path.join(root, name), 0o666 & ~mask)
-
-
-def rename_to_free(source, target, next_target=None):
-    """os.rename(source, target), returning where `source` went. When another writer published a directory
-    at `target` first: renames to `next_target()` instead, or without `next_target` raises FileExistsError."""
-    while True:
-        try:
-            os.rename(source, target)
-            return target
-        except OSError as e:
-            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                raise
-            if not next_target:
-                raise FileExistsError(f"{target} was written by another writer meanwhile") from None
-            target = next_target()
 
 
 def within(inner, outer):
@@ -162,24 +158,28 @@ def _lock(path, label, flag):
     lock = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + LOCK_SUFFIX)
     if not parent_writable(path) and os.path.isdir(path):
         lock = os.path.join(path, LOCK_SUFFIX)  # a writable directory in a read-only one (a mounted volume)
-    if lock in _HELD:
-        _HELD[lock] += 1
+    held = _HELD.get(lock)
+    if held is not None and held[0] == threading.get_ident():
+        held[1] += 1
         return lock
+    if held is not None:
+        raise Busy(f"{label or path} is being written by another thread of this process (pid {os.getpid()}); "
+                   f"wait for it to finish or choose another {_noun(flag)}")
     for _ in range(2):  # a stale lock is removed once, then taken like a free one
         try:
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
             if not _owner_gone(lock):
-                raise UserInputError(f"{label or path} is being written by another run ({_describe(lock)}); "
+                raise Busy(f"{label or path} is being written by another run ({_describe(lock)}); "
                                      f"wait for it to finish or choose another {_noun(flag)}") from None
             with contextlib.suppress(FileNotFoundError):
                 os.remove(lock)
             continue
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(f"{socket.gethostname()} {os.getpid()}\n{' '.join(sys.argv)[:300]}\n")
-        _HELD[lock] = 1
+        _HELD[lock] = [threading.get_ident(), 1]
         return lock
-    raise UserInputError(f"{label or path}: another run took its lock {lock} meanwhile")
+    raise Busy(f"{label or path}: another run took its lock {lock} meanwhile")
 
 
 def _describe(lock):
@@ -202,8 +202,8 @@ class Claim:
 
     def release(self, succeeded=True):
         if self.lock is not None:
-            _HELD[self.lock] -= 1
-            if not _HELD[self.lock]:
+            _HELD[self.lock][1] -= 1
+            if not _HELD[self.lock][1]:
                 del _HELD[self.lock]
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(self.lock)
@@ -256,7 +256,19 @@ def _check_free(path, kind, overwrite, label, flag):
     if entries and not overwrite:
         shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
         what = f"is not empty ({shown})" if kind == "dir" else "exists"
-        raise UserInputError(f"{label} {what}: pass {hint} to replace it, or choose another {_noun(flag)}")
+        raise Taken(f"{label} {what}: pass {hint} to replace it, or choose another {_noun(flag)}")
+
+
+def claim_first(paths, kind="dir"):
+    """The `Claim` of the first of `paths` (an iterable, e.g. numbered versions) that is free: absent or an
+    empty directory, and no live writer holding its lock (`Busy`, `Taken` skip to the next). Two writers
+    taking the first free one of the same `paths` at once get distinct ones."""
+    for path in paths:
+        try:
+            return claim(path, (), False, kind)
+        except (Busy, Taken):
+            continue
+    raise UserInputError("no free output path")
 
 
 @contextlib.contextmanager
@@ -264,16 +276,23 @@ def writing_dir(path, inputs=(), overwrite=False):
     """Claims directory `path` (`claim`) and yields a new hidden directory beside it to write into; on
     success its tree gets the umask's modes (`seal`) and is renamed to `path`, replacing a directory that was
     there whole. On failure nothing of it is left. Yields the temporary directory's path."""
-    with claim(path, inputs, overwrite, "dir") as held:
-        parent, name = os.path.split(held.path)
-        inside = not parent_writable(held.path)  # a directory in a read-only one: filled file by file
-        tmp = make_temp_dir(held.path if inside else parent, prefix=f".tmp-{name}-")
-        try:
-            yield tmp
-            seal(tmp)
-            (_move_into if inside else _replace)(tmp, held.path)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    with claim(path, inputs, overwrite, "dir") as held, filling(held) as tmp:
+        yield tmp
+
+
+@contextlib.contextmanager
+def filling(held):
+    """The body of `writing_dir` for a directory already claimed (`held`, a `Claim` of kind "dir"): yields a
+    hidden temporary directory, sealed and renamed to `held.path` on success, removed on failure."""
+    parent, name = os.path.split(held.path)
+    inside = not parent_writable(held.path)  # a directory in a read-only one: filled file by file
+    tmp = make_temp_dir(held.path if inside else parent, prefix=f".tmp-{name}-")
+    try:
+        yield tmp
+        seal(tmp)
+        (_move_into if inside else _replace)(tmp, held.path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _move_into(source, target):

@@ -23,6 +23,7 @@ from recipes.run_dir import claim_output_dir
 
 FLAGS = flags.FLAGS
 logger = logging.getLogger("keras_bert")
+_RESOLVED = {}  # the flag values --init_checkpoint was resolved with -> its Pretrained (one run: one entry)
 
 
 def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32, max_seq_length=128,
@@ -60,6 +61,7 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
 def setup():
     """Seeds, dtype policy, output directory and the strategy from the shared flags. Returns the strategy."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    _RESOLVED.clear()  # a checkpoint is resolved afresh each run
     keras.utils.set_random_seed(FLAGS.seed)
     keras.mixed_precision.set_global_policy(FLAGS.dtype)
     flag = "output_dir" if "output_dir" in FLAGS else "model_dir"
@@ -175,14 +177,16 @@ def _plain(value):
 # ============================================================================================================
 
 
-def define_finetuning_flags(output_dir, learning_rate=5e-5, train_batch_size=32, max_seq_length=128):
+def define_finetuning_flags(output_dir, learning_rate=5e-5, train_batch_size=32, max_seq_length=128,
+                            task_head=True):
     """The shared flags (as `define_flags`) plus those of the paper's fine-tuning scripts: --output_dir
     (alias of --model_dir), --eval_batch_size, --num_train_epochs, --warmup_proportion,
-    --do_train/eval/predict."""
+    --do_train/eval/predict, and with a `task_head` --fresh_head."""
     define_flags(model_dir=output_dir, learning_rate=learning_rate, train_batch_size=train_batch_size,
                  max_seq_length=max_seq_length)
     flags.DEFINE_alias("output_dir", "model_dir")
-    shared_flags.define("eval_batch_size", "num_train_epochs", "warmup_proportion", "lora_rank")
+    shared_flags.define("eval_batch_size", "num_train_epochs", "warmup_proportion", "lora_rank",
+                        *(("fresh_head",) if task_head else ()))
     flags.DEFINE_bool("do_train", True, "Fine-tune on the training data.")
     flags.DEFINE_bool("do_eval", True, "Score the evaluation data; writes eval_results.json.")
     flags.DEFINE_bool("do_predict", False, "Predict the test data; writes the predictions file.")
@@ -231,6 +235,23 @@ def output_file(flag, globs=(), paths=()):
                                 flag)
 
 
+def checkpoint():
+    """The `Pretrained` of --init_checkpoint (`keras_bert.models.pretrained.resolve_pretrained` with
+    --do_lower_case and a given --vocab_file), resolved once per run; its errors name the flags."""
+    from keras_bert.models.pretrained import resolve_pretrained
+
+    given = vocab_file() if FLAGS.vocab_file else None
+    key = (FLAGS.init_checkpoint, FLAGS.do_lower_case, given)
+    if key not in _RESOLVED:
+        with flag_errors("init_checkpoint",
+                         *(name for name in ("vocab_file", "do_lower_case") if FLAGS[name].present)):
+            pretrained = resolve_pretrained(FLAGS.init_checkpoint, lower_case=FLAGS.do_lower_case,
+                                            vocab_file=given)
+        _RESOLVED.clear()  # one run, one entry
+        _RESOLVED[key] = pretrained
+    return _RESOLVED[key]
+
+
 def checkpoint_preprocessor(model_class=None):
     """The preprocessor --init_checkpoint states (`keras_bert.models.pretrained.resolve_pretrained`: a
     `.keras` save's own, else the vocab beside it or --vocab_file, cased as the checkpoint states, else
@@ -240,16 +261,12 @@ def checkpoint_preprocessor(model_class=None):
     --max_seq_length when the checkpoint is a `.keras` of `model_class` (the task continues), which then
     defaults to the model's."""
     from keras_bert.export.preprocessing import check_agrees
-    from keras_bert.models.pretrained import resolve_pretrained
     from keras_bert.text import BertPreprocessor, BertTokenizer
 
     if not FLAGS.init_checkpoint:
         return None
     given = vocab_file() if FLAGS.vocab_file else None
-    with flag_errors("init_checkpoint",
-                     *(name for name in ("vocab_file", "do_lower_case") if FLAGS[name].present)):
-        pretrained = resolve_pretrained(FLAGS.init_checkpoint, lower_case=FLAGS.do_lower_case,
-                                        vocab_file=given)
+    pretrained = checkpoint()
     own = pretrained.preprocessor
     if not pretrained.trained_preprocessor:
         return own
@@ -279,16 +296,20 @@ def finetuning_tokenizer(model_class=None):
     return BertTokenizer(vocab_file(), lower_case=lower_case())
 
 
-def build_task_model(tokenizer, model_class, make_model):
-    """The task model of --init_checkpoint (`keras_bert.tasks.finetuning.build_task_model`: a fine-tuned
-    `model_class` continues as it is, else `make_model(encoder)`), or `make_model` on a fresh encoder of the
-    config flags. Call it inside `strategy.scope()`. Checks the vocab and --max_seq_length against it."""
+def build_task_model(tokenizer, model_class, make_model, classes=None):
+    """The task model of --init_checkpoint (`keras_bert.tasks.finetuning.build_task_model`, the loader
+    `from_pretrained` uses: a fine-tuned `model_class` continues as it is; a KerasHub or Hugging Face head of
+    this task whose classes are `classes` (label list or count) is loaded into `make_model(encoder)`, other
+    classes are refused unless --fresh_head), or `make_model` on a fresh encoder of the config flags. Call it
+    inside `strategy.scope()`. Checks the vocab and --max_seq_length against it."""
     from keras_bert.tasks import finetuning
 
     config = None if FLAGS.init_checkpoint else bert_config(tokenizer.vocab_size)
     with flag_errors("init_checkpoint"), remat_scope():
-        model = finetuning.build_task_model(model_class, make_model, FLAGS.init_checkpoint, config,
-                                            FLAGS.dtype)
+        model = finetuning.build_task_model(
+            model_class, make_model, FLAGS.init_checkpoint, config, FLAGS.dtype, classes,
+            fresh_head=FLAGS.fresh_head, pretrained=FLAGS.init_checkpoint and checkpoint(),
+            hint="--fresh_head")
     config = model.encoder.config
     with flag_errors("init_checkpoint", "vocab_file"):
         finetuning.check_vocab_size(config, tokenizer.vocab_size, tokenizer.vocab_file)

@@ -21,7 +21,7 @@ from recipes import common, logs
 from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
-common.define_finetuning_flags(output_dir="runs/features", max_seq_length=128)
+common.define_finetuning_flags(output_dir="runs/features", max_seq_length=128, task_head=False)
 flags.DEFINE_string("input_file", None, "Text file: one example per line, `text` or `text_a ||| text_b`.")
 shared_flags.check("input_file", shared_flags.existing_file)
 shared_flags.define_one("output_file", help="JSON lines output.")

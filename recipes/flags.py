@@ -168,6 +168,9 @@ CONCEPTS = {
     "lora_rank": Concept("integer", 0, "LoRA: freeze the encoder and train rank-R updates of its projections "
                          "(plus the task head); the saved model has them merged. 0: full fine-tuning.",
                          NON_NEGATIVE),
+    "fresh_head": Concept("bool", False, "Start the task head fresh although --init_checkpoint holds a "
+                          "trained one of this task (by default it is loaded when its classes are the "
+                          "task's, and other classes or label names are refused)."),
     "seed": Concept("integer", 42, "Seed for weights init, dropout and data order."),
     "worker_wait_s": Concept("float", 600, "multi_worker_mirrored: seconds to wait for every TF_CONFIG "
                              "worker to start before giving up with an error.", (above(0),)),

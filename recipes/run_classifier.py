@@ -109,7 +109,8 @@ def main(argv):
 
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertClassifier,
-                                        lambda encoder: BertClassifier(encoder, task.num_classes))
+                                        lambda encoder: BertClassifier(encoder, task.num_classes),
+                                        task.label_list or task.num_classes)
         with common.flag_errors("init_checkpoint"):
             check_num_classes(model, task.num_classes)
         loss, loss_weights = model.task_loss()

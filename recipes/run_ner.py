@@ -59,7 +59,7 @@ def main(argv):
 
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertTokenClassifier,
-                                        lambda encoder: BertTokenClassifier(encoder, labels=tags))
+                                        lambda encoder: BertTokenClassifier(encoder, labels=tags), tags)
         with common.flag_errors("init_checkpoint"):
             check_num_classes(model, tags)
         loss, loss_weights = model.task_loss()

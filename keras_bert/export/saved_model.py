@@ -15,8 +15,8 @@ This module knows no task: what a model takes and returns is the model's. The ra
 model's `BertPreprocessor` (the tokenizer and packer layers used in training) inside the graph.
 """
 
+import itertools
 import os
-import shutil
 
 import keras
 import tensorflow as tf
@@ -122,10 +122,12 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
 
 
 def next_version(export_dir):
-    """1 + the largest integer-named subdirectory of `export_dir` (1 if none), as TF Serving numbers them."""
-    versions = ([int(name) for name in os.listdir(export_dir) if name.isdigit()] if os.path.isdir(export_dir)
-                else [])
-    return max(versions, default=0) + 1
+    """1 + the largest integer-named subdirectory of `export_dir` (1 if none), as TF Serving numbers them;
+    a version another export is writing (its lock `.<version>.keras_bert_lock`) counts as taken."""
+    names = os.listdir(export_dir) if os.path.isdir(export_dir) else []
+    locked = (name[1 : -len(outputs.LOCK_SUFFIX)] for name in names
+              if name.startswith(".") and name.endswith(outputs.LOCK_SUFFIX))
+    return max((int(name) for name in (*names, *locked) if name.isdigit()), default=0) + 1
 
 
 def _field(number, payload):
@@ -171,28 +173,33 @@ def write_warmup(version_dir, requests):
 def publish_version(export_dir, version, write):
     """Runs `write(tmp_dir)` in a hidden temporary directory of `export_dir`, then renames it to
     `<export_dir>/<version>`: a server polling `export_dir` (it ignores non-numeric names) sees the
-    version whole or not at all. The version gets the umask's usual modes (0755/0644 with umask 022), and
-    hidden directories a killed export of ours left in `export_dir` are removed. Of two exports racing for a
-    version, the later takes the next one (an explicit `version` fails)."""
-    chosen = version is None
-    version = next_version(export_dir) if chosen else int(version)
-    if version < 0:
-        raise ExportError(f"version={version}; expected a non-negative integer (TF Serving version number)")
-    version_dir = os.path.join(export_dir, str(version))
-    if os.path.exists(version_dir):
-        raise ExportError(f"{version_dir} already exists; TF Serving versions are immutable: pass a new "
-                          f"version (next free: {next_version(export_dir)}) or remove it")
-    tmp_dir = outputs.make_temp_dir(export_dir, prefix=f".tmp-{version}-")
-    try:
+    version whole or not at all. The version directory is claimed through `keras_bert.outputs` (its lock
+    beside it, `.<version>.keras_bert_lock`): of two exports at once, a chosen version (`version=None`) is
+    the first whose directory and lock are free, so they get distinct versions; an explicit `version`
+    another export is writing is refused at once, naming it. The version gets the umask's usual modes
+    (0755/0644 with umask 022), and hidden directories a killed export of ours left are removed."""
+    export_dir = os.fspath(export_dir)
+    if version is None:
+        held = outputs.claim_first(os.path.join(export_dir, str(number))
+                                   for number in itertools.count(next_version(export_dir)))
+    else:
+        if int(version) < 0:
+            raise ExportError(f"version={version}; expected a non-negative integer (TF Serving version "
+                              "number)")
+        version_dir = os.path.join(export_dir, str(int(version)))
+        try:
+            if os.path.exists(version_dir):
+                raise outputs.Taken(version_dir)
+            held = outputs.claim(version_dir, kind="dir", label=f"version {int(version)} of {export_dir}")
+        except outputs.Taken:
+            raise ExportError(f"{version_dir} already exists; TF Serving versions are immutable: pass a new "
+                              f"version (next free: {next_version(export_dir)}) or remove it") from None
+        except outputs.Busy as e:
+            raise ExportError(str(e)) from None
+    # readable by a server running as another user, as a plain mkdir would be (`outputs.seal`)
+    with held, outputs.filling(held) as tmp_dir:
         write(tmp_dir)
-        outputs.seal(tmp_dir)  # readable by a server running as another user, as a plain mkdir would be
-        version_dir = outputs.rename_to_free(
-            tmp_dir, version_dir,
-            chosen and (lambda: os.path.join(export_dir, str(next_version(export_dir)))))
-    except BaseException:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise
-    return version_dir
+    return held.path
 
 
 def export_saved_model(model, export_dir, preprocessor=None, version=None, signature=None, warmup=True,

@@ -246,3 +246,31 @@ def load_head(model, pretrained, kwargs):
     layer = model.get_layer(head["layer"])
     layer.kernel.assign(head["kernel"])
     layer.bias.assign(head["bias"])
+
+
+def named_labels(labels):
+    """`labels` as a list of str, or None when they name nothing: absent, or transformers' default id2label
+    names LABEL_0, LABEL_1, ... (what a BertFor* saved without label names states)."""
+    if labels is None:
+        return None
+    labels = [str(label) for label in labels]
+    return None if labels == [f"LABEL_{i}" for i in range(len(labels))] else labels
+
+
+def check_head_classes(source, kind, stated_count, stated_labels, classes, hint="fresh_head=True"):
+    """Raises ValueError naming both when a trained `kind` head of `source` (its `stated_count` outputs and
+    `stated_labels`, None: unnamed) does not predict the task's `classes` (a label list in id order, or a
+    class count; None: nothing to check): another class count, or other label names (or order). Unnamed
+    labels of the same count agree. `hint` names how to start a fresh head instead."""
+    if classes is None or stated_count is None:
+        return
+    count = classes if isinstance(classes, int) else len(classes)
+    names = None if isinstance(classes, int) else named_labels(classes)
+    stated_labels = named_labels(stated_labels)
+    if stated_count == count and (names is None or stated_labels is None or stated_labels == names):
+        return
+    stated = f"labels {stated_labels}" if stated_labels else f"{stated_count} unnamed classes"
+    asked = f"labels {names}" if names else f"{count} classes"
+    raise ValueError(f"{source} holds a trained {kind} head of {stated} but the task has {asked}; pass "
+                     f"{hint} to start a fresh head")
+

@@ -21,11 +21,12 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert import compat
+from keras_bert.data import features
+from keras_bert.data.features import TEXT_KEYS
 from keras_bert.data.options import steady
 
 logger = logging.getLogger("keras_bert")
 
-TEXT_KEYS = ("text", "text_b")
 DEFAULT_BATCH_SIZE = 32
 # Fine-tuning defaults of the paper (Appendix A.3): Adam, 5e-5 within {5e-5, 3e-5, 2e-5}, 10% warmup.
 DEFAULT_LEARNING_RATE = 5e-5
@@ -137,11 +138,8 @@ class TextTask:
     def text_inputs(self, texts, preprocessor=None):
         """{"text": tf.string [b], "text_b": [b] (or [b, choices] for multiple choice)} -> the encoder input
         dict (int32 [b, seq], or [b, choices, seq]), with `preprocessor` (default: the model's own). The
-        same function serves exports."""
-        preprocessor = preprocessor or self._require_preprocessor()
-        if "text_b" in texts:
-            return preprocessor((texts["text"], texts["text_b"]))
-        return preprocessor(texts["text"])
+        same function serves exports (`keras_bert.data.features.text_inputs`)."""
+        return features.text_inputs(preprocessor or self._require_preprocessor(), texts)
 
     def _require_preprocessor(self):
         if self.preprocessor is None:
@@ -158,13 +156,7 @@ class TextTask:
             if not self.labels:
                 raise ValueError(f"labels are strings (first: {y.flat[0]!r}) but {type(self).__name__} has "
                                  "no label names: build it with labels=[...]")
-            index = {name: i for i, name in enumerate(self.labels)}
-            values = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in y.ravel()]
-            for position, value in enumerate(values):
-                if value not in index:
-                    raise ValueError(f"label {value!r} (example {position}) is not one of the model's labels "
-                                     f"{self.labels}")
-            return np.asarray([index[v] for v in values], dtype=np.int32).reshape(y.shape)
+            return features.label_ids(y.ravel(), self.labels, owner="the model's").reshape(y.shape)
         num_classes = self.target_classes()
         if num_classes and num_classes > 1 and y.dtype.kind in "iuf" and y.size:
             return _class_ids(y, num_classes)
@@ -194,7 +186,8 @@ class TextTask:
     def text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
         """A batched, preprocessed `tf.data.Dataset` of (inputs[, targets[, sample_weight]]) from raw text
         `x`, or None when `x` is not text. `x` is a tf.data.Dataset of text elements, or what
-        `text_features` accepts. Text for a model without a preprocessor is a ValueError saying so."""
+        `text_features` accepts. Text for a model without a preprocessor is a ValueError saying so. The
+        batches are `keras_bert.data.features.text_dataset`'s, the recipes' path, with `text_inputs`."""
         if isinstance(x, tf.data.Dataset):
             return self._text_dataset_of_dataset(x, batch_size)
         texts = text_features(x)
@@ -203,19 +196,16 @@ class TextTask:
         self._require_preprocessor()
         texts = {key: _as_string_array(value) for key, value in texts.items()}
         num_examples = len(texts["text"])
-        parts = [texts]
+        targets = []
         if y is not None:
             y = self.label_ids(y)
             if len(y) != num_examples:
                 raise ValueError(f"{num_examples} texts but {len(y)} labels")
-            parts.append(y)
+            targets.append(y)
         if sample_weight is not None:
-            parts.append(np.asarray(sample_weight))
-        dataset = tf.data.Dataset.from_tensor_slices(tuple(parts) if len(parts) > 1 else parts[0])
-        if shuffle:
-            dataset = dataset.shuffle(max(num_examples, 1), seed=seed, reshuffle_each_iteration=True)
-        dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
-        return self._preprocessed(dataset)
+            targets.append(np.asarray(sample_weight))
+        return features.text_dataset(texts, self.text_inputs, targets, batch_size or DEFAULT_BATCH_SIZE,
+                                     shuffle, seed)
 
     def _text_dataset_of_dataset(self, dataset, batch_size):
         spec = dataset.element_spec
@@ -238,7 +228,7 @@ class TextTask:
             targets = self._targets_in_graph(element[1], table) if table is not None else element[1]
             return (inputs, targets, *element[2:])
 
-        return steady(dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+        return features.featurized(dataset, preprocess)
 
     # ----------------------------------------------------------------------------------- Keras entry points
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,

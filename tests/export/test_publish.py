@@ -149,6 +149,35 @@ def test_exports_racing_for_a_version_both_publish(tmp_path):
     assert sorted(os.path.basename(path) for path in results.values()) == ["1", "2"]
     for tag, path in results.items():
         assert (pathlib.Path(path) / "saved_model.pb").read_text() == tag
-    assert sorted(os.listdir(tmp_path)) == ["1", "2"]
-    with pytest.raises(FileExistsError, match=r"/1 was written by another writer meanwhile"):
-        outputs.rename_to_free(str(tmp_path / "2"), str(tmp_path / "1"))
+    assert sorted(os.listdir(tmp_path)) == ["1", "2"]  # no lock, no temporary left
+
+
+def test_an_explicit_version_being_written_is_refused_naming_the_writer(tmp_path):
+    from keras_bert.export.errors import ExportError
+    from keras_bert.export.saved_model import publish_version
+
+    writing, done = threading.Event(), threading.Event()
+
+    def slow(tmp_dir):
+        (pathlib.Path(tmp_dir) / "saved_model.pb").write_text("first")
+        writing.set()
+        done.wait(timeout=30)
+
+    first = threading.Thread(target=publish_version, args=(str(tmp_path), 5, slow))
+    first.start()
+    try:
+        assert writing.wait(timeout=30)
+        with pytest.raises(ExportError, match=r"version 5 of .* is being written by another thread of this "
+                                              r"process \(pid \d+\)"):
+            publish_version(str(tmp_path), 5, lambda tmp_dir: pytest.fail("the second export wrote"))
+        # A chosen version skips the one being written.
+        assert publish_version(str(tmp_path), None, lambda tmp_dir: None) == str(tmp_path / "6")
+    finally:
+        done.set()
+        first.join()
+    assert (tmp_path / "5" / "saved_model.pb").read_text() == "first"
+    # Another live process's lock (here: our parent's) is refused naming its pid and command.
+    (tmp_path / ".7.keras_bert_lock").write_text(f"{socket.gethostname()} {os.getppid()}\nexport 7\n")
+    with pytest.raises(ExportError, match=rf"version 7 .* another run \(pid {os.getppid()} on .*: export 7\)"):
+        publish_version(str(tmp_path), 7, lambda tmp_dir: None)
+    assert sorted(os.listdir(tmp_path)) == [".7.keras_bert_lock", "5", "6"]

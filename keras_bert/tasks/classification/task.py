@@ -17,7 +17,7 @@ import os
 
 from keras_bert.data import glue
 from keras_bert.data.classification import collect_labels, read_classification_file
-from keras_bert.data.features import classification_labels
+from keras_bert.data.features import classification_labels, classification_texts
 from keras_bert.metrics import glue as glue_metrics
 from keras_bert.tasks.finetuning import serve_all
 
@@ -51,11 +51,9 @@ class ClassificationTask:
         """(logits float32 [n, num_classes], predictions) of `examples` (all single texts or all pairs) from
         `model.serve` (with `preprocessor`, default the model's own), the function its export serves:
         predictions are the served class ids int32 [n] (regression: the values [n])."""
-        pair = examples[0].text_b is not None
-        inputs = {"text": [example.text_a for example in examples]}
-        if pair:
-            inputs["text_b"] = [example.text_b for example in examples]
-        served = serve_all(model, inputs, batch_size, preprocessor, signature="text_pair" if pair else "text")
+        inputs = classification_texts(examples)
+        served = serve_all(model, inputs, batch_size, preprocessor,
+                           signature="text_pair" if "text_b" in inputs else "text")
         return served["logits"], served["logits"][:, 0] if self.is_regression else served["label_id"]
 
     def metrics(self, predictions, labels):
