@@ -9,8 +9,9 @@ rewrite the graph as for the model server), and serving_default runs on batches 
 stats (its op's start to end) is summed over the traced calls, by op type and by node (a node of every layer
 counted as one). With two intra-op threads and inter-op parallelism the ops' times may add up to more than
 the wall time: the shares say where the work is, not the critical path. The untraced median wall time of the
-same calls is reported beside them. Each node is also counted in its stage (`stages`): text -> ids (the preprocessor), the encoder,
-and the rest (pooling, normalizing, the signature's own ops), with the number of ops each ran per call and its most run op types.
+same calls is reported beside them. Each node is also counted in its stage (`stages`): text -> ids (the
+preprocessor), the encoder, and the rest (pooling, normalizing, the signature's own ops), with the number of
+ops each ran per call and its most run op types.
 """
 
 import collections
