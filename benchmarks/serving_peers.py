@@ -13,7 +13,8 @@ truncated at its max_seq_length (sentence_bert_config.json: 256), on real texts 
              numpy
   ours_int8  the same exported with quantize="int8_matmul", calibrated on other texts of the same kind
   ours_fixed the float32 export with fixed_length=True: every request packed to the full 256 positions
-  ours_bf16  the export with dtype="bfloat16" (bf16 matmuls; LayerNorm, softmax and GELU in float32)
+  ours_bf16  the export with dtype="bfloat16" (bf16 matmuls on constant weights, GELU fused; LayerNorm and
+             softmax in float32)
   ort_fp32   transformers BertModel -> torch.onnx.export(dynamo=False) -> onnxruntime's BERT optimizer;
              BertTokenizerFast (padded to the batch's longest), InferenceSession, mean pool + normalize
              (numpy)

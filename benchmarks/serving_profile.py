@@ -1,16 +1,17 @@
 """Where a `serving_default` call of the MiniLM sentence-embedding export spends its time, op by op.
 
-    python -m benchmarks.serving_profile [--repeats=20] [--batch_size=8] [--int8]
+    python -m benchmarks.serving_profile [--repeats=20] [--batch_size=8] [--int8] [--dtype=bfloat16]
 
-The export of `benchmarks.serving_peers` (ours, float32, or its calibrated int8_matmul form) is loaded the
-way TF Serving loads it, into a TF1 Session (`tf.compat.v1.saved_model.load`: grappler and oneDNN rewrite
-the graph as for the model server), and serving_default runs on batches of successive timed texts (one by
-default) with full tracing
-(`RunOptions(trace_level=FULL_TRACE)`); each node's time in the step stats (its op's start to end) is
-summed over the traced calls, by op type and by node (a node of every layer counted as one). With two
-intra-op threads and inter-op parallelism the ops' times may add up to more than the wall time: the shares
-say where the work is, not the critical path. The untraced median wall time of the same calls is reported
-beside them.
+The export of `benchmarks.serving_peers` (ours, float32, its calibrated int8_matmul form or bfloat16) is
+loaded the way TF Serving loads it, into a TF1 Session (`tf.compat.v1.saved_model.load`: grappler and oneDNN
+rewrite the graph as for the model server), and serving_default runs on batches of successive timed texts
+(one by default) with full tracing (`RunOptions(trace_level=FULL_TRACE)`); each node's time in the step
+stats (its op's start to end) is summed over the traced calls, by op type and by node (a node of every layer
+counted as one). With two intra-op threads and inter-op parallelism the ops' times may add up to more than
+the wall time: the shares say where the work is, not the critical path. The untraced median wall time of the
+same calls is reported beside them. Each node is also counted in its stage (`stages`): text -> ids (the
+preprocessor), the encoder, and the rest (pooling, normalizing, the signature's own ops), with the number of
+ops each ran per call and its most run op types.
 """
 
 import collections
@@ -39,9 +40,19 @@ def _summary(times, total_us, calls):
             for name, us in times.most_common(TOP)]
 
 
-def profile_calls(repeats, batch_size=1, quantize=None):
+def _stage(node_name):
+    """The stage of a served node: 'text_to_ids', 'encoder' or 'pooling_and_rest'."""
+    if "bert_encoder" in node_name:
+        return "encoder"
+    if "preprocessor" in node_name or "tokenizer" in node_name or "packer" in node_name:
+        return "text_to_ids"
+    return "pooling_and_rest"
+
+
+def profile_calls(repeats, batch_size=1, quantize=None, dtype="float32"):
     """{wall_ms, traced_op_ms, top_op_types, top_nodes} of `repeats` traced calls of `batch_size` texts
-    (successive timed texts), of the float32 export or of its `quantize` form (calibrated on other texts)."""
+    (successive timed texts), of the float32 export, its `quantize` form (calibrated on other texts) or its
+    `dtype` form."""
     tf = common.configure_tensorflow()
     from keras_bert.checkpoints.sentence_transformers import sentence_pooling
     from keras_bert.export import export_saved_model
@@ -52,9 +63,10 @@ def profile_calls(repeats, batch_size=1, quantize=None):
     pooling, normalize = sentence_pooling(directory)
     encoder = BertEncoder.from_pretrained(directory, seq_length=max_seq_length(directory))
     by_type, by_node, walls = collections.Counter(), collections.Counter(), []
+    by_stage, stage_ops, stage_types = collections.Counter(), collections.Counter(), {}
     with tempfile.TemporaryDirectory() as workdir:
         version_dir = export_saved_model(encoder, workdir, pooling=pooling, normalize=normalize,
-                                         warmup=False, quantize=quantize,
+                                         warmup=False, quantize=quantize, dtype=dtype,
                                          calibration_texts=calibration if quantize else None)
         config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=common.NUM_THREADS,
                                           inter_op_parallelism_threads=common.NUM_THREADS)
@@ -80,8 +92,16 @@ def profile_calls(repeats, batch_size=1, quantize=None):
                         match = _OP_TYPE.search(node.timeline_label)
                         by_type[match.group(1) if match else node.node_name] += micros
                         by_node[_node_kind(node.node_name)] += micros
+                        by_stage[_stage(node.node_name)] += micros
+                        stage_ops[_stage(node.node_name)] += 1
+                        stage_types.setdefault(_stage(node.node_name), collections.Counter())[
+                            match.group(1) if match else node.node_name] += 1
     total = sum(by_type.values()) or 1
-    return {"batch_size": batch_size, "quantize": quantize,
+    stages = {stage: {"ms_per_call": round(us / repeats / 1e3, 3),
+                      "ops_per_call": stage_ops[stage] // repeats,
+                      "most_run_ops": {op: n // repeats for op, n in stage_types[stage].most_common(12)}}
+              for stage, us in by_stage.most_common()}
+    return {"batch_size": batch_size, "quantize": quantize, "dtype": dtype, "stages": stages,
             "wall_ms": round(1e3 * statistics.median(walls[2:]), 2), "traced_calls": repeats,
             "traced_op_ms": round(total / repeats / 1e3, 2),
             "top_op_types": _summary(by_type, total, repeats),
@@ -94,13 +114,16 @@ def command_line():
     parser.add_argument("--repeats", type=int, default=20, help="traced calls (after two warm-up calls)")
     parser.add_argument("--batch_size", type=int, default=1, help="texts per call")
     parser.add_argument("--int8", action="store_true", help="profile the calibrated int8_matmul export")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
+                        help="the export's compute dtype")
     return parser
 
 
 def main(argv=None):
     args = command_line().parse_args(argv)
     common.emit(dict(kind="serving_profile", **profile_calls(args.repeats, args.batch_size,
-                                                             "int8_matmul" if args.int8 else None)))
+                                                             "int8_matmul" if args.int8 else None,
+                                                             args.dtype)))
 
 
 if __name__ == "__main__":

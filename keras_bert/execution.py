@@ -56,6 +56,22 @@ def has_int8_matmul_hardware():
     return any(flag in cpu_flags() for flag in INT8_CPU_FLAGS)
 
 
+def has_bf16_matmul_hardware():
+    """True where this CPU has bf16 matmul instructions (`BF16_CPU_FLAGS`) that TF's oneDNN kernels use."""
+    return any(flag in cpu_flags() for flag in BF16_CPU_FLAGS)
+
+
+def warn_without_bf16_hardware(what):
+    """Logs once that `what` (a bf16 computation) is emulated, and slower than float32, on this CPU where it
+    has none of `BF16_CPU_FLAGS`; True where it warned."""
+    if has_bf16_matmul_hardware():
+        return False
+    _log_once(logging.WARNING, f"{what}: this CPU has no bf16 matmul hardware ({' or '.join(BF16_CPU_FLAGS)} "
+              f"not in {CPUINFO}), so bfloat16 matmuls are emulated and run slower than float32 (0.70x its "
+              "peak on an AVX2 CPU); float32 is the faster policy here")
+    return True
+
+
 def has_accelerator():
     """True where TF sees a GPU or TPU (physical devices: asking does not initialize TF's runtime)."""
     import tensorflow as tf
@@ -82,13 +98,9 @@ def choose_execution(dtype_policy):
     if policy.compute_dtype != "bfloat16" or has_accelerator():
         return "xla"
     name = policy.name
-    found = [flag for flag in BF16_CPU_FLAGS if flag in cpu_flags()]
-    if not found:
-        _log_once(logging.WARNING, f"{name}: this CPU has no bf16 matmul hardware "
-                  f"({' or '.join(BF16_CPU_FLAGS)} not in {CPUINFO}), so bfloat16 matmuls are emulated and "
-                  "run slower than float32 (0.70x its peak on an AVX2 CPU); float32 is the faster policy "
-                  "here")
+    if warn_without_bf16_hardware(name):
         return "xla"
+    found = [flag for flag in BF16_CPU_FLAGS if flag in cpu_flags()]
     _log_once(logging.INFO, f"{name} on a CPU with {found[0]}: matmuls on TF's oneDNN kernels (they use "
               "the bf16 hardware, XLA's CPU dots do not), XLA fusing the ops between them")
     return "fusions"

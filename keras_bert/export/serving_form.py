@@ -3,7 +3,9 @@
 `serving_form(model, quantize, dtype, calibration_inputs)` returns the model the export writes (a copy where
 anything changes). The forms:
   - `dtype="bfloat16"`: rebuilt under Keras's "bfloat16" policy (LayerNorm, softmax and the heads stay
-    float32); served outputs are cast to float32.
+    float32); served outputs are cast to float32. Each Dense kernel and bias is a bf16 graph constant (not a
+    variable read), which is what makes TF's oneDNN matmul use its blocked bf16 kernel, and GELU is left in
+    bf16 for the matmul to fuse (oneDNN computes it on the float32 accumulator).
   - "int8_weights": each Dense kernel (projections, pooler, heads; embeddings and LayerNorm stay float) as
     int8 with one float scale per output unit, cast to the compute dtype per call. Any TF build and CPU.
   - "int8_matmul": the same int8 kernels; each input row scaled onto 7 bits (-63..63, offset to 1..127) and
@@ -70,6 +72,11 @@ def serving_form(model, quantize=None, dtype="float32", calibration_inputs=None)
     if dtype != "float32" or any(layer.compute_dtype != "float32" for layer in compat.sublayers(merged)):
         merged = _rebuilt(merged, dtype)
     if quantize is None:
+        if dtype == "bfloat16":
+            execution.warn_without_bf16_hardware('dtype="bfloat16" served')
+            for layer in compat.sublayers(merged, include_self=False):
+                if isinstance(layer, keras.layers.Dense):
+                    use_constant_weights(layer)
         return merged
     if merged is model:  # quantize a copy, not the caller's model
         merged = _rebuilt(model, None)
@@ -130,6 +137,27 @@ def input_ranges(model, dense_layers, inputs, percentile=CALIBRATION_PERCENTILE)
             compat.restore_int8_call(layer)
     # The smallest of the values kept is the percentile (an all-0 input: a tiny range, its values stay 0).
     return {key: max(float(values.min()), 1e-30) for key, values in largest.items()}
+
+
+def use_constant_weights(layer):
+    """Makes the float Dense `layer` compute with its kernel and bias as constants in the traced graph
+    (`layer` then serves only: its variables are no longer read). TF's oneDNN MatMul takes a variable's
+    weights as they lie (bf16 there runs gemm:jit, a non-blocked kernel) but a constant's in its own blocked
+    layout, reordered once and cached (brgemm avx512_core_bf16 / AMX): docs/serving_form.md. An activation
+    the layers compute in float32 (`in_compute_dtype`: GELU, tanh) is applied in the compute dtype, the
+    op pattern grappler's remapper fuses into the matmul."""
+    kernel = keras.ops.convert_to_numpy(layer.kernel)
+    bias = None if layer.bias is None else keras.ops.convert_to_numpy(layer.bias)
+    activation = getattr(layer.activation, "in_compute_dtype", layer.activation)
+
+    def call(inputs, training=None):
+        del training
+        x = tf.matmul(inputs, tf.constant(kernel))  # made in the traced graph: a Const node, not a capture
+        if bias is not None:
+            x = tf.nn.bias_add(x, tf.constant(bias))
+        return x if activation is None else activation(x)
+
+    layer.call = call
 
 
 def _rebuilt(model, dtype_policy):

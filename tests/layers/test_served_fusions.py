@@ -1,7 +1,8 @@
 """The transformer block as a server runs it: TF's loader optimizes the saved graph (grappler, and oneDNN's
 remapper on x86 builds), which should leave each Dense as one fused op (MatMul + bias [+ GELU] [+ residual])
 and attention with two transposes a layer. Checked on the graph a TF1 Session builds from the SavedModel, as
-the model server does."""
+the model server does. The bfloat16 export: every Dense a fused bf16 matmul on constant weights (what makes
+oneDNN use its blocked bf16 kernel), no weight cast, answers with cosine >= 0.9999 to float32."""
 
 import math
 
@@ -21,21 +22,29 @@ def test_gelu_is_the_exact_gelu():
     assert np.abs(np.asarray(tf.nn.gelu(x, approximate=False)) - reference).max() < 2e-6
 
 
-def _optimized_op_types(version_dir, seq_length):
-    """Op type -> count in the graph a TF1 Session runs for one token-id call of `version_dir`."""
-    counts = {}
+def _served(version_dir, word_ids):
+    """(pooled_output, the nodes of the graph a TF1 Session ran) of one token-id call of `version_dir` on
+    `word_ids` [batch, seq] (every position attended)."""
     with tf.Graph().as_default(), tf.compat.v1.Session() as session:
         meta = tf.compat.v1.saved_model.load(session, ["serve"], version_dir)
         signature = meta.signature_def["serving_default"]
-        feed = {signature.inputs[name].name: np.ones((2, seq_length), "int32")
-                for name in ("input_word_ids", "input_mask", "input_type_ids")}
+        feed = {signature.inputs["input_word_ids"].name: word_ids,
+                signature.inputs["input_mask"].name: np.ones_like(word_ids),
+                signature.inputs["input_type_ids"].name: np.zeros_like(word_ids)}
         metadata = tf.compat.v1.RunMetadata()
         options = tf.compat.v1.RunOptions(output_partition_graphs=True)
-        session.run(signature.outputs["pooled_output"].name, feed, options=options, run_metadata=metadata)
-        for graph in metadata.partition_graphs:
-            for function in [graph, *graph.library.function]:
-                for node in getattr(function, "node", None) or getattr(function, "node_def", []):
-                    counts[node.op] = counts.get(node.op, 0) + 1
+        pooled = session.run(signature.outputs["pooled_output"].name, feed, options=options,
+                             run_metadata=metadata)
+    nodes = [node for graph in metadata.partition_graphs for function in [graph, *graph.library.function]
+             for node in getattr(function, "node", None) or getattr(function, "node_def", [])]
+    return pooled, nodes
+
+
+def _optimized_op_types(version_dir, seq_length):
+    """Op type -> count in the graph a TF1 Session runs for one token-id call of `version_dir`."""
+    counts = {}
+    for node in _served(version_dir, np.ones((2, seq_length), "int32"))[1]:
+        counts[node.op] = counts.get(node.op, 0) + 1
     return counts
 
 
@@ -52,3 +61,40 @@ def test_served_encoder_runs_fused_dense_ops(tiny_config, tmp_path):
     assert fused >= 4 * layers + 1, counts  # qkv, attention output, intermediate (+GELU), output; the pooler
     assert not unfused, counts
     assert sum(n for op, n in counts.items() if op.endswith("Transpose")) <= 2 * layers, counts
+
+
+def test_bfloat16_export_runs_fused_matmuls_on_constant_weights(tiny_config, tmp_path):
+    encoder = BertEncoder(tiny_config)
+    rng = np.random.default_rng(0)  # biases away from 0 (grappler drops a bias of zeros, and its fusion)
+    encoder.set_weights([w + rng.normal(0, 0.05, w.shape).astype("float32") for w in encoder.get_weights()])
+    word_ids = rng.integers(4, tiny_config.vocab_size, (4, 8)).astype("int32")
+    version_dir = export_saved_model(encoder, str(tmp_path), signature="token_ids", warmup=False,
+                                     dtype="bfloat16")
+    pooled, nodes = _served(version_dir, word_ids)
+    if not any(node.op.startswith("_Mkl") for node in nodes):
+        pytest.skip("this TensorFlow runs without oneDNN's graph rewrites (TF_ENABLE_ONEDNN_OPTS=0 or not "
+                    "x86)")
+    by_name = {node.name: node for node in nodes}
+
+    def source(name):  # the op feeding input `name`, through Identity nodes
+        node = by_name.get(name.lstrip("^").split(":")[0])
+        while node is not None and node.op == "Identity":
+            node = by_name.get(node.input[0].split(":")[0])
+        return node
+
+    matmuls = [node for node in nodes if node.op.endswith("FusedMatMul")]
+    layers = tiny_config.num_hidden_layers
+    assert len(matmuls) == 4 * layers + 1, [node.op for node in nodes]  # every Dense and the pooler, fused
+    assert all(node.attr["T"].type == tf.bfloat16.as_datatype_enum for node in matmuls)
+    assert all(source(node.input[1]).op == "Const" for node in matmuls)  # weights, not variable reads
+    fused = [list(node.attr["fused_ops"].list.s) for node in matmuls]
+    assert fused.count([b"BiasAdd", b"GeluExact"]) == layers, fused
+    weight_casts = [node.name for node in nodes if node.op == "Cast"
+                    and source(node.input[0]).op in ("Const", "ReadVariableOp", "VarHandleOp")]
+    assert not weight_casts
+    assert not [node.op for node in nodes if node.op in ("MatMul", "_MklMatMul", "BiasAdd", "Erf")]
+    # The answers: cosine to the float32 model's >= 0.9999 (measured here ~0.99999).
+    want = encoder({"input_word_ids": word_ids, "input_mask": np.ones_like(word_ids),
+                    "input_type_ids": np.zeros_like(word_ids)})["pooled_output"].numpy()
+    cosine = (pooled * want).sum(-1) / np.linalg.norm(pooled, axis=-1) / np.linalg.norm(want, axis=-1)
+    assert pooled.dtype == np.float32 and cosine.min() >= 0.9999, cosine
