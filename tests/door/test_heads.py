@@ -35,7 +35,8 @@ def hf_classifier(tmp_path_factory):
 
 def _train_file(tmp_path, labels):
     path = tmp_path / "train.csv"
-    path.write_text("text,label\n" + "".join(f"{text},{label}\n" for text, label in zip(TEXTS, labels)))
+    rows = "".join(f"{text},{label}\n" for text, label in zip(TEXTS, labels, strict=True))
+    path.write_text("text,label\n" + rows)
     return str(path)
 
 
@@ -66,8 +67,8 @@ def test_other_labels_are_refused_naming_both_unless_fresh_head(run_in_process, 
     train = _train_file(tmp_path, ["bad", "good", "good", "bad"])
     status, stderr = _run(run_in_process, hf_classifier, train, tmp_path / "refused")
     assert status == 1 and len(stderr.splitlines()) == 1, stderr
-    assert (f"{hf_classifier} holds a trained classifier head of labels ['neg', 'pos'] but the task has labels "
-            "['bad', 'good']; pass --fresh_head to start a fresh head" in stderr)
+    assert (f"{hf_classifier} holds a trained classifier head of labels ['neg', 'pos'] but the task has "
+            "labels ['bad', 'good']; pass --fresh_head to start a fresh head" in stderr)
     assert not os.path.exists(tmp_path / "refused" / "model.keras")
     status, stderr = _run(run_in_process, hf_classifier, train, tmp_path / "fresh", "--fresh_head")
     assert not status, stderr
