@@ -22,6 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import compat
 from keras_bert.config import BertConfig
 from keras_bert.execution import ChoosesExecution
 from keras_bert.models.float_form import quantization_config
@@ -129,19 +130,12 @@ def check_student(teacher, student):
     check_seq_length(config, own.seq_length, name="the teacher's seq_length")
 
 
-def _call_outputs(model, layer):
-    """The outputs of `layer` (a nested functional model called once, e.g. the encoder) in `model`'s graph,
-    in `layer`'s output structure (Keras' `layer.output` of a functional model is its own graph's)."""
-    node = layer._inbound_nodes[-1]
-    return keras.tree.pack_sequence_as(layer._outputs_struct, node.outputs)
-
-
 def feature_model(model):
     """A functional model sharing `model`'s layers: inputs -> {"outputs": its outputs, "hidden": the encoder's
     per-layer outputs ([N, seq, hidden] each; N = batch, or batch x choices)}."""
-    hidden = _call_outputs(model, model.encoder)["encoder_outputs"]
-    return keras.Model(model._inputs_struct, {"outputs": model._outputs_struct, "hidden": list(hidden)},
-                       name=f"{model.name}_features")
+    hidden = compat.called_outputs(model.encoder)["encoder_outputs"]
+    inputs, outputs = compat.functional_structure(model)
+    return keras.Model(inputs, {"outputs": outputs, "hidden": list(hidden)}, name=f"{model.name}_features")
 
 
 def _mask(model, inputs, reference):
