@@ -115,6 +115,22 @@ class tracking_unlocked:  # lower case: used as a function, `with compat.trackin
         return False
 
 
+# Keras 3.15.x: keras/src/models/functional.py (a Functional's `output` is its own graph's, not the one of a
+# model that calls it; the call's node holds those, flat).
+def called_outputs(layer):
+    """The outputs of the last call of `layer` (a functional model used as a layer once, e.g. an encoder in
+    a task model) in the caller's graph, in `layer`'s own output structure."""
+    import keras
+
+    return keras.tree.pack_sequence_as(layer._outputs_struct, layer._inbound_nodes[-1].outputs)
+
+
+def functional_structure(model):
+    """(inputs, outputs) of the functional `model` as it was built (dicts stay dicts; `model.inputs` is
+    flat)."""
+    return model._inputs_struct, model._outputs_struct
+
+
 # Keras 3.15.x: keras/src/trainers/trainer.py Trainer._loss_tracker (the "loss" of fit's logs).
 def loss_tracker(model):
     """The compiled `model`'s Mean metric behind the "loss" log, or None before `compile`."""

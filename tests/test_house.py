@@ -13,6 +13,7 @@ COMPAT_ONLY_NAMES = {
     "_allow_non_tensor_positional_args", "_backend_update_step", "_apply_weight_decay", "_use_weight_decay",
     "_get_variable_index", "_momentums", "_velocities", "_all_reduce_sum_gradients", "_distribution_strategy",
     "_distributed_tf_update_step", "_distribute_strategy", "_maybe_symbolic_build", "__internal__",
+    "_inbound_nodes", "_outputs_struct", "_inputs_struct",
 }
 
 
