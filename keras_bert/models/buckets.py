@@ -62,19 +62,20 @@ def bucketed(function, inputs, pad_values=None, max_buckets=MAX_BUCKETS, min_row
     for group in range(max_buckets):
         start = tf.minimum(group * per_group, num_rows)
         end = tf.minimum(start + per_group, num_rows)
-        outputs.append(_group_outputs(function, inputs, order[start:end], sorted_lengths, end, width,
-                                      seq_axis, pad_values or {}))
+        # The group's longest row (0 for an empty group: a gather would fail on an empty batch).
+        longest = tf.reduce_max(tf.concat([[0], sorted_lengths[start:end]], 0))
+        outputs.append(_group_outputs(function, inputs, order[start:end], longest, width, seq_axis,
+                                      pad_values or {}))
     back = tf.math.invert_permutation(order)
     if isinstance(outputs[0], dict):
         return {name: tf.gather(tf.concat([out[name] for out in outputs], 0), back) for name in outputs[0]}
     return tf.gather(tf.concat(outputs, 0), back)
 
 
-def _group_outputs(function, inputs, rows, sorted_lengths, end, width, seq_axis, pad_values):
-    """`function` on `rows` of `inputs` cut to their longest (the sorted length before `end`) rounded up to
-    LENGTH_MULTIPLE, outputs padded back to `width`; an empty group skips the run (a tf.cond: an encoder
-    run on no rows still costs a fifth of one on a row)."""
-    longest = tf.gather(sorted_lengths, tf.maximum(end - 1, 0))
+def _group_outputs(function, inputs, rows, longest, width, seq_axis, pad_values):
+    """`function` on `rows` of `inputs` cut to `longest` rounded up to LENGTH_MULTIPLE, outputs padded back
+    to `width`; an empty group skips the run (a tf.cond: an encoder run on no rows still costs a fifth of
+    one on a row)."""
     cut = tf.minimum(width, tf.maximum(1, -(-longest // LENGTH_MULTIPLE)) * LENGTH_MULTIPLE)
     traced = {}
 

@@ -118,3 +118,5 @@ def test_buckets_cut_each_group_to_its_own_longest():
     np.testing.assert_array_equal(out["ids"], want)
     small = run({k: tf.constant(v[:7]) for k, v in inputs.items()})
     np.testing.assert_array_equal(small["width"], [40] * 7)  # below 2 * MIN_ROWS: one group
+    none = run({k: tf.constant(v[:0]) for k, v in inputs.items()})  # every group empty: no run
+    assert none["width"].shape == (0,) and none["ids"].shape == (0, 48)
