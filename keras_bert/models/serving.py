@@ -20,12 +20,11 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.models.buckets import LENGTH_MULTIPLE, model_outputs
 from keras_bert.models.options import Options, model_options
 
 TOKEN_IDS = "token_ids"
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
-# Served raw text is packed to the batch's longest input rounded up to this (fewer distinct shapes).
-LENGTH_MULTIPLE = 8
 # Texts sent by warmup requests; the empty string also exercises the no-token path at load time.
 WARMUP_TEXTS = ("TF Serving warms the model up with this request.", "")
 
@@ -273,8 +272,9 @@ class Serving:
             whole = self.whole_text_outputs(preprocessor, texts, options)
             if whole is not None:
                 return whole
-            # The packer's own output needs no input check.
-            return self.token_id_outputs(self.text_inputs(texts, preprocessor), options)
+            # The packer's own output needs no input check; rows run in length buckets (models/buckets.py).
+            return model_outputs(self, self.text_inputs(texts, preprocessor), preprocessor,
+                                 lambda inputs: self.token_id_outputs(inputs, options))
 
         return Endpoint(function, spec, _example_features(spec), _text_warmup(spec))
 

@@ -1,10 +1,12 @@
 """Served raw text is packed to each batch's longest input (rounded up to 8), not to the model's sequence
-length: through TF's C++ loader every task answers as the fixed-length packing does (floats within 1e-5,
-labels, offsets and entities exactly), long texts are still windowed, and a batch of an empty string beside
-a 100,000-character text works."""
+length, and run in length buckets (keras_bert/models/buckets.py): through TF's C++ loader every task answers
+as the fixed-length packing does (floats within 1e-5, labels, offsets and entities exactly), in process
+a bucketed batch answers as each text alone, long texts are still windowed, and a batch of an empty string
+beside a 100,000-character text works."""
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert import (
     BertClassifier,
@@ -15,6 +17,7 @@ from keras_bert import (
     BertTokenClassifier,
 )
 from keras_bert.export import export_saved_model, servability
+from keras_bert.models import buckets
 from keras_bert.tasks.squad.answers import AnswerRules
 from keras_bert.text import BertPreprocessor, BertTokenizer
 
@@ -22,7 +25,10 @@ WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", 
          "lazy", "dog", ".", ",", "a", "is", "hello", "world", "##ing", "?", "who", "ann"]
 SEQ_LENGTH = 32
 LONG = "hello world, the quick brown fox. " * 3000  # 102,000 characters
-TEXTS = ["", LONG, "Who is Ann?", "the lazy dog jumps over the quick brown fox " * 2]
+# 12 texts of 0 to ~30,000 pieces: three length buckets of 4 (buckets.MIN_ROWS), each cut to its own longest.
+TEXTS = ["", LONG, "Who is Ann?", "the lazy dog jumps over the quick brown fox " * 2, "hello", "a dog.",
+         "the quick brown fox " * 3, "who is ann? " * 5, "jumping", "the dog, the fox, the world " * 2,
+         "ann is a lazy dog", "hello world " * 6]
 
 
 @pytest.fixture(scope="module")
@@ -41,17 +47,25 @@ def _with_preprocessor(model, encoder):
     return model
 
 
-def test_dynamic_length_exports_answer_as_the_fixed_length_packing(encoder, tmp_path):
-    cases = [
+def _cases(encoder):
+    """(name, model, inputs, options) of every task's raw-text endpoint on TEXTS."""
+    return [
         ("classifier", BertClassifier(encoder, labels=["a", "b", "c"]), {"text": TEXTS}, {}),
         ("windows", BertClassifier(encoder, labels=["a", "b"]), {"text": TEXTS}, {"long_text": "windows"}),
         ("entities", BertTokenClassifier(encoder, labels=["O", "B-X", "I-X"]), {"text": TEXTS}, {}),
-        ("span", BertSpanLabeler(encoder), {"question": ["who is ann?"] * 4, "context": TEXTS},
+        ("token_logits", BertTokenClassifier(encoder, 3), {"text": TEXTS}, {}),
+        ("span", BertSpanLabeler(encoder), {"question": ["who is ann?"] * len(TEXTS), "context": TEXTS},
          {"answer_rules": AnswerRules(doc_stride=8, max_query_length=8, version_2_with_negative=True)}),
+        ("span_pair", BertSpanLabeler(encoder), {"text": ["who is ann?"] * len(TEXTS), "text_b": TEXTS},
+         {"signature": "text_pair"}),
         ("choice", BertMultipleChoice(encoder, 2),
          {"text": TEXTS, "text_b": [[t, "a dog"] for t in TEXTS[::-1]]}, {}),
         ("embedding", encoder, {"text": TEXTS}, {"pooling": "mean", "normalize": True}),
     ]
+
+
+def test_dynamic_length_exports_answer_as_the_fixed_length_packing(encoder, tmp_path):
+    cases = [case for case in _cases(encoder) if case[0] not in ("token_logits", "span_pair")]
     jobs = []
     for name, model, inputs, options in cases:
         model = _with_preprocessor(model, encoder)
@@ -63,6 +77,46 @@ def test_dynamic_length_exports_answer_as_the_fixed_length_packing(encoder, tmp_
                                       fixed)
         jobs.append({"export_dir": export_saved_model(model, str(tmp_path / name), **options),
                      "runs": [{"signature": "serving_default", "arrays": arrays}]})
-    assert (fixed["sentence_embedding"].shape == (4, 16) and "sequence_output" not in fixed)  # answers only
+    assert fixed["sentence_embedding"].shape == (len(TEXTS), 16) and "sequence_output" not in fixed  # answers
     for (name, *_), report in zip(cases, servability.check_servable_subprocess(jobs, atol=1e-5), strict=True):
         assert "error" not in report, f"{name}: {report.get('error')}"
+
+
+def test_bucketed_batches_answer_as_each_text_alone(encoder):
+    for name, model, inputs, options in _cases(encoder):
+        model = _with_preprocessor(model, encoder)
+        options = dict(options)
+        signature = options.pop("signature", None)
+        batch = model.serve(inputs, signature=signature, **options)
+        for index in (0, 4, 6, 9):  # texts of each bucket (LONG is checked against the fixed length above)
+            alone = model.serve({k: v[index:index + 1] for k, v in inputs.items()}, signature=signature,
+                                **options)
+            for key, value in alone.items():
+                # The batch's row cut to the text's own shape (padded to the batch's longest, or its count
+                # of entities / n-best).
+                got, want = batch[key][(index, *(slice(0, size) for size in value.shape[1:]))], value[0]
+                if value.dtype == object or value.dtype.kind in "iub":
+                    np.testing.assert_array_equal(got, want, err_msg=f"{name} text {index} {key}")
+                else:
+                    np.testing.assert_allclose(got, want, atol=1e-5, err_msg=f"{name} text {index} {key}")
+
+
+def test_buckets_cut_each_group_to_its_own_longest():
+    lengths = np.array([3, 40, 1, 17, 9, 2, 33, 5, 25], np.int32)
+    mask = (np.arange(48)[None] < lengths[:, None]).astype(np.int32)
+    inputs = {"input_word_ids": mask * 7, "input_mask": mask, "input_type_ids": 0 * mask}
+
+    def widths(group):  # the width each row was run at, and its ids back (a sequence axis padded back)
+        rows = tf.shape(group["input_mask"])[0]
+        return {"width": tf.fill([rows], tf.shape(group["input_mask"])[1]), "ids": group["input_word_ids"]}
+
+    run = tf.function(lambda x: buckets.bucketed(widths, x, {"ids": -1}))  # traced, as served
+    out = run({k: tf.constant(v) for k, v in inputs.items()})
+    # Sorted: 1 2 3 5 9 | 17 25 33 40 (9 // MIN_ROWS = 2 groups: 5 and 4 rows), longest rounded up to 8.
+    np.testing.assert_array_equal(out["width"], [16, 40, 16, 40, 16, 16, 40, 16, 40])
+    want = np.where(np.arange(48)[None] < out["width"].numpy()[:, None], inputs["input_word_ids"], -1)
+    np.testing.assert_array_equal(out["ids"], want)
+    small = run({k: tf.constant(v[:7]) for k, v in inputs.items()})
+    np.testing.assert_array_equal(small["width"], [40] * 7)  # below 2 * MIN_ROWS: one group
+    none = run({k: tf.constant(v[:0]) for k, v in inputs.items()})  # every group empty: no run
+    assert none["width"].shape == (0,) and none["ids"].shape == (0, 48)

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.layers.dropout import HashDropout
+from keras_bert.models.buckets import model_outputs
 from keras_bert.models.encoder import encoder_inputs
 from keras_bert.models.serving import class_outputs, with_label_names
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
@@ -89,7 +90,7 @@ class BertClassifier(EncoderTaskModel):
         """Outputs for `text` tf.string [b] of any length: the logits of every window of
         `preprocessor.seq_length - 2` pieces, `stride` apart, averaged per text (float32 [b, C])."""
         windows = piece_windows(preprocessor.tokenizer(text), preprocessor.seq_length - 2, stride)
-        logits = tf.cast(self(preprocessor.packer(windows.pieces), training=False), tf.float32)
+        logits = tf.cast(model_outputs(self, preprocessor.packer(windows.pieces), preprocessor), tf.float32)
         mean = tf.math.unsorted_segment_mean(logits, windows.row, tf.size(text, out_type=tf.int64))
         return with_label_names(self.labels, class_outputs(mean))
 

@@ -21,6 +21,7 @@ Core TF ops only beside the tokenizer's tf-text ops.
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.models.buckets import model_outputs
 from keras_bert.tasks.ner.metrics import chunk_transition, split_tag
 from keras_bert.text.ragged_ops import row_ids, shift_right, splits_of_rows
 from keras_bert.text.windows import pick_max_context, piece_windows
@@ -63,7 +64,7 @@ def tagged_words(model, preprocessor, text, stride):
     `start` / `end` int64 [w] byte offsets into it, `logits` [w, C], and `splits` int64 [b + 1]."""
     ids, starts, ends = preprocessor.tokenizer.tokenize_with_offsets(text)
     windows = piece_windows(ids, preprocessor.seq_length - 2, stride)
-    logits = model(preprocessor.packer(windows.pieces), training=False)
+    logits = model_outputs(model, preprocessor.packer(windows.pieces), preprocessor)
     piece_logits = pick_max_context(windows, logits[:, 1:]).flat_values
 
     # Words: a piece starts one when it is first in its text or a character separates it from the last.

@@ -26,6 +26,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from keras_bert.models.buckets import model_outputs
 from keras_bert.models.options import option
 
 
@@ -254,6 +255,6 @@ def answer_questions(model, preprocessor, questions, contexts, rules):
     with tf.control_dependencies([same]):
         questions, contexts = valid_utf8(questions), valid_utf8(contexts)
     inputs, windows = question_context_windows(preprocessor, questions, contexts, rules)
-    logits = model(inputs, training=False)
+    logits = model_outputs(model, inputs, preprocessor)  # in length buckets when served
     nbest = decode_answers(logits["start_logits"], logits["end_logits"], windows, contexts, rules)
     return {**nbest, **best_answers(nbest, rules)}

@@ -65,6 +65,8 @@ class BertSpanLabeler(EncoderTaskModel):
 
     # ----------------------------------------------------------------------------------- serving
     serving_forms = (QUESTION_CONTEXT, "text_pair")
+    # Positions past a row's tokens, where length buckets pad outputs back: masked as _SplitSpanLogits masks.
+    serving_pad_values = {"start_logits": -1e4, "end_logits": -1e4}
 
     def named_outputs(self, inputs):
         out = self(inputs, training=False)
