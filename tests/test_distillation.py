@@ -9,10 +9,10 @@ import tensorflow as tf
 from keras_bert import distillation
 from keras_bert.config import BertConfig
 from keras_bert.distillation import TaskDistiller, check_student, distillation_dataset, make_student
-from keras_bert.models.classifier import BertClassifier
 from keras_bert.models.encoder import BertEncoder
-from keras_bert.models.span_labeler import BertSpanLabeler
-from keras_bert.models.token_classifier import BertTokenClassifier
+from keras_bert.tasks.classification.model import BertClassifier
+from keras_bert.tasks.ner.model import BertTokenClassifier
+from keras_bert.tasks.squad.model import BertSpanLabeler
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.harness import assert_same_outputs
 

@@ -269,7 +269,7 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
 
     def write(tmp_dir):
         archive.write_out(tmp_dir, verbose=False)
-        write_batching_parameters(tmp_dir, fixed_length)  # TF Serving --batching_parameters_file
+        write_batching_parameters(tmp_dir, options.fixed_length)  # TF Serving --batching_parameters_file
         if warmup:
             write_warmup(tmp_dir, [("serving_default", next(iter(endpoints.values())).warmup)])
 

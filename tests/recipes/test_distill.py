@@ -9,8 +9,8 @@ import keras
 import pytest
 
 from keras_bert.config import BertConfig
-from keras_bert.models.classifier import BertClassifier
 from keras_bert.models.encoder import BertEncoder
+from keras_bert.tasks.classification.model import BertClassifier
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.recipes.conftest import write_vocab
 
