@@ -28,8 +28,6 @@ from keras_bert.execution import ChoosesExecution
 from keras_bert.models.float_form import quantization_config
 from keras_bert.models.pretrained import check_agrees, check_seq_length, check_vocab_size
 
-# Constructor arguments that define a task model's head: a student must match its teacher's.
-HEAD_ARGS = ("num_classes", "labels", "num_choices")
 DEFAULT_TEMPERATURE = 2.0
 DEFAULT_ALPHA = 0.5
 
@@ -105,7 +103,7 @@ def check_student(teacher, student):
     if type(student) is not type(teacher):
         raise ValueError(f"the student is a {type(student).__name__} but the teacher a "
                          f"{type(teacher).__name__}: a student is of its teacher's class")
-    for name in HEAD_ARGS:
+    for name in type(teacher).head_arg_names:  # the arguments that define a task's head
         if getattr(student, name, None) != getattr(teacher, name, None):
             raise ValueError(f"the student has {name}={getattr(student, name, None)} but the teacher "
                              f"{name}={getattr(teacher, name, None)}")
