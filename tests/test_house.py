@@ -110,7 +110,6 @@ EXPORTS = "keras_bert/__init__.py"
 PENDING = {
     "keras_bert/checkpoints/huggingface.py": "the BertFor* head table (architecture, head layer, prefix)",
     "keras_bert/checkpoints/keras_hub.py": "KerasHub's one task preset, BertTextClassifier, read and written",
-    "keras_bert/data/features.py": "SQuAD windows (squad_features: tests call it by this module)",
 }
 
 

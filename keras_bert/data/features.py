@@ -23,7 +23,6 @@ import tensorflow as tf
 
 from keras_bert.data import conll, padding
 from keras_bert.data.options import steady
-from keras_bert.tasks.squad import reader as squad
 from keras_bert.text.packer import pack_choices
 
 TEXT_KEYS = ("text", "text_b")  # raw text's keys in every path
@@ -225,53 +224,10 @@ class WordPieceLookup:
         return [self.tokenizer.token_to_id(token) for token in tokens]
 
 
-def _empty_inputs(count, seq_length):
+def empty_inputs(count, seq_length):
+    """Zero int32 model inputs of `count` rows of `seq_length` (filled by the word-list featurizers)."""
     return {name: np.zeros((count, seq_length), np.int32)
             for name in ("input_word_ids", "input_mask", "input_type_ids")}
-
-
-# ------------------------------------------------------------------------------------------------------------
-# SQuAD
-# ------------------------------------------------------------------------------------------------------------
-
-
-def squad_features(examples, lookup, max_seq_length, doc_stride, max_query_length, is_training):
-    """All windows of `examples` (`SquadFeature`s, see `keras_bert.tasks.squad.reader.make_squad_features`).
-
-    The words of every context and question go through the tokenizer in a few large batches first.
-    """
-    strings = []
-    for example in examples:
-        strings.extend(example.doc_tokens)
-        strings.append(example.question_text)
-        if example.answer_text:
-            strings.append(example.answer_text)
-    lookup.ids(strings)
-    features = []
-    for index, example in enumerate(examples):
-        features.extend(squad.make_squad_features(
-            example, index, lookup, max_seq_length=max_seq_length, doc_stride=doc_stride,
-            max_query_length=max_query_length, is_training=is_training,
-            cls_token=lookup.tokenizer.id_to_token(lookup.tokenizer.cls_id),
-            sep_token=lookup.tokenizer.id_to_token(lookup.tokenizer.sep_id)))
-    return features
-
-
-def squad_arrays(features, lookup, max_seq_length):
-    """`SquadFeature`s -> (inputs, targets): inputs a dict of int32 [n, max_seq_length]; targets a dict
-    `start_logits`, `end_logits` of int32 [n] positions (0 = [CLS] for windows without the answer), keyed
-    like the outputs of `BertSpanLabeler`."""
-    inputs = _empty_inputs(len(features), max_seq_length)
-    for row, feature in enumerate(features):
-        length = len(feature.tokens)
-        if length > max_seq_length:
-            raise ValueError(f"feature {row} has {length} tokens > max_seq_length={max_seq_length}")
-        inputs["input_word_ids"][row, :length] = lookup.token_ids(feature.tokens)
-        inputs["input_mask"][row, :length] = 1
-        inputs["input_type_ids"][row, :length] = feature.segment_ids
-    targets = {"start_logits": np.asarray([f.start_position for f in features], np.int32),
-               "end_logits": np.asarray([f.end_position for f in features], np.int32)}
-    return inputs, targets
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -297,7 +253,7 @@ def ner_arrays(sentences, lookup, tag_list, max_seq_length):
     tag_ids = {tag: index for index, tag in enumerate(tag_list)}
     lookup.ids([token for sentence in sentences for token in sentence.tokens])
     tokenizer = lookup.tokenizer
-    inputs = _empty_inputs(len(sentences), max_seq_length)
+    inputs = empty_inputs(len(sentences), max_seq_length)
     labels = np.zeros((len(sentences), max_seq_length), np.int32)
     weights = np.zeros((len(sentences), max_seq_length), np.float32)
     pieces_per_word = []

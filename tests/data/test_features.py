@@ -8,6 +8,7 @@ from keras_bert.data import features
 from keras_bert.data.classification import ClassificationExample
 from keras_bert.data.conll import ConllSentence
 from keras_bert.tasks.multiple_choice.swag import SwagExample
+from keras_bert.tasks.squad import windows
 from keras_bert.tasks.squad.reader import SquadExample, split_context
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.recipes.conftest import write_vocab
@@ -115,7 +116,7 @@ def test_squad_windows_cover_a_long_context_and_point_at_the_answer(tokenizer):
     context = " ".join(["the lazy dog sleeps all day."] * 12) + " The quick brown fox jumped over the dog."
     example = _squad_example(context, "Who jumped?", "quick brown fox")
     lookup = features.WordPieceLookup(tokenizer)
-    found = features.squad_features([example], lookup, max_seq_length=32, doc_stride=10, max_query_length=8,
+    found = windows.squad_features([example], lookup, max_seq_length=32, doc_stride=10, max_query_length=8,
                                     is_training=True)
     assert len(found) > 3  # the context is longer than one window
     with_answer = [f for f in found if f.start_position > 0]
@@ -123,7 +124,7 @@ def test_squad_windows_cover_a_long_context_and_point_at_the_answer(tokenizer):
     for feature in with_answer:
         assert feature.tokens[feature.start_position : feature.end_position + 1] == ["quick", "brown", "fox"]
     assert all(f.start_position == f.end_position == 0 for f in found if f not in with_answer)
-    inputs, targets = features.squad_arrays(found, lookup, 32)
+    inputs, targets = windows.squad_arrays(found, lookup, 32)
     row = found.index(with_answer[0])
     assert inputs["input_word_ids"][row, targets["start_logits"][row]] == tokenizer.token_to_id("quick")
     assert inputs["input_mask"][row].sum() == len(found[row].tokens)

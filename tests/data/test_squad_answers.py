@@ -12,6 +12,7 @@ import tensorflow as tf
 from keras_bert import BertConfig, BertEncoder, BertSpanLabeler
 from keras_bert.data import features
 from keras_bert.tasks.squad import reader as squad
+from keras_bert.tasks.squad import windows as squad_windows
 from keras_bert.tasks.squad.answers import AnswerRules, answer_questions, question_context_windows
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.data import squad_reference
@@ -62,9 +63,9 @@ def _examples(questions, contexts):
 def test_windows_are_the_training_windows(model):
     examples = _examples(QUESTIONS, CONTEXTS)
     lookup = features.WordPieceLookup(model.preprocessor.tokenizer)
-    windows = features.squad_features(examples, lookup, SEQ_LENGTH, RULES.doc_stride, RULES.max_query_length,
-                                      False)
-    want, _ = features.squad_arrays(windows, lookup, SEQ_LENGTH)
+    windows = squad_windows.squad_features(examples, lookup, SEQ_LENGTH, RULES.doc_stride,
+                                           RULES.max_query_length, False)
+    want, _ = squad_windows.squad_arrays(windows, lookup, SEQ_LENGTH)
     got, found = question_context_windows(model.preprocessor, tf.constant(QUESTIONS), tf.constant(CONTEXTS),
                                           RULES)
     for name, value in want.items():
@@ -84,9 +85,9 @@ def test_same_spans_as_the_original_decoding(model, version_2):
                         version_2_with_negative=version_2)
     examples = _examples(questions, contexts)
     lookup = features.WordPieceLookup(model.preprocessor.tokenizer)
-    windows = features.squad_features(examples, lookup, SEQ_LENGTH, rules.doc_stride, rules.max_query_length,
-                                      False)
-    inputs, _ = features.squad_arrays(windows, lookup, SEQ_LENGTH)
+    windows = squad_windows.squad_features(examples, lookup, SEQ_LENGTH, rules.doc_stride,
+                                           rules.max_query_length, False)
+    inputs, _ = squad_windows.squad_arrays(windows, lookup, SEQ_LENGTH)
     logits = model(inputs, training=False)
     old = squad_reference.postprocess_predictions(examples, windows, logits["start_logits"].numpy(),
                                                   logits["end_logits"].numpy(), rules.n_best_size,

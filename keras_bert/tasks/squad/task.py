@@ -14,11 +14,11 @@ import dataclasses
 
 import numpy as np
 
-from keras_bert.data import features
 from keras_bert.tasks.finetuning import served_batches
 from keras_bert.tasks.squad import answers as squad_answers
 from keras_bert.tasks.squad import metrics as squad_metrics
 from keras_bert.tasks.squad import reader as squad
+from keras_bert.tasks.squad import windows
 from keras_bert.text import BertPreprocessor
 from keras_bert.textfiles import read_json
 
@@ -67,9 +67,9 @@ class TrainingWindows:
 
 
 def _windows(examples, lookup, settings, is_training):
-    found = features.squad_features(examples, lookup, settings.max_seq_length, settings.doc_stride,
+    found = windows.squad_features(examples, lookup, settings.max_seq_length, settings.doc_stride,
                                     settings.max_query_length, is_training)
-    return found, features.squad_arrays(found, lookup, settings.max_seq_length)
+    return found, windows.squad_arrays(found, lookup, settings.max_seq_length)
 
 
 def training_windows(path, lookup, settings):
