@@ -39,35 +39,43 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
                         learning_rate=learning_rate, num_warmup_steps=num_warmup_steps,
                         weight_decay=weight_decay)
     flags.DEFINE_enum("optimizer", optimizer, ["adamw", "lamb"], "Optimizer.")
-    # Execution.
-    flags.DEFINE_string("model_dir", model_dir, "Output directory: checkpoints, logs, results, final model.")
-    shared_flags.define("overwrite")
-    flags.DEFINE_enum("distribution_strategy", "one_device", list(distribute.STRATEGIES),
-                      "tf.distribute strategy; multi_worker_mirrored reads TF_CONFIG.")
-    flags.DEFINE_string("tpu", None, "TPU name/address for --distribution_strategy=tpu.")
-    shared_flags.define("worker_wait_s", "dtype", "seed", "steps_per_execution", "pad_to_multiple_of")
-    flags.DEFINE_bool("jit_compile", None,
-                      "XLA-compile the whole train step (true) or run TF's kernels (false); unset: the "
-                      "library's choice for --dtype on this machine (XLA, except bf16 on a CPU with bf16 "
-                      "hardware: oneDNN matmuls with XLA fusing the ops between them, "
-                      "keras_bert/execution.py).")
+    define_execution_flags(model_dir)
+    shared_flags.define("pad_to_multiple_of")
     flags.DEFINE_bool("remat", False,
                       "Recompute the feed-forward GELU in the backward pass instead of keeping it (Keras "
                       "RematScope 'activations'): less peak memory (measured: 3682 -> 3324 MB peak RSS, "
                       "4-layer BERT-base width, batch 32, seq 128).")
 
 
-def setup():
-    """Seeds, dtype policy, output directory and the strategy from the shared flags. Returns the strategy."""
+def define_execution_flags(model_dir):
+    """How a run executes and where it writes: --model_dir, --overwrite, --distribution_strategy, --tpu,
+    --worker_wait_s, --dtype, --seed, --steps_per_execution, --jit_compile (what `setup` and `jit_compile`
+    read)."""
+    flags.DEFINE_string("model_dir", model_dir, "Output directory: checkpoints, logs, results, final model.")
+    shared_flags.define("overwrite")
+    flags.DEFINE_enum("distribution_strategy", "one_device", list(distribute.STRATEGIES),
+                      "tf.distribute strategy; multi_worker_mirrored reads TF_CONFIG.")
+    flags.DEFINE_string("tpu", None, "TPU name/address for --distribution_strategy=tpu.")
+    shared_flags.define("worker_wait_s", "dtype", "seed", "steps_per_execution")
+    flags.DEFINE_bool("jit_compile", None,
+                      "XLA-compile the whole train step (true) or run TF's kernels (false); unset: the "
+                      "library's choice for --dtype on this machine (XLA, except bf16 on a CPU with bf16 "
+                      "hardware: oneDNN matmuls with XLA fusing the ops between them, "
+                      "keras_bert/execution.py).")
+
+
+def setup(input_flags=("init_checkpoint",)):
+    """Seeds, dtype policy, output directory and the strategy from the shared flags (the output directory
+    may not touch the paths of `input_flags`). Returns the strategy."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     keras.utils.set_random_seed(FLAGS.seed)
     keras.mixed_precision.set_global_policy(FLAGS.dtype)
     flag = "output_dir" if "output_dir" in FLAGS else "model_dir"
-    claim_output_dir(flag, ["init_checkpoint"], check_only=True)  # refused before waiting for the workers
+    claim_output_dir(flag, input_flags, check_only=True)  # refused before waiting for the workers
     compat.fix_keras_multi_worker()
     with flag_errors("distribution_strategy", "worker_wait_s"):
         strategy = distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.worker_wait_s)
-    claim_output_dir(flag, ["init_checkpoint"])  # made once the run starts: a stopped wait leaves nothing
+    claim_output_dir(flag, input_flags)  # made once the run starts: a stopped wait leaves nothing
     return strategy
 
 

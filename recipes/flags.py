@@ -171,6 +171,25 @@ CONCEPTS = {
     "seed": Concept("integer", 42, "Seed for weights init, dropout and data order."),
     "worker_wait_s": Concept("float", 600, "multi_worker_mirrored: seconds to wait for every TF_CONFIG "
                              "worker to start before giving up with an error.", (above(0),)),
+    "save_checkpoints_steps": Concept("integer", 200, "Checkpoint (and progress-bar epoch) every this many "
+                                      "steps; a killed run resumes from the last.", POSITIVE),
+    # Distillation.
+    "teacher": Concept("string", None, "The fine-tuned task model to distil: a .keras of run_classifier (or "
+                       "of another task model).", (existing_path,)),
+    "student_layers": Concept("integer", None, "Student: the teacher with this many of its layers, "
+                              "spread over its depth (first and last kept), the rest of the model copied.",
+                              POSITIVE),
+    "student_preset": Concept("enum", None, "Student: a fresh encoder of this architecture (the teacher's "
+                              "vocab).", choices=("tiny", "mini", "small", "medium", "base", "large")),
+    "student_config": Concept("string", None, "Student: a fresh encoder of this bert_config.json (the "
+                              "teacher's vocab_size).", (existing_file,)),
+    "temperature": Concept("float", 2.0, "Softmax temperature of the distilled outputs.", (above(0),)),
+    "alpha": Concept("float", 0.5, "Weight of the gold-label task loss; 1 - alpha weighs the distillation "
+                     "terms.", (within(0, 1),)),
+    "hidden_weight": Concept("float", 0.0, "Weight of the hidden-state term (student layers vs the teacher "
+                             "layers they stand for) beside the output term's 1; 0: off.", NON_NEGATIVE),
+    "unlabeled_file": Concept("string", None, "Text the teacher labels for the student: one example a line "
+                              "(a pair task: text_a<TAB>text_b).", (existing_file,)),
     # Pre-training data.
     "max_predictions_per_seq": Concept("integer", 20, "Masked positions per sequence.", POSITIVE),
     "masked_lm_prob": Concept("float", 0.15, "Fraction of tokens masked.", (within(0, 1),)),

@@ -45,12 +45,9 @@ flags.DEFINE_string("tfds_text_key", "text", "The feature of --tfds_name holding
 flags.DEFINE_string("tfds_split", "train", "TFDS split to train on.")
 flags.DEFINE_string("tfds_eval_split", None, "TFDS split to evaluate on (default: --tfds_split).")
 shared_flags.define("max_predictions_per_seq", "masked_lm_prob", "short_seq_prob", "do_whole_word_mask",
-                    "num_train_steps", "eval_batch_size")
-flags.DEFINE_integer("save_checkpoints_steps", 200,
-                     "Checkpoint (and progress-bar epoch) every this many steps.")
+                    "num_train_steps", "eval_batch_size", "save_checkpoints_steps")
 flags.DEFINE_integer("eval_steps", 20, "Evaluation batches (0: one full pass over the eval input).")
 flags.DEFINE_integer("log_steps", 50, "TensorBoard scalars every this many steps.")
-shared_flags.check("save_checkpoints_steps", shared_flags.at_least(1))
 shared_flags.check("eval_steps", shared_flags.at_least(0))
 shared_flags.check("log_steps", shared_flags.at_least(1))
 shared_flags.check_together(["num_warmup_steps", "num_train_steps"], lambda values: (

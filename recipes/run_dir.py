@@ -13,7 +13,7 @@ from recipes import logs
 
 FLAGS = flags.FLAGS
 RUN_MARKER = ".keras_bert_run"  # in an output directory: the recipe writing there
-RESUMING_RECIPES = ("pretrain",)  # a rerun continues from the run's checkpoints
+RESUMING_RECIPES = ("pretrain", "distill")  # a rerun continues from the run's checkpoints
 
 
 def claim_output_dir(flag, input_flags=(), check_only=False):

@@ -32,6 +32,11 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
     def _task_config(self):
         raise NotImplementedError
 
+    def distillation_mask(self, inputs):
+        """Which positions of the outputs a distilled student imitates (`keras_bert.distillation`): None,
+        every row; a task with per-token outputs returns its [batch, seq] mask of real tokens."""
+        return None
+
     def get_config(self):
         config = {"encoder": keras.saving.serialize_keras_object(self.encoder), "name": self.name,
                   "trainable": self.trainable}

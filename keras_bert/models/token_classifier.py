@@ -70,6 +70,10 @@ class BertTokenClassifier(EncoderTaskModel):
         return entity_outputs(self, self.labels, preprocessor, texts["text"],
                               options.window_stride(preprocessor.seq_length), with_words=options.word_tags)
 
+    def distillation_mask(self, inputs):
+        """A student imitates the tag distributions of the real tokens."""
+        return inputs["input_mask"]
+
     def task_loss(self):
         """Sparse cross-entropy on logits; train with per-piece sample weights that are 1 only on the
         positions that carry a label (`features.ner_arrays`: each word's first piece)."""

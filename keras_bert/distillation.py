@@ -1,0 +1,384 @@
+"""Distilling a fine-tuned task model into a smaller one of the same class, on `keras.distillation.Distiller`.
+
+    student = make_student(teacher, layers=2)          # 2 of the teacher's layers, DistilBERT's way
+    distiller = TaskDistiller(teacher, student, temperature=2.0, alpha=0.5)
+    distiller.compile()                                # the library's AdamW, the task's own loss
+    distiller.fit(distillation_dataset(teacher, texts, labels, unlabeled=more_texts), epochs=3)
+    student.save("student.keras")                      # a normal task model: serve, export, fit
+
+The student keeps the teacher's class, head arguments, label names and preprocessor (vocab, casing,
+sequence length); a student given whole is refused otherwise (`check_student`). The loss is
+`alpha` x the task's loss on gold labels (`model.task_loss()`) + (1 - alpha) x (the temperature-scaled
+KL divergence of the student's outputs from the teacher's + `hidden_weight` x the mean squared error of
+the student's layer outputs from the teacher's layers they stand for, through a learned projection when
+the widths differ). Nothing here knows a task: what a task distills is its model's outputs (softmax over
+their last axis; a one-wide output, a regression value, by squared error) over the positions of its
+`distillation_mask(inputs)`. Unlabelled examples have zero sample weight: the teacher labels them in the
+step (its outputs are computed once per batch, inside the compiled step), only the distillation terms learn
+from them. See docs/distillation.md.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.config import BertConfig
+from keras_bert.execution import ChoosesExecution
+from keras_bert.models.float_form import quantization_config
+from keras_bert.models.pretrained import check_agrees, check_seq_length, check_vocab_size
+
+# Constructor arguments that define a task model's head: a student must match its teacher's.
+HEAD_ARGS = ("num_classes", "labels", "num_choices")
+DEFAULT_TEMPERATURE = 2.0
+DEFAULT_ALPHA = 0.5
+
+
+def spread_layers(num_teacher_layers, num_student_layers):
+    """The teacher layers a student of `num_student_layers` stands for: evenly spread from the first to the
+    last (12 -> 6: 0, 2, 4, 7, 9, 11, DistilBERT's choice; 6 -> 2: 0, 5)."""
+    if not 1 <= num_student_layers <= num_teacher_layers:
+        raise ValueError(f"student_layers={num_student_layers}; expected 1 <= student_layers <= the "
+                         f"teacher's {num_teacher_layers} layers")
+    return [int(i) for i in np.round(np.linspace(0, num_teacher_layers - 1, num_student_layers))]
+
+
+def make_student(teacher, layers=None, config=None, encoder=None):
+    """A student of `teacher`'s class, head, labels and preprocessor, on one of:
+
+    Args:
+        teacher: a fine-tuned task model (float: a quantized model is refused).
+        layers: k: the teacher's encoder with k of its layers (`spread_layers`), initialised from them, the
+            embeddings, pooler and head copied (as DistilBERT).
+        config: a smaller `BertConfig` (or its dict, or a preset name of `keras_bert.config.PRESETS`):
+            fresh weights; its vocab_size must be the teacher's (a preset takes it, and the teacher's
+            max_position_embeddings, type_vocab_size and hidden_act).
+        encoder: a `BertEncoder` (e.g. a pre-trained small BERT of the teacher's vocab), used as it is.
+    """
+    if sum(value is not None for value in (layers, config, encoder)) != 1:
+        raise ValueError("make_student takes one of layers=, config= or encoder=")
+    if quantization_config(teacher):
+        raise ValueError(f"the teacher {teacher.name!r} is quantized: distil its float model "
+                         "(keras_bert.models.float_form.float_model)")
+    teacher_config = teacher.encoder.config
+    mapping = None
+    if layers is not None:
+        mapping = spread_layers(teacher_config.num_hidden_layers, layers)
+        config = BertConfig(**{**teacher_config.to_dict(), "num_hidden_layers": len(mapping)})
+    elif isinstance(config, str):
+        config = BertConfig.from_preset(config, vocab_size=teacher_config.vocab_size,
+                                        max_position_embeddings=teacher_config.max_position_embeddings,
+                                        type_vocab_size=teacher_config.type_vocab_size,
+                                        hidden_act=teacher_config.hidden_act)
+    elif isinstance(config, dict):
+        config = BertConfig(**config)
+    if encoder is None:
+        encoder_config = dict(teacher.encoder.get_config(), config=config.to_dict())
+        encoder_config.pop("preprocessor", None)
+        encoder = type(teacher.encoder).from_config(encoder_config)
+    model_config = dict(teacher.get_config())
+    model_config["encoder"] = keras.saving.serialize_keras_object(encoder)
+    student = type(teacher).from_config(model_config)
+    if mapping is not None:
+        copy_layers(teacher, student, mapping)
+    check_student(teacher, student)
+    return student
+
+
+def copy_layers(teacher, student, mapping):
+    """Student encoder layer i := teacher layer mapping[i]; embeddings, pooler and the head (the task
+    model's layers outside the encoder, by name) copied whole."""
+    source, target = teacher.encoder, student.encoder
+    target.embeddings.set_weights(source.embeddings.get_weights())
+    target.pooler.set_weights(source.pooler.get_weights())
+    for layer, index in zip(target.transformer_layers, mapping, strict=True):
+        layer.set_weights(source.transformer_layers[index].get_weights())
+    for layer in student.layers:
+        if layer is not target and layer.weights:
+            layer.set_weights(teacher.get_layer(layer.name).get_weights())
+
+
+def check_student(teacher, student):
+    """Raises ValueError unless `student` can stand for `teacher`: the same class and head arguments, the
+    same vocabulary (size and tokens) and casing, the same sequence length, and position embeddings for
+    it."""
+    if type(student) is not type(teacher):
+        raise ValueError(f"the student is a {type(student).__name__} but the teacher a "
+                         f"{type(teacher).__name__}: a student is of its teacher's class")
+    for name in HEAD_ARGS:
+        if getattr(student, name, None) != getattr(teacher, name, None):
+            raise ValueError(f"the student has {name}={getattr(student, name, None)} but the teacher "
+                             f"{name}={getattr(teacher, name, None)}")
+    config = student.encoder.config
+    own, other = teacher.preprocessor, student.preprocessor
+    with_vocab = f" ({own.tokenizer.vocab_file})" if own is not None and own.tokenizer.vocab_file else ""
+    try:
+        check_vocab_size(config, teacher.encoder.config.vocab_size, "of the teacher" + with_vocab)
+    except ValueError as e:
+        raise ValueError(f"the student's vocab is not the teacher's: {e}") from None
+    if own is None or other is None:
+        if own is not other:
+            raise ValueError("the teacher and the student must both have a preprocessor, or neither")
+        return
+    try:
+        check_agrees(own, other)
+    except ValueError as e:
+        raise ValueError(f"the student's vocab is not the teacher's: {e}") from None
+    if other.seq_length != own.seq_length:
+        raise ValueError(f"the student packs seq_length={other.seq_length} but the teacher "
+                         f"seq_length={own.seq_length}: a student reads what its teacher reads")
+    check_seq_length(config, own.seq_length, name="the teacher's seq_length")
+
+
+def _call_outputs(model, layer):
+    """The outputs of `layer` (a nested functional model called once, e.g. the encoder) in `model`'s graph,
+    in `layer`'s output structure (Keras' `layer.output` of a functional model is its own graph's)."""
+    node = layer._inbound_nodes[-1]
+    return keras.tree.pack_sequence_as(layer._outputs_struct, node.outputs)
+
+
+def feature_model(model):
+    """A functional model sharing `model`'s layers: inputs -> {"outputs": its outputs, "hidden": the encoder's
+    per-layer outputs ([N, seq, hidden] each; N = batch, or batch x choices)}."""
+    hidden = _call_outputs(model, model.encoder)["encoder_outputs"]
+    return keras.Model(model._inputs_struct, {"outputs": model._outputs_struct, "hidden": list(hidden)},
+                       name=f"{model.name}_features")
+
+
+def _mask(model, inputs, reference):
+    """float32 weights of `model.distillation_mask(inputs)` shaped as `reference`'s leading axes (None: 1)."""
+    hook = getattr(model, "distillation_mask", None)
+    mask = hook(inputs) if hook is not None else None
+    return None if mask is None else tf.cast(tf.reshape(mask, tf.shape(reference)[:-1]), tf.float32)
+
+
+def _masked_mean(values, mask):
+    if mask is None:
+        return tf.reduce_mean(values)
+    return tf.reduce_sum(values * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+
+
+class OutputDistillation(keras.distillation.LogitsDistillation):
+    """`LogitsDistillation` over a task model's outputs: KL(teacher || student) of the softmax at
+    `temperature` over the last axis, x temperature^2, averaged over the positions of `mask`; a one-wide
+    output (a regression value) by squared error. Dict outputs are summed with the task's `weights`."""
+
+    def __init__(self, temperature=DEFAULT_TEMPERATURE, weights=None):
+        super().__init__(temperature=temperature, loss="kl_divergence")
+        self.weights = weights
+
+    def compute_loss(self, teacher_outputs, student_outputs, mask=None, **kwargs):
+        def one(teacher, student):
+            teacher, student = tf.cast(teacher, tf.float32), tf.cast(student, tf.float32)
+            if teacher.shape[-1] == 1:
+                return _masked_mean(tf.square(teacher - student)[..., 0], mask)
+            t = self.temperature
+            log_p = tf.nn.log_softmax(teacher / t, axis=-1)
+            log_q = tf.nn.log_softmax(student / t, axis=-1)
+            kl = tf.reduce_sum(tf.exp(log_p) * (log_p - log_q), axis=-1)
+            return _masked_mean(kl, mask) * (t * t)
+
+        if isinstance(teacher_outputs, dict):
+            weights = self.weights or {name: 1.0 for name in teacher_outputs}
+            return tf.add_n([weights[name] * one(teacher_outputs[name], student_outputs[name])
+                             for name in sorted(teacher_outputs)])
+        return one(teacher_outputs, student_outputs)
+
+    def get_config(self):
+        return {"temperature": self.temperature, "weights": self.weights}
+
+
+class HiddenStateDistillation(keras.distillation.DistillationLoss):
+    """Mean squared error of student layer i's output (projected to the teacher's width) from teacher layer
+    `mapping[i]`'s, over the real tokens (`mask` [N, seq]), averaged over the layers."""
+
+    def __init__(self, mapping):
+        self.mapping = list(mapping)
+        self.teacher_layer_name = self.student_layer_name = None  # our features, not Keras' extractors
+
+    def compute_loss(self, teacher_outputs, student_outputs, mask=None, **kwargs):
+        losses = []
+        for student_hidden, index in zip(student_outputs, self.mapping, strict=True):
+            error = tf.reduce_mean(tf.square(tf.cast(teacher_outputs[index], tf.float32)
+                                             - tf.cast(student_hidden, tf.float32)), axis=-1)
+            losses.append(_masked_mean(error, mask))
+        return tf.add_n(losses) / len(losses)
+
+    def validate_outputs(self, teacher_outputs, student_outputs):
+        if len(student_outputs) != len(self.mapping):
+            raise ValueError(f"{len(student_outputs)} student layers but a mapping of {len(self.mapping)}")
+
+    def get_config(self):
+        return {"mapping": self.mapping}
+
+
+class TaskDistiller(ChoosesExecution, keras.distillation.Distiller):
+    """`keras.distillation.Distiller` of a task model `teacher` (frozen) into `student` (`make_student`).
+
+    Args:
+        teacher, student: task models of one class (`check_student`).
+        temperature: softmax temperature of the output distillation (default 2).
+        alpha: weight of the gold-label task loss (Keras' `student_loss_weight`); 1 - alpha goes to the
+            distillation terms.
+        hidden_weight: weight of the hidden-state term beside the output term (1); 0: off.
+        layer_map: the teacher layer each student layer stands for (default `spread_layers`).
+
+    Data: batches of (inputs, targets, sample_weight) (`distillation_dataset`); unlabelled rows have sample
+    weight 0. `compile()` defaults: the library's AdamW, the student's `task_loss()`; XLA or not as the task
+    models choose. Logs `student_loss`, `distillation_loss`, `total_loss`.
+    """
+
+    def __init__(self, teacher, student, temperature=DEFAULT_TEMPERATURE, alpha=DEFAULT_ALPHA,
+                 hidden_weight=0.0, layer_map=None, name="distiller", **kwargs):
+        check_student(teacher, student)
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alpha={alpha}; expected a weight in [0, 1]")
+        if not temperature > 0:
+            raise ValueError(f"temperature={temperature}; expected a number above 0")
+        if hidden_weight < 0:
+            raise ValueError(f"hidden_weight={hidden_weight}; expected a weight of at least 0")
+        teacher_config, student_config = teacher.encoder.config, student.encoder.config
+        mapping = list(layer_map or spread_layers(teacher_config.num_hidden_layers,
+                                                  student_config.num_hidden_layers))
+        losses = [OutputDistillation(temperature, teacher.task_loss()[1])]
+        if hidden_weight:
+            losses.append(HiddenStateDistillation(mapping))
+        super().__init__(teacher, student, losses, [1.0, hidden_weight][: len(losses)],
+                         student_loss_weight=float(alpha), name=name, **kwargs)
+        self.temperature, self.alpha, self.hidden_weight = temperature, alpha, hidden_weight
+        self.layer_map = mapping
+        self._teacher_features = feature_model(teacher)
+        self._student_features = feature_model(student) if hidden_weight else None
+        self.projections = []
+        if hidden_weight and student_config.hidden_size != teacher_config.hidden_size:
+            self.projections = [keras.layers.Dense(teacher_config.hidden_size, name=f"projection_{i}")
+                                for i in range(len(mapping))]
+            for projection in self.projections:
+                projection.build((None, None, student_config.hidden_size))
+
+    @property
+    def encoder(self):
+        """The student's encoder (its dtype policy chooses the execution; its config is the run's)."""
+        return self.student.encoder
+
+    def call(self, inputs, training=None):
+        if self._student_features is None:
+            return self.student(inputs, training=training)
+        return self._student_features(inputs, training=training)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if y_pred is None:
+            y_pred = self(x, training=training)
+        features = y_pred if self._student_features is not None else {"outputs": y_pred, "hidden": []}
+        outputs = features["outputs"]
+        student_loss = 0.0
+        if self.student_loss_weight > 0.0 and y is not None:
+            student_loss = self._gold_loss(y, outputs, sample_weight)
+        distillation_loss = 0.0
+        if self.student_loss_weight < 1.0:
+            teacher = self._teacher_features(x, training=False)
+            first = keras.tree.flatten(outputs)[0]
+            terms = [self.distillation_losses[0].compute_loss(
+                teacher["outputs"], outputs, mask=_mask(self.student, x, first))]
+            if self._student_features is not None:
+                hidden = features["hidden"]
+                if self.projections:
+                    hidden = [projection(h) for projection, h in zip(self.projections, hidden, strict=True)]
+                mask = tf.cast(tf.reshape(x["input_mask"], tf.shape(hidden[0])[:-1]), tf.float32)
+                terms.append(self.distillation_losses[1].compute_loss(teacher["hidden"], hidden, mask=mask))
+            distillation_loss = tf.add_n([weight * term for weight, term in
+                                          zip(self.distillation_loss_weights, terms, strict=True)])
+        total = self.student_loss_weight * student_loss + (1.0 - self.student_loss_weight) * distillation_loss
+        self.student_loss_tracker.update_state(student_loss)
+        self.distillation_loss_tracker.update_state(distillation_loss)
+        self.total_loss_tracker.update_state(total)
+        return total
+
+    def _gold_loss(self, y, outputs, sample_weight):
+        """The task's own loss (`student.task_loss()`, its output weights) on gold labels."""
+        loss, weights = self._student_loss, self._task_loss_weights
+        if not isinstance(loss, dict):
+            return loss(y, outputs, sample_weight=sample_weight)
+        weights = weights or {name: 1.0 for name in loss}
+        return tf.add_n([weights[name] * loss[name](
+            y[name], outputs[name],
+            sample_weight=sample_weight[name] if isinstance(sample_weight, dict) else sample_weight)
+            for name in sorted(loss)])
+
+    def compile(self, optimizer="auto", loss="auto", metrics=None, **kwargs):
+        """`Distiller.compile` with the task's defaults: optimizer "auto" = the library's AdamW at the
+        fine-tuning rate (constant: pass a scheduled one, e.g. `create_optimizer(lr, steps, warmup)`);
+        loss "auto" = the student's `task_loss()` (with its output weights)."""
+        from keras_bert.models.text_task import DEFAULT_LEARNING_RATE
+        from keras_bert.training.optimization import create_optimizer
+
+        if optimizer == "auto":
+            optimizer = create_optimizer(DEFAULT_LEARNING_RATE, num_train_steps=None)
+        self._task_loss_weights = None
+        if loss == "auto":
+            loss, self._task_loss_weights = self.student.task_loss()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def get_config(self):
+        return {"name": self.name, "temperature": self.temperature, "alpha": self.alpha,
+                "hidden_weight": self.hidden_weight, "layer_map": self.layer_map,
+                "teacher": keras.saving.serialize_keras_object(self.teacher),
+                "student": keras.saving.serialize_keras_object(self.student)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        teacher = keras.saving.deserialize_keras_object(config.pop("teacher"))
+        student = keras.saving.deserialize_keras_object(config.pop("student"))
+        return cls(teacher, student, **config)
+
+
+def distillation_dataset(teacher, x, y=None, sample_weight=None, unlabeled=None, batch_size=32, shuffle=True,
+                         seed=None):
+    """Batches of (inputs, targets, sample_weight) for `TaskDistiller.fit`.
+
+    Args:
+        teacher: the teacher (its preprocessor packs raw text, as its own `fit` does).
+        x, y, sample_weight: labelled data: raw text and labels (what the teacher's `fit` takes), or a
+            batched `tf.data.Dataset` of (token-id inputs, targets[, sample_weight]).
+        unlabeled: optional raw text (a list of str, or a tuple of two lists for pairs) or a batched dataset
+            of token-id inputs: rows with sample weight 0 (targets zeros), taught by the teacher alone.
+        batch_size, shuffle, seed: of raw text (batches of a dataset are kept, their order shuffled).
+    """
+    labeled = x if isinstance(x, tf.data.Dataset) else teacher.text_dataset(
+        x, y, sample_weight, batch_size, shuffle=shuffle, seed=seed)
+    if labeled is None:
+        raise ValueError("distillation_dataset takes raw text with labels, or a tf.data.Dataset of "
+                         "(inputs, targets[, sample_weight]) batches")
+    labeled = labeled.map(_with_weights)
+    if unlabeled is None:
+        return labeled
+    if not isinstance(unlabeled, tf.data.Dataset):
+        unlabeled = teacher.text_dataset(unlabeled, batch_size=batch_size, shuffle=shuffle, seed=seed)
+        if unlabeled is None:
+            raise ValueError("unlabeled: expected raw text (a list of str, or a tuple of two lists) or a "
+                             "dataset of token-id inputs")
+    spec = labeled.element_spec
+    unlabeled = unlabeled.map(lambda inputs, *_: (inputs, *_zeros(inputs, spec[1:])))
+    data = labeled.concatenate(unlabeled)
+    batches = int(data.cardinality().numpy())
+    return data.shuffle(max(batches, 1), seed=seed) if shuffle and batches > 0 else data
+
+
+def _with_weights(inputs, targets, sample_weight=None):
+    """A batch with its sample weights (when it has none, ones shaped as its (first) targets)."""
+    if sample_weight is None:
+        sample_weight = tf.ones(tf.shape(tf.nest.flatten(targets)[0]), tf.float32)
+    return inputs, targets, tf.cast(sample_weight, tf.float32)
+
+
+def _zeros(inputs, specs):
+    """Zeros shaped as `specs` (targets and weights of a labelled batch) for the batch of `inputs`: its batch
+    size in the first axis, its sequence length in the others the specs leave open."""
+    shape = tf.shape(inputs["input_word_ids"])
+    batch, length = shape[0], shape[-1]
+
+    def zeros(spec):
+        dims = [batch] + [length if dim is None else dim for dim in spec.shape[1:]]
+        return tf.zeros(tf.stack(dims), spec.dtype)
+
+    return tf.nest.map_structure(zeros, specs)
