@@ -187,7 +187,8 @@ def main(argv=None):
                 print(f"... student {variant}", flush=True)
                 results["training"][f"student_{variant}"] = train_student(work, variant, extra)
         if args.run in ("all", "serve"):
-            names = ["teacher"] + [name for name in results["training"] if name.startswith("student_")]
+            names = ["teacher"] + sorted(name for name in os.listdir(work) if name.startswith("student_")
+                                         and os.path.exists(os.path.join(work, name, "model.keras")))
             results["models"] = serve(work, names, args.repeats)
             results["load_average"] = os.getloadavg()
         with open(path, "w", encoding="utf-8") as f:
