@@ -287,11 +287,15 @@ class TaskDistiller(ChoosesExecution, keras.distillation.Distiller):
                 terms.append(self.distillation_losses[1].compute_loss(teacher["hidden"], hidden, mask=mask))
             distillation_loss = tf.add_n([weight * term for weight, term in
                                           zip(self.distillation_loss_weights, terms, strict=True)])
+        # Keras' losses return a replica's share (1 / replicas) of the loss, so that summed gradients are the
+        # global batch's; the terms computed here are scaled alike, the trackers get whole values.
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        student_loss = student_loss * replicas
         total = self.student_loss_weight * student_loss + (1.0 - self.student_loss_weight) * distillation_loss
         self.student_loss_tracker.update_state(student_loss)
         self.distillation_loss_tracker.update_state(distillation_loss)
         self.total_loss_tracker.update_state(total)
-        return total
+        return total / replicas
 
     def _gold_loss(self, y, outputs, sample_weight):
         """The task's own loss (`student.task_loss()`, its output weights) on gold labels."""

@@ -9,6 +9,8 @@ import pytest
 
 FINETUNING = ("run_classifier", "run_squad", "run_ner", "run_multiple_choice", "extract_features")
 TRAINING = ("pretrain", *FINETUNING)
+# The scripts that train with the optimizer and batch flags of the fine-tuning recipes.
+TUNING = (*FINETUNING, "distill")
 # A parse-time refusal takes well under a second here; a run that imports TensorFlow takes ~10-20 s
 # as a process on this 2-core machine, so 5 s is a bound that holds under load and still fails for work.
 BOUND_S = 5.0
@@ -34,6 +36,8 @@ def _base(script, paths, out):
                       "--max_seq_length=64"],
         "run_ner": [f"--output_dir={out}", f"--train_file={data}", f"--eval_file={data}"],
         "run_multiple_choice": [f"--output_dir={out}", f"--train_file={data}", f"--eval_file={data}"],
+        "distill": [f"--output_dir={out}", f"--teacher={paths['model.keras']}", "--student_layers=1",
+                    f"--train_file={data}"],
         "extract_features": [f"--output_dir={out}", f"--input_file={data}", f"--output_file={out}/f.jsonl"],
         "build_vocab": [f"--input_files={data}", f"--output_file={out}/vocab.txt"],
         "create_pretraining_data": [f"--input_file={data}", f"--output_file={out}/train.tfrecord"],
@@ -49,17 +53,25 @@ def _base(script, paths, out):
 
 # (flag=value, the scripts that take the flag, what the line says). {missing}, {dir} and {data} are paths.
 BAD = [
-    ("--train_batch_size=0", (*TRAINING, "quickstart"), "must be at least 1"),
-    ("--eval_batch_size=0", TRAINING, "must be at least 1"),
-    ("--num_train_epochs=-1", FINETUNING, "must be greater than 0"),
-    ("--num_train_epochs=0", FINETUNING, "must be greater than 0"),
-    ("--learning_rate=-0.1", TRAINING, "must be greater than 0"),
-    ("--num_warmup_steps=-1", TRAINING, "must be at least 0"),
-    ("--warmup_proportion=1.5", FINETUNING, "must be in [0, 1]"),
-    ("--weight_decay=-1", TRAINING, "must be at least 0"),
+    ("--train_batch_size=0", (*TRAINING, "distill", "quickstart"), "must be at least 1"),
+    ("--eval_batch_size=0", (*TRAINING, "distill"), "must be at least 1"),
+    ("--num_train_epochs=-1", TUNING, "must be greater than 0"),
+    ("--num_train_epochs=0", TUNING, "must be greater than 0"),
+    ("--learning_rate=-0.1", (*TRAINING, "distill"), "must be greater than 0"),
+    ("--num_warmup_steps=-1", (*TRAINING, "distill"), "must be at least 0"),
+    ("--warmup_proportion=1.5", TUNING, "must be in [0, 1]"),
+    ("--weight_decay=-1", (*TRAINING, "distill"), "must be at least 0"),
     ("--gradient_accumulation_steps=0", TRAINING, "must be at least 1"),
-    ("--steps_per_execution=0", TRAINING, "must be at least 1"),
-    ("--worker_wait_s=0", TRAINING, "must be greater than 0"),
+    ("--steps_per_execution=0", (*TRAINING, "distill"), "must be at least 1"),
+    ("--worker_wait_s=0", (*TRAINING, "distill"), "must be greater than 0"),
+    ("--save_checkpoints_steps=0", ("pretrain", "distill"), "must be at least 1"),
+    ("--teacher={missing}", ("distill",), "no such file or directory"),
+    ("--student_layers=0", ("distill",), "must be at least 1"),
+    ("--student_config={dir}", ("distill",), "is a directory; expected a file"),
+    ("--temperature=0", ("distill",), "must be greater than 0"),
+    ("--alpha=1.5", ("distill",), "must be in [0, 1]"),
+    ("--hidden_weight=-1", ("distill",), "must be at least 0"),
+    ("--unlabeled_file={missing}", ("distill",), "no such file"),
     ("--num_train_steps=0", ("pretrain", "quickstart"), "must be at least 1"),
     ("--max_seq_length=1", (*TRAINING, "create_pretraining_data", "quickstart", "export.export_saved_model"),
      "must be at least 3"),
@@ -75,9 +87,9 @@ BAD = [
     ("--init_checkpoint={missing}", (*TRAINING, "extend_vocab"), "no such file or directory"),
     ("--model_path={missing}", ("export.export_saved_model", "export.save_keras_hub"),
      "no such file or directory"),
-    ("--train_file={dir}", ("run_classifier", "run_squad", "run_ner", "run_multiple_choice"),
+    ("--train_file={dir}", ("run_classifier", "run_squad", "run_ner", "run_multiple_choice", "distill"),
      "is a directory; expected a file"),
-    ("--train_file={missing}", ("run_classifier", "run_squad", "run_ner", "run_multiple_choice"),
+    ("--train_file={missing}", ("run_classifier", "run_squad", "run_ner", "run_multiple_choice", "distill"),
      "no such file"),
     ("--predict_file={dir}", ("run_classifier", "run_squad", "run_ner", "run_multiple_choice"),
      "is a directory; expected a file"),
@@ -95,7 +107,8 @@ BAD = [
     ("--lora_rank=-1", FINETUNING, "must be at least 0"),
     ("--pad_to_multiple_of=-8", TRAINING, "must be at least 0"),
     ("--calibration_file={dir}", ("export.export_saved_model",), "is a directory; expected a file"),
-    ("--dtype=float64", (*TRAINING, "quickstart", "export.export_saved_model"), "value should be one of"),
+    ("--dtype=float64", (*TRAINING, "distill", "quickstart", "export.export_saved_model"),
+     "value should be one of"),
     ("--atol=-1", ("export.check_servable",), "must be at least 0"),
     ("--version=0", ("export.export_saved_model", "export.client"), "must be at least 1"),
     ("--port=70000", ("export.client",), "must be in [1, 65535]"),
@@ -140,6 +153,10 @@ TOGETHER = [
      "--num_warmup_steps=20 exceeds the 10 train steps", "--num_warmup_steps=20, --num_train_steps=10"),
     ("run_classifier", ["--task_name=MRPC", "--train_file=", "--eval_file="],
      "--task_name=MRPC needs --data_dir (the GLUE task's directory)", "--task_name=MRPC"),
+    ("distill", ["--student_preset=tiny"], "give one of --student_layers, --student_preset, --student_config",
+     "--student_layers=1, --student_preset=tiny, --student_config="),
+    ("distill", ["--task_name=SST-2"], "--task_name=SST-2 needs --data_dir (the GLUE task's directory)",
+     "--task_name=SST-2"),
     ("export.export_saved_model", ["--format=tfhub", "--quantize=int8"], "--quantize and --dtype are for "
      "--format=serving exports", "--format=tfhub, --quantize=int8, --dtype=float32"),
 ]
