@@ -129,10 +129,7 @@ def serve(model_path, forms=tuple(SERVED_FORMS), repeats=20, seq_length=None):
                 "size_mb": _directory_mb(version_dir),
                 "max_abs_logit_diff": round(float(np.abs(logits[name] - logits["fp32"]).max()), 4),
             }
-        for batch in LATENCY_BATCHES:
-            texts = tf.constant(dev_texts[:batch])
-            latency = common.interleaved_latency_ms(
-                {name: lambda s=s, t=texts: s(text=t) for name, s in servings.items()}, repeats)
+        for batch, latency in common.text_latencies_ms(servings, dev_texts, LATENCY_BATCHES, repeats).items():
             for name, ms in latency.items():
                 results[name][f"latency_b{batch}_ms"] = ms
                 results[name][f"speedup_b{batch}"] = round(latency["fp32"] / ms, 2)

@@ -169,6 +169,19 @@ def interleaved_latency_ms(calls, repeats):
     return {name: round(1e3 * statistics.median(values), 2) for name, values in times.items()}
 
 
+def text_latencies_ms(servings, texts, batches, repeats):
+    """{batch: {name: median ms}}: each of `servings` ({name: raw-text serving function}) called on the
+    first `batch` of `texts`, interleaved (`interleaved_latency_ms`), for every batch size in `batches`."""
+    import tensorflow as tf
+
+    found = {}
+    for batch in batches:
+        batch_texts = tf.constant(texts[:batch])
+        found[batch] = interleaved_latency_ms(
+            {name: lambda s=s, t=batch_texts: s(text=t) for name, s in servings.items()}, repeats)
+    return found
+
+
 def emit(result):
     """Prints the result line `run_subprocess` parses (load average and peak RSS added)."""
     result = dict(result, load_after=load_average(), peak_rss_mb=peak_rss_mb())

@@ -118,10 +118,7 @@ def serve(work, names, repeats):
                                                             for label, row in zip(labels, rows,
                                                                                   strict=True)])), 4),
                 "saved_model_mb": _directory_mb(version_dir)}
-        for batch in LATENCY_BATCHES:
-            batch_texts = tf.constant(texts[:batch])
-            latency = common.interleaved_latency_ms(
-                {name: lambda s=s, t=batch_texts: s(text=t) for name, s in servings.items()}, repeats)
+        for batch, latency in common.text_latencies_ms(servings, texts, LATENCY_BATCHES, repeats).items():
             for name, ms in latency.items():
                 results[name][f"latency_b{batch}_ms"] = ms
     return results
