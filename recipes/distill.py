@@ -85,7 +85,7 @@ def make_student(teacher):
 
 def load_task(teacher):
     """The ClassificationTask of the data flags, its classes checked against the teacher's."""
-    from keras_bert.tasks import classification
+    from keras_bert.tasks.classification import task as classification
 
     regression = teacher.num_classes == 1
     if FLAGS.task_name and FLAGS.task_name.lower() != "custom":
