@@ -14,12 +14,13 @@ from keras_bert import BertEncoder, BertTokenClassifier
 from keras_bert.config import BertConfig
 from keras_bert.data import features
 from keras_bert.data.conll import read_conll_file
-from keras_bert.data.squad_answers import AnswerRules
 from keras_bert.distillation import TaskDistiller, distillation_dataset, make_student
 from keras_bert.export import export_saved_model, servability
-from keras_bert.metrics.conll import extract_chunks
-from keras_bert.tasks import ner
-from keras_bert.tasks import squad as squad_task
+from keras_bert.tasks.ner import task as ner
+from keras_bert.tasks.ner.metrics import extract_chunks
+from keras_bert.tasks.squad import task as squad_task
+from keras_bert.tasks.squad import windows as squad_windows
+from keras_bert.tasks.squad.answers import AnswerRules
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.data.test_squad_answers import CONTEXTS, PASSAGES, QUESTIONS, SEQ_LENGTH, span_labeler, vocabulary
 from tests.recipes.test_run_ner import SENTENCES
@@ -78,9 +79,9 @@ def test_distilled_students_serve_their_own_answers(tmp_path):
                    encoding="utf-8")
     examples = squad_task.read_predict_examples(str(dev), settings)
     lookup = features.WordPieceLookup(teacher.preprocessor.tokenizer)
-    windows = features.squad_features(examples, lookup, SEQ_LENGTH, RULES.doc_stride, RULES.max_query_length,
-                                      False)
-    inputs, _ = features.squad_arrays(windows, lookup, SEQ_LENGTH)
+    windows = squad_windows.squad_features(examples, lookup, SEQ_LENGTH, RULES.doc_stride,
+                                           RULES.max_query_length, False)
+    inputs, _ = squad_windows.squad_arrays(windows, lookup, SEQ_LENGTH)
     zeros = np.zeros(len(windows), np.int32)
     span_student = _distilled(teacher, inputs, {"start_logits": zeros, "end_logits": zeros})
     _, result = squad_task.predict(span_student, examples, lookup, settings, batch_size=3)  # run_squad's
