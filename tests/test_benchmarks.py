@@ -179,3 +179,27 @@ def test_serving_peers_tables_from_rounds():
     assert "| ours: SavedModel serving_default, tf_batching | 150.0 texts/s (p50 30 ms) |" in text
     assert "b1 2.50x, b8 0.62x, b32 0.50x, best cost per text 1.25x" in text
     assert "| ONNX Runtime fp32 + fast tokenizer, tf_batching" not in text
+
+
+def test_serving_peers_cost_per_text_over_all_texts():
+    from benchmarks import serving_peers
+
+    seen = []
+
+    def embed(batch):  # a text costs its length in ms: a pass costs the same at every batch size
+        seen.append(len(batch))
+        time.sleep(sum(len(text) for text in batch) / 1e3)
+
+    texts = ["a" * 4, "b" * 2, "c" * 6]
+    cost = serving_peers.all_texts_ms_per_text(embed, texts, batch_size=2, passes=1)
+    assert seen == [2, 2, 1]  # a warm-up call, then every text once in successive batches
+    assert 4.0 <= cost < 4.0 + 5.0
+    fixed = {"b1_ms": 3.0, "b8_ms": 16.0, "b32_ms": 64.0, "load_before": 1.0, "load_after": 1.0}
+    runs = [dict(fixed, all_b1_ms=6.0, all_b8_ms=2.5, all_b32_ms=2.0),
+            dict(fixed, all_b1_ms=5.0, all_b8_ms=3.0, all_b32_ms=2.5)]
+    best = serving_peers.best_of(runs)
+    assert (best["all_b1_ms"], best["all_b32_ms"]) == (5.0, 2.0)
+    assert serving_peers.best_all_texts_cost(best) == (2.0, 32)
+    assert serving_peers.best_cost_per_text(best) == (2.0, 8)
+    text = serving_peers.latency_table({"ours": dict(best, texts=320)})
+    assert "| best cost per text, all 320 texts | 2.00 ms (b32) |" in text
