@@ -100,19 +100,13 @@ def test_export_compares_against_no_task():
 # The task rule (docs/adding_a_task.md): a task lives in its folder keras_bert/tasks/<task>/, whose spec.py
 # declares its distinctive names (`TaskSpec.names`: classes, kind, option fields, served outputs). No module
 # of the shared code names a task, nor imports from its folder; keras_bert/__init__.py exports the task
-# models, and each task's own recipe script (recipes/run_*.py, its driver) and tests may name it.
+# models, and each task's own recipe script (recipes/run_*.py, its driver) and tests may name it. A string
+# that a folder's spec declares as another format's key (`TaskSpec.foreign_keys`: transformers' "classifier"
+# state-dict prefix of the token and multiple-choice heads) may be spelled as a string in that folder only.
 REPO_ROOT = PACKAGE_ROOT.parent
 SHARED_CODE = ("keras_bert", "export", "recipes/common.py", "recipes/flags.py", "recipes/run_dir.py",
                "recipes/preamble.py", "recipes/logs.py", "tests/harness.py")
 EXPORTS = "keras_bert/__init__.py"
-# Shared modules that still name a task, each with what keeps it there (docs/adding_a_task.md, "Not yet in a
-# folder"); test_pending_task_names_are_still_there drops an entry once its module is clean.
-PENDING = {
-    "keras_bert/checkpoints/huggingface.py": "the BertFor* head table (architecture, head layer, prefix)",
-    "keras_bert/checkpoints/keras_hub.py": "KerasHub's one task preset, BertTextClassifier, read and written",
-}
-
-
 def _shared_modules():
     for entry in SHARED_CODE:
         path = REPO_ROOT / entry
@@ -123,46 +117,55 @@ def _shared_modules():
 
 
 def _violations_by_module():
-    specs = _task_specs()
+    specs, foreign = _task_specs(), _foreign_keys()
     modules = {name: path.read_text() for name, path in _shared_modules()}
     found = {}
-    for violation in task_rule_violations(modules, specs):
+    for violation in task_rule_violations(modules, specs, foreign):
         found.setdefault(violation.split(":")[0], []).append(violation)
     return found
 
 
 def _spoken_names(tree):
-    """(line, name) of every identifier, attribute, keyword, argument, definition, imported module or
-    name, and whole string constant of `tree`."""
+    """(line, name, is a string) of every identifier, attribute, keyword, argument, definition, imported
+    module or name, and whole string constant of `tree`."""
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Name):
-            yield line, node.id
+            yield line, node.id, False
         elif isinstance(node, ast.Attribute):
-            yield line, node.attr
+            yield line, node.attr, False
         elif isinstance(node, ast.alias):
-            yield line, node.name
+            yield line, node.name, False
         elif isinstance(node, ast.keyword | ast.arg) and (node.arg is not None):
-            yield line, node.arg
+            yield line, node.arg, False
         elif isinstance(node, ast.FunctionDef | ast.ClassDef):
-            yield line, node.name
+            yield line, node.name, False
         elif isinstance(node, ast.ImportFrom) and node.module:
-            yield line, node.module
+            yield line, node.module, False
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            yield line, node.value
+            yield line, node.value, True
 
 
-def task_rule_violations(modules, specs):
+def _folder(module):
+    parts = module.split("/")
+    return parts[2] if parts[:2] == ["keras_bert", "tasks"] and len(parts) > 3 else None
+
+
+def task_rule_violations(modules, specs, foreign=None):
     """["path:line names `name` of task <folder>"] of `modules` ({path: source}) against `specs`
-    ({folder: names}): a module in a task's folder may name only that task."""
+    ({folder: names}): a module in a task's folder may name only that task, and spell as strings the other
+    formats' keys its own folder declares (`foreign`: {folder: strings})."""
     found = []
     for name, source in modules.items():
+        own = (foreign or {}).get(_folder(name), ())
         for folder, names in specs.items():
             if name.startswith(f"keras_bert/tasks/{folder}/"):
                 continue
             banned = set(names)
             package = f"keras_bert.tasks.{folder}"
-            for line, spoken in _spoken_names(ast.parse(source)):
+            for line, spoken, string in _spoken_names(ast.parse(source)):
+                if string and spoken in own:
+                    continue
                 if spoken in banned or spoken == package or spoken.startswith(package + "."):
                     found.append(f"{name}:{line} names `{spoken}` of task {folder}")
     return found
@@ -182,10 +185,18 @@ def _task_specs():
     return specs
 
 
+def _foreign_keys():
+    """{task folder: the other formats' keys its spec declares (`TaskSpec.foreign_keys`)}."""
+    import importlib
+
+    return {path.parent.name: importlib.import_module(f"keras_bert.tasks.{path.parent.name}.spec")
+            .SPEC.foreign_keys for path in sorted((PACKAGE_ROOT / "tasks").glob("*/spec.py"))}
+
+
 def test_no_shared_module_names_a_task():
     specs = _task_specs()
     assert len(specs) >= 4 and all(specs.values())
-    found = [v for name, found in _violations_by_module().items() if name not in PENDING for v in found]
+    found = [v for found in _violations_by_module().values() for v in found]
     assert not found, "shared code names a task (move the code into the task's folder and loop over what " \
         "the tasks declare, keras_bert/tasks/registry.py):\n" + "\n".join(found)
 
@@ -202,7 +213,21 @@ def test_the_task_rule_catches_a_violation():
                      f"keras_bert/export/bad.py:3 names `keras_bert.tasks.{folder}` of task {folder}"]
 
 
-def test_pending_task_names_are_still_there():
-    found = _violations_by_module()
-    clean = [name for name in PENDING if name not in found]
-    assert not clean, f"{clean} no longer name a task: remove them from PENDING"
+def test_a_foreign_key_is_spelled_only_where_its_spec_declares_it():
+    """transformers spells the token and multiple-choice heads' state-dict prefix "classifier": the folder
+    declaring it as a foreign key may write that string; an identifier of that name, or the string in another
+    folder or in shared code, is still a violation."""
+    specs, foreign = _task_specs(), _foreign_keys()
+    clashes = [(folder, other, key) for folder, keys in foreign.items() for key in sorted(keys)
+               for other, names in specs.items() if other != folder and key in names]
+    assert clashes, "no spec declares a foreign key spelled as another task's name"
+    folder, other, key = clashes[0]
+    stranger = next(name for name in specs if key not in foreign[name] and name != other)
+    declared = f"HEAD = dict(prefix={key!r})\n"
+    found = task_rule_violations({f"keras_bert/tasks/{folder}/spec.py": declared,
+                                  f"keras_bert/tasks/{folder}/model.py": f"def f(m):\n    return m.{key}\n",
+                                  f"keras_bert/tasks/{stranger}/spec.py": declared,
+                                  "keras_bert/checkpoints/bad.py": declared}, specs, foreign)
+    assert sorted(found) == sorted([f"keras_bert/tasks/{folder}/model.py:2 names `{key}` of task {other}",
+                                    f"keras_bert/tasks/{stranger}/spec.py:1 names `{key}` of task {other}",
+                                    f"keras_bert/checkpoints/bad.py:1 names `{key}` of task {other}"])

@@ -5,6 +5,7 @@ sharded form transformers writes past `max_shard_size`: `model.safetensors.index
 State-dict keys are Google's names with "." for "/", `layer.i` for `layer_i`, an optional `bert.` prefix,
 `weight`/`bias` (old files: `gamma`/`beta`) for LayerNorm, and torch Linear weights stored [out, in] where
 Google's kernels are [in, out]. safetensors is read with numpy; torch is needed only for `.bin` files.
+A task checkpoint's head (`BertFor*`) is the one a task folder declares (`TaskSpec.huggingface`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from keras_bert.checkpoints.files import copy_vocab
 from keras_bert.checkpoints.huggingface_tokenizer import write_tokenizer_files
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
+from keras_bert.tasks import registry
 from keras_bert.textfiles import read_json
 
 CONFIG_FILE = "config.json"
@@ -161,14 +163,9 @@ def huggingface_key(name: str) -> tuple[str, bool]:
     return key, leaf == "kernel"
 
 
-# BertFor* architecture -> (our task_kind, our head layer, the state-dict prefix of its dense layer).
-TASK_HEADS = {"BertForSequenceClassification": ("classifier", "classifier", "classifier"),
-              "BertForTokenClassification": ("token_classifier", "token_classifier", "classifier"),
-              "BertForMultipleChoice": ("multiple_choice", "choice_score", "classifier"),
-              "BertForQuestionAnswering": ("span_labeler", "span_head", "qa_outputs")}
-_ARCHITECTURES = {kind: name for name, (kind, _, _) in TASK_HEADS.items()}
-_LABELLED = ("classifier", "token_classifier")
-_NO_POOLER = ("span_labeler", "token_classifier")  # transformers builds these BertFor* without a pooler
+def _task_heads():
+    """{BertFor* architecture: the TaskSpec declaring it} of the task folders."""
+    return {spec.huggingface.architecture: spec for spec in registry.specs() if spec.huggingface}
 
 
 def huggingface_head(directory: str) -> dict | None:
@@ -179,21 +176,24 @@ def huggingface_head(directory: str) -> dict | None:
     file when its head weights or id2label are missing or do not agree."""
     config_file = os.path.join(directory, CONFIG_FILE)
     values = read_json(config_file)
-    architecture = next((name for name in values.get("architectures") or () if name in TASK_HEADS), None)
+    specs = _task_heads()
+    architecture = next((name for name in values.get("architectures") or () if name in specs), None)
     if architecture is None:
         return None
-    kind, layer, prefix = TASK_HEADS[architecture]
+    spec = specs[architecture]
+    declared, prefix = spec.huggingface, spec.huggingface.prefix
     path = weights_file(directory)
     state = _load_tensors(path, [f"{prefix}.weight", f"{prefix}.bias"])
     if f"{prefix}.weight" not in state or f"{prefix}.bias" not in state:
         raise CheckpointError(f"{path}: no {prefix}.weight / {prefix}.bias, the head of the {architecture} "
                               f"that {config_file} names in architectures")
-    head = {"task_kind": kind, "layer": layer, "kernel": np.ascontiguousarray(state[f"{prefix}.weight"].T),
-            "bias": state[f"{prefix}.bias"], "dropout": values.get("classifier_dropout")}
-    if kind in _LABELLED:
+    head = {"task_kind": spec.kind, "layer": declared.layer,
+            "kernel": np.ascontiguousarray(state[f"{prefix}.weight"].T), "bias": state[f"{prefix}.bias"],
+            "dropout": values.get("classifier_dropout")}
+    if declared.labelled:
         count = head["kernel"].shape[1]
-        regression = kind == "classifier" and (values.get("problem_type") == "regression" or count == 1)
-        head.update(num_classes=count, labels=None if regression else _id2label(values, count, config_file))
+        unnamed = declared.unnamed is not None and declared.unnamed(values, count)
+        head.update(num_classes=count, labels=None if unnamed else _id2label(values, count, config_file))
     return head
 
 
@@ -209,20 +209,21 @@ def _id2label(values, count, config_file):
     return [str(name) for name in names]
 
 
-def _head_tensors(model, kind):
-    """The Hugging Face state-dict entries and config.json keys of task model `model`'s head."""
-    _, layer, prefix = TASK_HEADS[_ARCHITECTURES[kind]]
-    dense = model.get_layer(layer)
+def _head_tensors(model, declared):
+    """The Hugging Face state-dict entries and config.json keys of task model `model`'s head, `declared` by
+    its task (a `HuggingFaceHead`)."""
+    prefix = declared.prefix
+    dense = model.get_layer(declared.layer)
     kernel, bias = (np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(v, "float32")))
                     for v in (compat.float_kernel(dense), dense.bias))  # int8 dequantized, LoRA merged
     tensors = {f"{prefix}.weight": np.ascontiguousarray(kernel.T), f"{prefix}.bias": bias}
     config = {}
-    if kind in _LABELLED:
+    if declared.labelled:
         labels = model.labels or [f"LABEL_{i}" for i in range(model.num_classes)]
         config["id2label"] = dict(enumerate(labels))
         config["label2id"] = {label: i for i, label in enumerate(labels)}
-        if kind == "classifier":
-            config["problem_type"] = "regression" if model.num_classes == 1 else "single_label_classification"
+    if declared.config is not None:
+        config.update(declared.config(model))
     if hasattr(model, "dropout"):
         config["classifier_dropout"] = float(model.dropout)
     return tensors, config
@@ -274,16 +275,17 @@ def save_huggingface(model, path: str, vocab_file: str | None = None, overwrite:
     model's preprocessor (or only `vocab_file` copied as vocab.txt, when given). The architecture is the
     model's: `BertModel` for an encoder, `BertForPreTraining` for a BertPretrainer, and for a task model
     `BertForSequenceClassification` (id2label / label2id, problem_type), `BertForTokenClassification`,
-    `BertForQuestionAnswering` or `BertForMultipleChoice` with its head, so the matching
-    `transformers.AutoModelFor*` (and `pipeline`) load it. Written beside `path` and renamed into place
-    (`keras_bert.outputs.writing_dir`): a non-empty `path` is refused unless `overwrite` (then replaced
-    whole), as is one holding `vocab_file`. Returns `path`."""
+    `BertForQuestionAnswering` or `BertForMultipleChoice` with its head (what its task folder declares,
+    `TaskSpec.huggingface`), so the matching `transformers.AutoModelFor*` (and `pipeline`) load it. Written
+    beside `path` and renamed into place (`keras_bert.outputs.writing_dir`): a non-empty `path` is refused
+    unless `overwrite` (then replaced whole), as is one holding `vocab_file`. Returns `path`."""
     encoder, pretrainer = split_model(model)
     kind = getattr(model, "task_kind", None)
-    head_tensors, head_config = _head_tensors(model, kind) if kind in _ARCHITECTURES else ({}, {})
+    declared = next((spec.huggingface for spec in registry.specs() if spec.kind == kind), None)
+    head_tensors, head_config = _head_tensors(model, declared) if declared else ({}, {})
     tensors = {}
     for name, array in collect_weights(encoder, pretrainer).items():
-        if kind in _NO_POOLER and name.startswith("bert/pooler/"):
+        if declared and not declared.pooler and name.startswith("bert/pooler/"):
             continue
         key, transpose = huggingface_key(name)
         if model is not encoder and not key.startswith("cls."):
@@ -291,8 +293,8 @@ def save_huggingface(model, path: str, vocab_file: str | None = None, overwrite:
         tensors[key] = np.ascontiguousarray(array.T if transpose else array)
     tensors.update(head_tensors)
     config = {**encoder.config.to_huggingface_dict(), **head_config}
-    config["architectures"] = [_ARCHITECTURES.get(kind) or
-                               ("BertForPreTraining" if pretrainer is not None else "BertModel")]
+    config["architectures"] = [declared.architecture if declared else
+                               "BertForPreTraining" if pretrainer is not None else "BertModel"]
     preprocessor = getattr(model, "preprocessor", None)
     with outputs.writing_dir(path, [vocab_file], overwrite) as tmp:
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:

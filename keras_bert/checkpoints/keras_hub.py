@@ -6,13 +6,14 @@ written here without importing keras_hub.
     tokenizer.json       keras_hub>BertTokenizer: lowercase, strip_accents, split, suffix_indicator, ...
     assets/tokenizer/vocabulary.txt
     metadata.json        versions, parameter count, date
-    task.json, task.weights.h5, preprocessor.json   a task preset (BertTextClassifier: its logits layer)
+    task.json, task.weights.h5, preprocessor.json   a task preset (the one a task folder declares,
+                                                     `TaskSpec.keras_hub`: BertTextClassifier's logits)
 
 KerasHub's backbone computes GELU with the tanh approximation and LayerNorm with epsilon 1e-12 whatever
 the checkpoint was trained with, so a preset reads as hidden_act="gelu_tanh"; writing an erf-GELU model
 warns that KerasHub will compute it approximately. Its q/k/v kernels are [hidden, heads, head_size]
-(EinsumDense): reshaped to and from Google's [hidden, hidden] here. A BertTextClassifier's logits layer
-(task.weights.h5) maps onto BertClassifier's `classifier` Dense (`keras_hub_head`). A preset's tokenizer
+(EinsumDense): reshaped to and from Google's [hidden, hidden] here. A task preset's logits layer
+(task.weights.h5) maps onto its task model's head Dense (`keras_hub_head`). A preset's tokenizer
 loads as `BertTokenizer(rules="keras_hub")` (`keras_bert.text.keras_hub_rules`): KerasHub's ids.
 """
 
@@ -31,6 +32,7 @@ from keras_bert import compat, outputs
 from keras_bert.checkpoints.files import KERAS_HUB_VOCAB as VOCAB_ASSET
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
+from keras_bert.tasks import registry
 from keras_bert.textfiles import read_json
 
 logger = logging.getLogger("keras_bert")
@@ -42,8 +44,7 @@ METADATA_FILE = "metadata.json"
 TASK_FILE, TASK_WEIGHTS_FILE, PREPROCESSOR_FILE = "task.json", "task.weights.h5", "preprocessor.json"
 BACKBONE = "keras_hub>BertBackbone"
 TOKENIZER_FILE, TOKENIZER = "tokenizer.json", "keras_hub>BertTokenizer"
-CLASSIFIER, CLASSIFIER_PREPROCESSOR = ("keras_hub>BertTextClassifier",
-                                       "keras_hub>BertTextClassifierPreprocessor")
+HEAD_WEIGHTS = ("layers/dense/vars/0", "layers/dense/vars/1")  # a task preset's logits kernel and bias
 _LAYER_NORM_EPS = 1e-12  # fixed in KerasHub's BertBackbone
 # The tokenizer.json values our BertTokenizer reproduces; any other value is refused.
 _FIXED_TOKENIZER = {"split": True, "suffix_indicator": "##", "oov_token": "[UNK]", "special_tokens": None,
@@ -206,51 +207,33 @@ def read_keras_hub(directory) -> tuple[BertConfig, CheckpointWeights]:
                                      rename=lambda name: file_names.get(name, name), ignored=sorted(stored))
 
 
-def _classifier_head(directory):
-    """{"num_classes", "dropout", "activation", "kernel" [h, n], "bias" [n]} of a BertTextClassifier task
-    preset, or None (no task.json, or another task)."""
-    if not os.path.isfile(os.path.join(directory, TASK_FILE)):
-        return None
-    task = _read_json(directory, TASK_FILE)
-    if not isinstance(task, dict) or task.get("registered_name") != CLASSIFIER:
-        found = task.get("registered_name") if isinstance(task, dict) else type(task).__name__
-        logger.info("%s: task %s has no keras_bert counterpart; its head is not loaded",
-                    os.path.join(directory, TASK_FILE), found)
-        return None
-    values = _settings(directory, TASK_FILE)
-    num_classes, dropout = values.get("num_classes"), values.get("dropout", 0.1)
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-        raise CheckpointError(f"{os.path.join(directory, TASK_FILE)}: num_classes is {num_classes!r}; "
-                              f"expected a positive integer")
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-        raise CheckpointError(f"{os.path.join(directory, TASK_FILE)}: dropout is {dropout!r}; "
-                              f"expected a number in [0, 1)")
-    stored = _read_arrays([os.path.join(directory, TASK_WEIGHTS_FILE)])
-    if "layers/dense/vars/0" not in stored or "layers/dense/vars/1" not in stored:
-        raise CheckpointError(f"{os.path.join(directory, TASK_WEIGHTS_FILE)}: no logits layer (layers/dense)")
-    return {"num_classes": num_classes, "dropout": float(dropout),
-            "activation": values.get("activation") or "linear",
-            "kernel": stored["layers/dense/vars/0"], "bias": stored["layers/dense/vars/1"]}
+def _task_presets():
+    """{task.json registered_name: the TaskSpec declaring it} of the task folders."""
+    return {spec.keras_hub.task: spec for spec in registry.specs() if spec.keras_hub}
 
 
 def keras_hub_head(path):
-    """{"task_kind": "classifier", "layer": "classifier", "num_classes", "dropout", "kernel" [hidden, n],
-    "bias" [n]} (the form of `huggingface_head`): the BertClassifier arguments and
-    logits weights of the KerasHub BertTextClassifier preset at `path`, or None when it is no such preset."""
+    """{"task_kind", "layer" (our head layer), the head's model arguments (a BertTextClassifier's
+    "num_classes", "dropout"), "kernel" [hidden, n], "bias" [n]} (the form of `huggingface_head`) of the
+    KerasHub task preset at `path` that a task folder declares (`TaskSpec.keras_hub`), or None when it is
+    no preset or has no task.json; another task is logged and None."""
     path = os.fspath(path)
-    if not (os.path.isdir(path) and is_keras_hub_directory(path)):
+    if not (os.path.isdir(path) and is_keras_hub_directory(path)
+            and os.path.isfile(os.path.join(path, TASK_FILE))):
         return None
-    head = _classifier_head(path)
-    if head is None:
+    task = _read_json(path, TASK_FILE)
+    found = task.get("registered_name") if isinstance(task, dict) else type(task).__name__
+    spec = _task_presets().get(found) if isinstance(found, str) else None
+    if spec is None:
+        logger.info("%s: task %s has no keras_bert counterpart; its head is not loaded",
+                    os.path.join(path, TASK_FILE), found)
         return None
-    if head["activation"] not in ("linear", "softmax"):
-        raise CheckpointError(f"{os.path.join(path, TASK_FILE)}: activation={head['activation']!r}; expected "
-                              f"'linear' or 'softmax'")
-    if head["activation"] == "softmax":
-        logger.warning("%s: the KerasHub classifier outputs softmax probabilities; BertClassifier outputs "
-                       "the logits before it", os.path.join(path, TASK_FILE))
-    return {"task_kind": "classifier", "layer": "classifier",
-            **{name: head[name] for name in ("num_classes", "dropout", "kernel", "bias")}}
+    arguments = spec.keras_hub.read(_settings(path, TASK_FILE), os.path.join(path, TASK_FILE))
+    stored = _read_arrays([os.path.join(path, TASK_WEIGHTS_FILE)])
+    if any(name not in stored for name in HEAD_WEIGHTS):
+        raise CheckpointError(f"{os.path.join(path, TASK_WEIGHTS_FILE)}: no logits layer (layers/dense)")
+    return {"task_kind": spec.kind, "layer": spec.keras_hub.layer, **arguments,
+            "kernel": stored[HEAD_WEIGHTS[0]], "bias": stored[HEAD_WEIGHTS[1]]}
 
 
 def keras_hub_text(path):
@@ -348,7 +331,8 @@ def save_keras_hub(model, directory, overwrite=False) -> str:
     """Writes `model` (a BertEncoder or a task model) as a KerasHub preset directory: its encoder as a
     BertBackbone, its preprocessor's vocab and casing as a BertTokenizer (none without a preprocessor),
     and a BertClassifier's head as a BertTextClassifier task (with its preprocessor's sequence_length).
-    `keras_hub.models.BertBackbone.from_preset(directory)` (and BertTokenizer / BertTextClassifier) load it;
+    `keras_hub.models.BertBackbone.from_preset(directory)` (and BertTokenizer / BertTextClassifier) load it
+    (a task model's preset: what its task folder declares, `TaskSpec.keras_hub`);
     the preset is written beside `directory` and renamed into place (`keras_bert.outputs.writing_dir`): a
     non-empty `directory` is refused unless `overwrite` (then replaced whole, no stale task files left).
     Returns `directory`."""
@@ -361,8 +345,9 @@ def save_keras_hub(model, directory, overwrite=False) -> str:
               for path, name, layout in variable_table(config.num_hidden_layers)}
     preprocessor = getattr(model, "preprocessor", None) or getattr(encoder, "preprocessor", None)
     kind = getattr(model, "task_kind", None)
-    head = _classifier_arrays(model) if kind == "classifier" else None  # read (and checked) before any write
-    if kind not in ("encoder", "classifier"):
+    declared = next((spec.keras_hub for spec in registry.specs() if spec.kind == kind), None)
+    head = _head_arrays(model, declared.layer) if declared else None  # read (and checked) before any write
+    if kind != "encoder" and declared is None:
         logger.warning("save_keras_hub: the %s head of %s has no KerasHub BERT counterpart; writing the "
                        "backbone", kind, type(model).__name__)
     with outputs.writing_dir(directory, (), overwrite) as tmp:
@@ -382,30 +367,29 @@ def save_keras_hub(model, directory, overwrite=False) -> str:
         else:
             logger.info("save_keras_hub: %s has no preprocessor; the preset has no tokenizer",
                         type(model).__name__)
-        if kind == "classifier":
-            _write_classifier(tmp, model, head, backbone, tokenizer, preprocessor)
+        if declared is not None:
+            _write_task(tmp, model, declared, head, backbone, tokenizer, preprocessor)
         _write_json(tmp, CONFIG_FILE, backbone)
     return directory
 
 
-def _classifier_arrays(model):
-    """The BertClassifier head's float kernel and bias under KerasHub's task weight names."""
-    head = model.get_layer("classifier")
+def _head_arrays(model, layer):
+    """The float kernel and bias of task model `model`'s head Dense `layer` under KerasHub's task weight
+    names."""
+    head = model.get_layer(layer)
     kernel, bias = (keras.ops.convert_to_numpy(keras.ops.cast(v, "float32"))
                     for v in (compat.float_kernel(head), head.bias))
-    return {"layers/dense/vars/0": kernel, "layers/dense/vars/1": bias}
+    return dict(zip(HEAD_WEIGHTS, (kernel, bias), strict=True))
 
 
-def _write_classifier(tmp, model, head, backbone, tokenizer, preprocessor):
+def _write_task(tmp, model, declared, head, backbone, tokenizer, preprocessor):
+    """task.weights.h5, preprocessor.json (with a tokenizer) and task.json of the task preset `declared`."""
     _write_h5(os.path.join(tmp, TASK_WEIGHTS_FILE), head)
     packing = None
-    if tokenizer is not None:
-        packing = _serialized(CLASSIFIER_PREPROCESSOR, "bert_text_classifier_preprocessor", {
+    if tokenizer is not None and declared.preprocessor is not None:
+        packing = _serialized(*declared.preprocessor, {
             "tokenizer": tokenizer, "config_file": PREPROCESSOR_FILE,
             "sequence_length": preprocessor.seq_length, "truncate": "round_robin"})
         _write_json(tmp, PREPROCESSOR_FILE, packing)
-    if getattr(model, "labels", None):
-        logger.info("save_keras_hub: KerasHub's classifier has no label names; class i is %s", model.labels)
-    _write_json(tmp, TASK_FILE, _serialized(CLASSIFIER, "bert_text_classifier", {
-        "backbone": backbone, "preprocessor": packing, "num_classes": model.num_classes,
-        "activation": "linear", "dropout": model.dropout}))
+    _write_json(tmp, TASK_FILE, _serialized(declared.task, declared.module, {
+        "backbone": backbone, "preprocessor": packing, **declared.write(model)}))

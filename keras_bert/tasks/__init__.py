@@ -2,10 +2,10 @@
 Garden's official/nlp/tasks), so that the recipes only turn flags into these calls.
 
   <task>/                one folder per fine-tuning task: model.py (the model, its head, in-graph decoding),
-                         spec.py (its serving Options and its names), served.py (checks of its served
-                         answers), task.py (data files, metrics, prediction files of a run), its readers
-                         and metrics: classification/ (GLUE, CSV/TSV), squad/, ner/ (CoNLL),
-                         multiple_choice/ (SWAG)
+                         spec.py (its serving Options, its names, its transformers / KerasHub heads),
+                         served.py (checks of its served answers), task.py (data files, metrics,
+                         prediction files of a run), its readers and metrics: classification/ (GLUE,
+                         CSV/TSV), squad/, ner/ (CoNLL), multiple_choice/ (SWAG)
   registry.py            finds the task folders: shared code loops over their `TaskSpec`s
   finetuning.py          which model to build from which checkpoint, the checks of a model against the
                          vocab / sequence length / classes, the step arithmetic of a fine-tuning run, and

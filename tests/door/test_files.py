@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from keras_bert import BertClassifier, BertConfig, BertEncoder, save_huggingface, save_keras_hub
+from keras_bert.checkpoints import keras_hub_head
 from keras_bert.text import BertPreprocessor, BertTokenizer
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Hello", "hello", "WORLD", "world", "good", "bad", "!"]
@@ -105,6 +106,10 @@ def _break(kind, preset, tmp_path):
         _edit_json(preset, "task.json", lambda values: values["config"].update(num_classes="three"))
         return preset, (f"{os.path.join(preset, 'task.json')}: num_classes is 'three'; expected a positive "
                         f"integer")
+    if kind == "activation_sigmoid":
+        _edit_json(preset, "task.json", lambda values: values["config"].update(activation="sigmoid"))
+        return preset, (f"{os.path.join(preset, 'task.json')}: activation='sigmoid'; expected 'linear' or "
+                        f"'softmax'")
     vocabulary = os.path.join(preset, "assets", "tokenizer", "vocabulary.txt")
     if kind == "special_tokens_only":
         with open(vocabulary, "w") as f:
@@ -125,7 +130,8 @@ def _break(kind, preset, tmp_path):
 
 
 ROWS = ["random_bytes_keras", "config.json", "tokenizer.json", "task.json", "num_classes_three",
-        "special_tokens_only", "vocabulary_missing", "sequence_length_9999", "distilbert"]
+        "activation_sigmoid", "special_tokens_only", "vocabulary_missing", "sequence_length_9999",
+        "distilbert"]
 
 
 @pytest.mark.parametrize("kind", ROWS)
@@ -181,6 +187,16 @@ def test_a_preset_copy_without_its_task_loads_as_an_encoder(cased_preset, tmp_pa
     encoder = BertEncoder.from_pretrained(str(backbone))
     # No preprocessor.json: the default length, capped at the 32 position embeddings.
     assert encoder.preprocessor.seq_length == 32 and _ids(encoder.preprocessor)[:4] == [2, 5, 7, 3]
+
+
+def test_a_task_preset_no_folder_declares_loads_as_an_encoder(cased_preset, caplog):
+    """task.json of a KerasHub task that no task folder declares (`TaskSpec.keras_hub`): logged, no head."""
+    _edit_json(cased_preset, "task.json",
+               lambda values: values.update(registered_name="keras_hub>BertMaskedLM"))
+    with caplog.at_level("INFO", logger="keras_bert"):
+        assert keras_hub_head(cased_preset) is None
+    assert "task keras_hub>BertMaskedLM has no keras_bert counterpart" in caplog.text
+    assert BertEncoder.from_pretrained(cased_preset).preprocessor.seq_length == SEQ_LENGTH
 
 
 def test_every_from_pretrained_takes_the_same_arguments_in_the_same_order():

@@ -1,9 +1,10 @@
-"""What the classification task declares to shared code (`keras_bert.tasks.registry`): its serving Options
-and its distinctive names."""
+"""What the classification task declares to shared code (`keras_bert.tasks.registry`): its serving Options,
+its distinctive names, and its heads in transformers' and KerasHub's formats (interop.py)."""
 
 import dataclasses
 
 from keras_bert.models import options
+from keras_bert.tasks.classification import interop
 from keras_bert.tasks.registry import TaskSpec
 from keras_bert.text.windows import window_stride
 
@@ -35,4 +36,5 @@ class Options(options.Options):
         return window_stride(self.stride, seq_length)
 
 
-SPEC = TaskSpec(kind="classifier", names=("BertClassifier", "classifier", "long_text"), options=Options)
+SPEC = TaskSpec(kind="classifier", names=("BertClassifier", "classifier", "long_text"), options=Options,
+                huggingface=interop.HUGGINGFACE, keras_hub=interop.KERAS_HUB)

@@ -1,11 +1,11 @@
 """What the token classification task declares to shared code (`keras_bert.tasks.registry`): its serving
-Options and its distinctive names."""
+Options, its distinctive names and its transformers head (no KerasHub task preset)."""
 
 import dataclasses
 
 from keras_bert.models import options
 from keras_bert.tasks.ner.served import ENTITY_OUTPUTS
-from keras_bert.tasks.registry import TaskSpec
+from keras_bert.tasks.registry import HuggingFaceHead, TaskSpec
 from keras_bert.text.windows import window_stride
 
 # word_start / word_end are also the word splitter's terms (keras_bert/text): not this task's alone.
@@ -37,4 +37,8 @@ class Options(options.Options):
 
 SPEC = TaskSpec(kind="token_classifier", names=("BertTokenClassifier", "token_classifier", "word_tags",
                                                 *ENTITY_OUTPUTS, *WORD_OUTPUTS),
-                options=Options)
+                options=Options,
+                # Built without the pooler; transformers' state-dict prefix is "classifier" (a foreign key).
+                huggingface=HuggingFaceHead(architecture="BertForTokenClassification",
+                                            layer="token_classifier", prefix="classifier", pooler=False,
+                                            labelled=True))

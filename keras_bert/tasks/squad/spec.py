@@ -1,10 +1,10 @@
 """What the span labeling (SQuAD) task declares to shared code (`keras_bert.tasks.registry`): its serving
-Options and its distinctive names."""
+Options, its distinctive names and its transformers head (no KerasHub task preset)."""
 
 import dataclasses
 
 from keras_bert.models import options
-from keras_bert.tasks.registry import TaskSpec
+from keras_bert.tasks.registry import HuggingFaceHead, TaskSpec
 from keras_bert.tasks.squad.answers import AnswerRules
 from keras_bert.tasks.squad.served import ANSWER_OUTPUTS, NULL_OUTPUTS
 
@@ -36,4 +36,6 @@ SPEC = TaskSpec(kind="span_labeler",
                 names=("BertSpanLabeler", "span_labeler", QUESTION_CONTEXT, "AnswerRules", "answer_rules",
                        "nbest", *(field.name for field in dataclasses.fields(AnswerRules)),
                        *ANSWER_OUTPUTS[:3], *NULL_OUTPUTS, *NBEST_OUTPUTS),
-                options=Options, forms=(QUESTION_CONTEXT,))
+                options=Options, forms=(QUESTION_CONTEXT,),
+                huggingface=HuggingFaceHead(architecture="BertForQuestionAnswering", layer="span_head",
+                                            prefix="qa_outputs", pooler=False))
