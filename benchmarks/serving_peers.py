@@ -308,9 +308,9 @@ def run_all(args):
         texts_path = os.path.join(workdir, "texts.json")
         with open(texts_path, "w", encoding="utf-8") as f:
             json.dump(sentence_texts(), f)
-        runs = {impl: [] for impl in IMPLS}
+        runs = {impl: [] for impl in args.only or IMPLS}
         for _ in range(args.rounds):
-            for impl in IMPLS:
+            for impl in runs:
                 flags = [f"--impl={impl}", *child_flags(args), f"--texts={texts_path}",
                          f"--embeddings={os.path.join(workdir, impl + '.npy')}"]
                 runs[impl].append(common.run_subprocess("serving_peers", flags, timeout=1200))
@@ -423,6 +423,8 @@ def command_line():
     """This script's flags (`--help` prints them with the module docstring)."""
     parser = common.argument_parser(__doc__)
     parser.add_argument("--impl", choices=["all", *IMPLS], default="all")
+    parser.add_argument("--only", type=common.comma_separated(str), default=None,
+                        help="all: these implementations only, comma-separated (default: every one)")
     parser.add_argument("--repeats", type=int, default=20, help="timed calls per batch size")
     parser.add_argument("--rounds", type=int, default=2, help="all: rounds over the implementations")
     parser.add_argument("--clients", type=common.comma_separated(int),
@@ -438,7 +440,12 @@ def command_line():
 
 
 def main(argv=None):
-    args = command_line().parse_args(argv)
+    parser = command_line()
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.only or ()) - set(IMPLS))
+    if unknown:
+        parser.error(f"--only: unknown implementation(s) {', '.join(unknown)}; "
+                     f"choose from {', '.join(IMPLS)}")
     if args.impl == "all":
         results = run_all(args)
         print(markdown(results), flush=True)
