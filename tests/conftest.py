@@ -41,18 +41,6 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
-@pytest.fixture(scope="module")
-def two_buckets():
-    """Served graphs with 2 length buckets instead of buckets.MAX_BUCKETS (each bucket is one more copy of
-    the model in the graph: tracing, export and the C++ loader's load cost about that much more), for the
-    modules that check serving, not the buckets (tests/export/test_dynamic_length.py keeps them all)."""
-    from keras_bert.models import buckets
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(buckets, "MAX_BUCKETS", 2)
-        yield
-
-
 def pytest_collection_finish(session):
     """Freezes the heap of the imports and the collected tests: Python's full collections and the gc.collect()
     Keras runs (per layer in quantize, per deleted variable) then skip its half-million objects."""

@@ -41,15 +41,12 @@ def model_outputs(model, inputs, preprocessor, function=None):
     return bucketed(function, inputs, getattr(model, "serving_pad_values", None))
 
 
-def bucketed(function, inputs, pad_values=None, max_buckets=None, min_rows=None):
+def bucketed(function, inputs, pad_values=None, max_buckets=MAX_BUCKETS, min_rows=MIN_ROWS):
     """`function(inputs)` (encoder inputs -> a tensor or dict of tensors, batch first) run on length
     buckets of the rows of `inputs` (dict of int32 [b, seq] or [b, choices, seq], padded to the batch's
     longest), answers in input order. An output with a sequence axis where the inputs have theirs
     (static size None there) is padded back to the batch's length with `pad_values[name]` (default 0 or
-    b""). `max_buckets` 1 runs `function` once on `inputs`; None (both) reads MAX_BUCKETS / MIN_ROWS when
-    the graph is traced (a test sets fewer buckets where it is not about them)."""
-    max_buckets = MAX_BUCKETS if max_buckets is None else max_buckets
-    min_rows = MIN_ROWS if min_rows is None else min_rows
+    b""). `max_buckets` 1 runs `function` once on `inputs`."""
     if max_buckets <= 1:
         return function(inputs)
     seq_axis = inputs["input_mask"].shape.rank - 1

@@ -19,8 +19,6 @@ from keras_bert.export import servability
 from keras_bert.tasks.squad.answers import AnswerRules
 from tests.harness import run_task_test
 
-pytestmark = pytest.mark.usefixtures("two_buckets")
-
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox", "jump", "##s", "over",
          "lazy", "dog", ".", ",", "a", "is", "hello", "world", "##ing", "?", "what", "who", "ann", "paris"]
 SEQ_LENGTH = 16
