@@ -14,8 +14,8 @@ the student's layer outputs from the teacher's layers they stand for, through a 
 the widths differ). Nothing here knows a task: what a task distills is its model's outputs (softmax over
 their last axis; a one-wide output, a regression value, by squared error) over the positions of its
 `distillation_mask(inputs)`. Unlabelled examples have zero sample weight: the teacher labels them in the
-step (its outputs are computed once per batch, inside the compiled step), only the distillation terms learn
-from them. See docs/distillation.md.
+step (its outputs are computed once per batch, inside the compiled step, or read from a cache:
+keras_bert/teacher_cache.py), only the distillation terms learn from them. See docs/distillation.md.
 """
 
 import keras
@@ -30,6 +30,8 @@ from keras_bert.models.pretrained import check_agrees, check_seq_length, check_v
 
 DEFAULT_TEMPERATURE = 2.0
 DEFAULT_ALPHA = 0.5
+# Keys of a batch's inputs that carry the teacher's outputs read from a cache (keras_bert/teacher_cache.py).
+CACHED_OUTPUTS, CACHED_HIDDEN = "teacher_outputs", "teacher_hidden"
 
 
 def spread_layers(num_teacher_layers, num_student_layers):
@@ -252,12 +254,23 @@ class TaskDistiller(ChoosesExecution, keras.distillation.Distiller):
         """The student's encoder (its dtype policy chooses the execution; its config is the run's)."""
         return self.student.encoder
 
+    def teacher_features(self, inputs):
+        """{"outputs": the teacher's outputs, "hidden": {str(i): layer i's output}, for the layers that the
+        hidden-state term reads (none without it)}, in float32: what a step distils, or a cache holds."""
+        teacher = self._teacher_features(inputs, training=False)
+        hidden = {str(i): tf.cast(teacher["hidden"][i], tf.float32)
+                  for i in (sorted(set(self.layer_map)) if self.hidden_weight else [])}
+        return {"outputs": tf.nest.map_structure(lambda t: tf.cast(t, tf.float32), teacher["outputs"]),
+                "hidden": hidden}
+
     def call(self, inputs, training=None):
+        inputs, _ = _split_cached(inputs)
         if self._student_features is None:
             return self.student(inputs, training=training)
         return self._student_features(inputs, training=training)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        x, cached = _split_cached(x)
         if y_pred is None:
             y_pred = self(x, training=training)
         features = y_pred if self._student_features is not None else {"outputs": y_pred, "hidden": []}
@@ -267,7 +280,8 @@ class TaskDistiller(ChoosesExecution, keras.distillation.Distiller):
             student_loss = self._gold_loss(y, outputs, sample_weight)
         distillation_loss = 0.0
         if self.student_loss_weight < 1.0:
-            teacher = self._teacher_features(x, training=False)
+            teacher = cached or self.teacher_features(x)  # cached: the teacher is not run
+            teacher = dict(teacher, hidden={int(i): h for i, h in teacher["hidden"].items()})
             first = keras.tree.flatten(outputs)[0]
             terms = [self.distillation_losses[0].compute_loss(
                 teacher["outputs"], outputs, mask=_mask(self.student, x, first))]
@@ -326,6 +340,14 @@ class TaskDistiller(ChoosesExecution, keras.distillation.Distiller):
         teacher = keras.saving.deserialize_keras_object(config.pop("teacher"))
         student = keras.saving.deserialize_keras_object(config.pop("student"))
         return cls(teacher, student, **config)
+
+
+def _split_cached(x):
+    """(the model inputs of batch inputs `x`, the teacher features cached with them or None)."""
+    if not isinstance(x, dict) or CACHED_OUTPUTS not in x:
+        return x, None
+    x = dict(x)
+    return x, {"outputs": x.pop(CACHED_OUTPUTS), "hidden": x.pop(CACHED_HIDDEN, {})}
 
 
 def distillation_dataset(teacher, x, y=None, sample_weight=None, unlabeled=None, batch_size=32, shuffle=True,

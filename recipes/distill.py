@@ -9,7 +9,8 @@ The student (`keras_bert.distillation.make_student`): --student_layers=k of the 
 its depth (embeddings, pooler and head copied), or a fresh encoder of --student_preset / --student_config;
 it keeps the teacher's preprocessor and labels. It learns from the gold labels (weight --alpha) and from the
 teacher's outputs at --temperature (1 - alpha), optionally its layers' outputs too (--hidden_weight), and
-from --unlabeled_file's lines labelled by the teacher in the step. Data: as run_classifier's,
+from --unlabeled_file's lines labelled by the teacher in the step (--cache_teacher: once, before the first
+step, into output_dir/teacher_cache.tfrecord, which a resumed run reuses). Data: as run_classifier's,
 --task_name=<GLUE task> with --data_dir, or --task_name=custom with --train_file/--eval_file.
 
 Writes to --output_dir: model.keras (the student: serves and exports like any classifier), eval_results.json
@@ -33,7 +34,7 @@ FLAGS = flags.FLAGS
 common.define_execution_flags(model_dir="runs/distill")
 flags.DEFINE_alias("output_dir", "model_dir")
 shared_flags.define("teacher", "student_layers", "student_preset", "student_config", "temperature", "alpha",
-                    "hidden_weight", "unlabeled_file", "num_train_epochs", "eval_batch_size",
+                    "hidden_weight", "unlabeled_file", "cache_teacher", "num_train_epochs", "eval_batch_size",
                     "warmup_proportion", "num_warmup_steps", "weight_decay", "clip_global_norm",
                     "save_checkpoints_steps", train_batch_size=32, learning_rate=5e-5)
 shared_flags.required("teacher")
@@ -132,6 +133,19 @@ def evaluate(task, model, name):
     return results
 
 
+def cached_teacher(distiller, rows, seed):
+    """--cache_teacher: batches of the training rows with the teacher's outputs read from
+    output_dir/teacher_cache.tfrecord (written first when missing or of another teacher or data files)."""
+    from keras_bert.teacher_cache import file_fingerprint, teacher_cache
+
+    task = (FLAGS.task_name or "custom").lower()
+    data = FLAGS.train_file if task == "custom" else FLAGS.data_dir
+    fingerprint = {"teacher": file_fingerprint([FLAGS.teacher]), "task": task,
+                   "data": file_fingerprint([data, FLAGS.unlabeled_file])}
+    path = os.path.join(FLAGS.output_dir, "teacher_cache.tfrecord")
+    return teacher_cache(distiller, rows, path, fingerprint, batch_size=FLAGS.train_batch_size, seed=seed)
+
+
 def main(argv):
     del argv
     from keras_bert.checkpoints import save_without_optimizer
@@ -166,13 +180,17 @@ def main(argv):
     if step < num_train_steps:
         seed = FLAGS.seed + step  # a resumed run does not replay the order already seen
 
+        shuffle = not FLAGS.cache_teacher  # the cache holds the rows in order, shuffles them when read
+
         def batches(examples, with_labels=True):
             return features.classification_dataset(
                 examples, teacher.preprocessor, task.label_list, task.is_regression, FLAGS.train_batch_size,
-                shuffle=True, seed=seed, with_labels=with_labels)
+                shuffle=shuffle, seed=seed, with_labels=with_labels)
 
-        data = distillation_dataset(teacher, batches(task.train),
+        data = distillation_dataset(teacher, batches(task.train), shuffle=shuffle,
                                     unlabeled=batches(unlabeled, False) if unlabeled else None, seed=seed)
+        if FLAGS.cache_teacher:
+            data = cached_teacher(distiller, data, seed)
         every = min(FLAGS.save_checkpoints_steps, num_train_steps)
         distiller.fit(data.repeat(), epochs=-(-num_train_steps // every), initial_epoch=step // every,
                       steps_per_epoch=every, verbose=2,

@@ -193,6 +193,9 @@ CONCEPTS = {
                              "layers they stand for) beside the output term's 1; 0: off.", NON_NEGATIVE),
     "unlabeled_file": Concept("string", None, "Text the teacher labels for the student: one example a line "
                               "(a pair task: text_a<TAB>text_b).", (existing_file,)),
+    "cache_teacher": Concept("bool", False, "Compute the teacher's outputs over the training data once, into "
+                             "<output_dir>/teacher_cache.tfrecord (reused by a resumed run, rewritten when "
+                             "written for another teacher or other data); the steps do not run the teacher."),
     # Pre-training data.
     "max_predictions_per_seq": Concept("integer", 20, "Masked positions per sequence.", POSITIVE),
     "masked_lm_prob": Concept("float", 0.15, "Fraction of tokens masked.", (within(0, 1),)),

@@ -1,5 +1,6 @@
 """recipes/distill end to end on a tiny custom classification task, in this process: a teacher saved here,
-distilled into a 1-layer student with unlabelled text; the run resumes; bad students are one line."""
+distilled into a 1-layer student with unlabelled text; the run resumes (on cached teacher outputs); bad
+students are one line."""
 
 import csv
 import json
@@ -59,10 +60,12 @@ def test_distill_writes_a_serving_student_and_resumes(run_in_process, files, tmp
     assert type(student) is BertClassifier and student.encoder.config.num_hidden_layers == 1
     assert student.labels == ["money", "pets"] and student.preprocessor.seq_length == 16
     assert set(student.serve({"text": ["the cat sat"]})["label"]) <= {b"money", b"pets"}
-    # The same command with more epochs continues from the last checkpoint.
+    # The same command with more epochs continues from the last checkpoint (its teacher outputs cached once,
+    # in a TFRecord that the resumed epochs read).
     status, stderr = run_in_process("distill", *_flags(files, out, "--student_layers=1", unlabeled,
-                                                       "--num_train_epochs=2"))
+                                                       "--num_train_epochs=2", "--cache_teacher"))
     assert status is None, stderr  # main returned
+    assert os.path.getsize(os.path.join(out, "teacher_cache.tfrecord")) > 0
     # Resumed at step 3 (saved by the first run at its end), not started again (which would keep ckpt-2).
     assert os.path.exists(os.path.join(out, "checkpoints", "ckpt-3.index"))
     assert not os.path.exists(os.path.join(out, "checkpoints", "ckpt-2.index"))
