@@ -193,6 +193,9 @@ CONCEPTS = {
                              "layers they stand for) beside the output term's 1; 0: off.", NON_NEGATIVE),
     "unlabeled_file": Concept("string", None, "Text the teacher labels for the student: one example a line "
                               "(a pair task: text_a<TAB>text_b).", (existing_file,)),
+    "augment": Concept("integer", 0, "New texts per training and unlabelled text for the teacher to label "
+                       "(words masked / swapped, n-gram spans: distillation.augment_texts); 0: off.",
+                       NON_NEGATIVE),
     # Pre-training data.
     "max_predictions_per_seq": Concept("integer", 20, "Masked positions per sequence.", POSITIVE),
     "masked_lm_prob": Concept("float", 0.15, "Fraction of tokens masked.", (within(0, 1),)),
