@@ -400,3 +400,29 @@ def _zeros(inputs, specs):
         return tf.zeros(tf.stack(dims), spec.dtype)
 
     return tf.nest.map_structure(zeros, specs)
+
+
+def augment_texts(texts, factor, seed=0, mask_prob=0.1, swap_prob=0.1, ngram_prob=0.25, words=None,
+                  mask_token="[MASK]"):
+    """`factor` new texts per text of `texts` for the teacher to label (Tang et al. 2019's augmentation):
+    each word, with `mask_prob` made `mask_token`, else with `swap_prob` swapped for a random word of
+    `words` (default: the words of `texts`); then with `ngram_prob` the text cut to a random n-gram of
+    it (n of 1..5). Deterministic given `seed`; whitespace-split words, joined by one space."""
+    if factor < 0 or not 0 <= mask_prob + swap_prob <= 1 or not 0 <= ngram_prob <= 1:
+        raise ValueError(f"augment_texts: factor={factor}, mask_prob={mask_prob}, swap_prob={swap_prob}, "
+                         f"ngram_prob={ngram_prob}; expected factor >= 0 and probabilities in [0, 1]")
+    rng = np.random.default_rng(seed)
+    split = [text.split() for text in texts]
+    vocab = list(words) if words is not None else [word for text in split for word in text]
+    out = []
+    for _ in range(factor):
+        for text in split:
+            draws, picks = rng.random(len(text)), rng.integers(0, max(len(vocab), 1), len(text))
+            new = [mask_token if draw < mask_prob else vocab[pick] if draw < mask_prob + swap_prob else word
+                   for word, draw, pick in zip(text, draws, picks, strict=True)]
+            if len(new) > 1 and rng.random() < ngram_prob:
+                n = int(rng.integers(1, min(5, len(new)) + 1))
+                start = int(rng.integers(0, len(new) - n + 1))
+                new = new[start:start + n]
+            out.append(" ".join(new))
+    return out

@@ -34,7 +34,8 @@ FLAGS = flags.FLAGS
 common.define_execution_flags(model_dir="runs/distill")
 flags.DEFINE_alias("output_dir", "model_dir")
 shared_flags.define("teacher", "student_layers", "student_preset", "student_config", "temperature", "alpha",
-                    "hidden_weight", "unlabeled_file", "cache_teacher", "num_train_epochs", "eval_batch_size",
+                    "hidden_weight", "unlabeled_file", "cache_teacher", "augment", "num_train_epochs",
+                    "eval_batch_size",
                     "warmup_proportion", "num_warmup_steps", "weight_decay", "clip_global_norm",
                     "save_checkpoints_steps", train_batch_size=32, learning_rate=5e-5)
 shared_flags.required("teacher")
@@ -122,6 +123,20 @@ def unlabeled_examples(pairs):
     return examples
 
 
+def augmented_examples(examples):
+    """--augment new examples per example (`augment_texts`, both texts of a pair alike), without labels."""
+    from keras_bert.data.classification import ClassificationExample
+    from keras_bert.distillation import augment_texts
+
+    if not FLAGS.augment:
+        return []
+    text_a = augment_texts([e.text_a for e in examples], FLAGS.augment, seed=FLAGS.seed)
+    text_b = (augment_texts([e.text_b for e in examples], FLAGS.augment, seed=FLAGS.seed + 1)
+              if examples[0].text_b is not None else [None] * len(text_a))
+    return [ClassificationExample(f"augmented-{i}", a, b)
+            for i, (a, b) in enumerate(zip(text_a, text_b, strict=True))]
+
+
 def evaluate(task, model, name):
     results = {}
     for split, examples in task.evals:
@@ -141,7 +156,8 @@ def cached_teacher(distiller, rows, seed):
     task = (FLAGS.task_name or "custom").lower()
     data = FLAGS.train_file if task == "custom" else FLAGS.data_dir
     fingerprint = {"teacher": file_fingerprint([FLAGS.teacher]), "task": task,
-                   "data": file_fingerprint([data, FLAGS.unlabeled_file])}
+                   "data": file_fingerprint([data, FLAGS.unlabeled_file]),
+                   "augment": [FLAGS.augment, FLAGS.seed]}  # the augmented texts depend on both
     path = os.path.join(FLAGS.output_dir, "teacher_cache.tfrecord")
     return teacher_cache(distiller, rows, path, fingerprint, batch_size=FLAGS.train_batch_size, seed=seed)
 
@@ -164,6 +180,7 @@ def main(argv):
             distiller = TaskDistiller(teacher, student, temperature=FLAGS.temperature, alpha=FLAGS.alpha,
                                       hidden_weight=FLAGS.hidden_weight)
         unlabeled = unlabeled_examples(task.train[0].text_b is not None) if FLAGS.unlabeled_file else []
+        unlabeled += augmented_examples(task.train + unlabeled)
         steps_per_epoch, num_train_steps, num_warmup_steps = finetuning_steps(
             len(task.train) + len(unlabeled), FLAGS.train_batch_size, FLAGS.num_train_epochs,
             FLAGS.warmup_proportion, FLAGS.num_warmup_steps)

@@ -196,6 +196,9 @@ CONCEPTS = {
     "cache_teacher": Concept("bool", False, "Compute the teacher's outputs over the training data once, into "
                              "<output_dir>/teacher_cache.tfrecord (reused by a resumed run, rewritten when "
                              "written for another teacher or other data); the steps do not run the teacher."),
+    "augment": Concept("integer", 0, "New texts per training and unlabelled text for the teacher to label "
+                       "(words masked / swapped, n-gram spans: distillation.augment_texts); 0: off.",
+                       NON_NEGATIVE),
     # Pre-training data.
     "max_predictions_per_seq": Concept("integer", 20, "Masked positions per sequence.", POSITIVE),
     "masked_lm_prob": Concept("float", 0.15, "Fraction of tokens masked.", (within(0, 1),)),

@@ -185,3 +185,20 @@ def test_replicas_each_return_their_share_of_the_global_loss(tmp_path):
     # Summed over the replicas (as their gradients are), the whole batch's loss.
     total = sum(float(v) for v in strategy.experimental_local_results(shares))
     assert total == pytest.approx(whole, rel=1e-5)
+
+
+def test_augment_texts_is_deterministic_and_masks_swaps_and_cuts_at_the_given_rates():
+    texts = [" ".join(WORDS)] * 50  # 18 words each
+    out = distillation.augment_texts(texts, 2, seed=3, mask_prob=0.2, swap_prob=0.0, ngram_prob=0.0)
+    assert out == distillation.augment_texts(texts, 2, seed=3, mask_prob=0.2, swap_prob=0.0, ngram_prob=0.0)
+    assert out != distillation.augment_texts(texts, 2, seed=4, mask_prob=0.2, swap_prob=0.0, ngram_prob=0.0)
+    assert len(out) == 100
+    words = [word for text in out for word in text.split()]
+    assert len(words) == 100 * 18 and 0.15 < words.count("[MASK]") / len(words) < 0.25
+    swapped = distillation.augment_texts(texts, 1, seed=0, mask_prob=0.0, swap_prob=1.0, ngram_prob=0.0,
+                                         words=["zebra"])
+    assert swapped == ["zebra " * 17 + "zebra"] * 50
+    cut = distillation.augment_texts(texts, 1, seed=0, mask_prob=0.0, swap_prob=0.0, ngram_prob=1.0)
+    assert all(1 <= len(text.split()) <= 5 and text in texts[0] for text in cut)
+    with pytest.raises(ValueError, match="mask_prob=0.8, swap_prob=0.5"):
+        distillation.augment_texts(texts, 1, mask_prob=0.8, swap_prob=0.5)

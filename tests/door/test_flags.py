@@ -72,6 +72,7 @@ BAD = [
     ("--alpha=1.5", ("distill",), "must be in [0, 1]"),
     ("--hidden_weight=-1", ("distill",), "must be at least 0"),
     ("--unlabeled_file={missing}", ("distill",), "no such file"),
+    ("--augment=-1", ("distill",), "must be at least 0"),
     ("--num_train_steps=0", ("pretrain", "quickstart"), "must be at least 1"),
     ("--max_seq_length=1", (*TRAINING, "create_pretraining_data", "quickstart", "export.export_saved_model"),
      "must be at least 3"),

@@ -79,3 +79,14 @@ def test_a_student_deeper_than_the_teacher_is_one_line(run_in_process, files, tm
     assert stderr.startswith("error: student_layers=3; expected 1 <= student_layers <= the teacher's 2 "
                              "layers")
     assert "--student_layers=3" in stderr and not (tmp_path / "out").exists()
+
+
+def test_augment_adds_teacher_labelled_texts(run_in_process, files, tmp_path):
+    out = str(tmp_path / "out")
+    unlabeled = f"--unlabeled_file={files['unlabeled.txt']}"
+    status, stderr = run_in_process("distill", *_flags(files, out, "--student_layers=1", "--augment=1",
+                                                       "--num_train_epochs=1", unlabeled))
+    assert status is None, stderr  # main returned
+    with open(os.path.join(out, "eval_results.json")) as f:
+        # 6 labelled + 3 unlabelled + one augmented text of each (9): 18 examples in batches of 4, 1 epoch
+        assert json.load(f)["global_step"] == 5
