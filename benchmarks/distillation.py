@@ -33,13 +33,15 @@ SEQ_LENGTH = 64  # the snippets' median is 18 words, the longest 53: 64 pieces h
 BATCH_SIZE = 32
 TEACHER_FLAGS = ["--num_train_epochs=3", "--learning_rate=5e-5"]
 STUDENT_FLAGS = ["--student_layers=2", "--num_train_epochs=3", "--learning_rate=1e-4"]
-# The ablation: each variant adds one thing to the one before it.
+# The ablation: each variant adds one thing to the one before it (the first four at alpha 0.5).
 VARIANTS = {
     "gold": ["--alpha=1"],  # the task loss on gold labels only: a 2-layer model fine-tuned
-    "logits": [],  # + temperature-scaled logits distillation (--alpha, --temperature)
-    "hidden": ["--hidden_weight=1"],  # + hidden states (student layer i vs the teacher's layer it came from)
+    "logits": ["--alpha=0.5"],  # + temperature-scaled logits distillation (--alpha, --temperature)
+    "hidden": ["--alpha=0.5", "--hidden_weight=1"],  # + hidden states (student layer i vs its teacher layer)
     # logits + the unused training texts, labelled by the teacher in the step (hidden states off: no gain)
-    "unlabeled": ["--unlabeled_file={work}/unlabeled.txt"],
+    "unlabeled": ["--alpha=0.5", "--unlabeled_file={work}/unlabeled.txt"],
+    # + 2 augmented texts per text (all of them labelled by the teacher, once: --cache_teacher), alpha 0.2
+    "augmented": ["--alpha=0.2", "--unlabeled_file={work}/unlabeled.txt", "--augment=2", "--cache_teacher"],
 }
 LATENCY_BATCHES = (1, 8, 32)
 
@@ -83,7 +85,7 @@ def train_student(work, variant, extra):
     flags = [flag.format(work=work) for flag in VARIANTS[variant]]
     return _train("recipes.distill",
                   [*data, f"--teacher={work}/teacher/model.keras", f"--train_batch_size={BATCH_SIZE}",
-                   *STUDENT_FLAGS, *extra, *flags], os.path.join(work, f"student_{variant}"))
+                   *STUDENT_FLAGS, *flags, *extra], os.path.join(work, f"student_{variant}"))
 
 
 def _directory_mb(path):
@@ -153,7 +155,10 @@ def command_line():
     parser.add_argument("--variants", type=common.comma_separated(), default=list(VARIANTS),
                         help=f"students to train, comma-separated, of {list(VARIANTS)}")
     parser.add_argument("--temperature", type=float, default=None, help="recipes.distill --temperature")
-    parser.add_argument("--alpha", type=float, default=None, help="recipes.distill --alpha (not 'gold')")
+    parser.add_argument("--alpha", type=float, default=None,
+                        help="recipes.distill --alpha (overrides the variant's)")
+    parser.add_argument("--num_train_epochs", type=int, default=None,
+                        help="recipes.distill --num_train_epochs (default 3)")
     parser.add_argument("--repeats", type=int, default=20, help="timed calls per model and batch size")
     return parser
 
@@ -179,7 +184,7 @@ def main(argv=None):
         if args.run in ("all", "teacher"):
             results["training"]["teacher"] = train_teacher(work)
         if args.run in ("all", "students"):
-            extra = [f"--{name}={value}" for name in ("temperature", "alpha")
+            extra = [f"--{name}={value}" for name in ("temperature", "alpha", "num_train_epochs")
                      if (value := getattr(args, name)) is not None]
             for variant in args.variants:
                 print(f"... student {variant}", flush=True)

@@ -37,7 +37,7 @@ shared_flags.define("teacher", "student_layers", "student_preset", "student_conf
                     "hidden_weight", "unlabeled_file", "cache_teacher", "augment", "num_train_epochs",
                     "eval_batch_size",
                     "warmup_proportion", "num_warmup_steps", "weight_decay", "clip_global_norm",
-                    "save_checkpoints_steps", train_batch_size=32, learning_rate=5e-5)
+                    "save_checkpoints_steps", "learning_rate", train_batch_size=32)
 shared_flags.required("teacher")
 flags.DEFINE_string("task_name", None, "A GLUE task (CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI) "
                     "read from --data_dir, or 'custom' (the default) for --train_file/--eval_file.")

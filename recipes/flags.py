@@ -187,7 +187,7 @@ CONCEPTS = {
     "student_config": Concept("string", None, "Student: a fresh encoder of this bert_config.json (the "
                               "teacher's vocab_size).", (existing_file,)),
     "temperature": Concept("float", 2.0, "Softmax temperature of the distilled outputs.", (above(0),)),
-    "alpha": Concept("float", 0.5, "Weight of the gold-label task loss; 1 - alpha weighs the distillation "
+    "alpha": Concept("float", 0.2, "Weight of the gold-label task loss; 1 - alpha weighs the distillation "
                      "terms.", (within(0, 1),)),
     "hidden_weight": Concept("float", 0.0, "Weight of the hidden-state term (student layers vs the teacher "
                              "layers they stand for) beside the output term's 1; 0: off.", NON_NEGATIVE),
@@ -196,7 +196,7 @@ CONCEPTS = {
     "cache_teacher": Concept("bool", False, "Compute the teacher's outputs over the training data once, into "
                              "<output_dir>/teacher_cache.tfrecord (reused by a resumed run, rewritten when "
                              "written for another teacher or other data); the steps do not run the teacher."),
-    "augment": Concept("integer", 0, "New texts per training and unlabelled text for the teacher to label "
+    "augment": Concept("integer", 2, "New texts per training and unlabelled text for the teacher to label "
                        "(words masked / swapped, n-gram spans: distillation.augment_texts); 0: off.",
                        NON_NEGATIVE),
     # Pre-training data.

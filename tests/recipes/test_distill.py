@@ -41,7 +41,7 @@ def files(tmp_path):
 def _flags(files, out, *extra):
     return [f"--teacher={files['teacher.keras']}", f"--train_file={files['train.csv']}",
             f"--eval_file={files['dev.csv']}", f"--output_dir={out}", "--train_batch_size=4",
-            "--eval_batch_size=4", "--nojit_compile", "--save_checkpoints_steps=2", *extra]
+            "--eval_batch_size=4", "--nojit_compile", "--save_checkpoints_steps=2", "--augment=0", *extra]
 
 
 def test_distill_writes_a_serving_student_and_resumes(run_in_process, files, tmp_path):
