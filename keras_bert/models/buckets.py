@@ -2,24 +2,27 @@
 
 A raw-text batch is packed to its longest row, so every row pays for the longest. `bucketed` runs a model
 function on rows grouped by length instead: it sorts the rows by their number of real tokens, splits them
-into up to `MAX_BUCKETS` consecutive groups of at least `MIN_ROWS` rows, cuts each group's padding down
-to its own longest row rounded up to `LENGTH_MULTIPLE`, runs the function on each group, pads outputs
-with a sequence axis back to the batch's length and restores the input order. Padding never changes a
-real token's output, so the answers are those of one text at a time (floats within 1e-5).
+into at most `MAX_BUCKETS` consecutive groups, cuts each group's padding down to its own longest row
+rounded up to `LENGTH_MULTIPLE`, runs the function on each group, pads outputs with a sequence axis back
+to the batch's length and restores the input order. Padding never changes a real token's output, so the
+answers are those of one text at a time (floats within 1e-5).
 
-Every group is one more run of the model in the graph, and a run has a fixed cost (TF's per-op cost, the
-weight reads of small matmuls), so groups are only formed where each has `MIN_ROWS` rows; a batch below
-2 * MIN_ROWS runs as one group (as without buckets). The counts are chosen by measurement
-(benchmarks/README.md, "Length buckets"). The groups are unrolled in the graph (no control flow: the
-served fusions of docs/serving.md hold in each), and a group left empty by a small batch skips its run.
+Every group is one more run of the model, and a run has a fixed cost (TF's per-op cost, the weight reads
+of small matmuls) as well as one per token, so the split is the cheapest under that cost
+(`group_bounds`: rows x cut tokens per group plus `RUN_COST` tokens a run): a batch of alike texts runs as
+one group, a batch with a long tail splits where the padding saved pays for another run. The constants
+are measured (benchmarks/README.md, "Length buckets"). The groups are unrolled in the graph (no control
+flow inside them: the served fusions of docs/serving.md hold in each), and an empty group skips its run.
 """
 
 import tensorflow as tf
 
 # Served text is packed to a multiple of this (fewer distinct shapes); keras_bert.models.serving uses it.
 LENGTH_MULTIPLE = 8
-MAX_BUCKETS = 4
-MIN_ROWS = 4
+MAX_BUCKETS = 8
+# The fixed cost of one run of the model in tokens of a batch: 30-60 measured (MiniLM-L6, float32, AVX2);
+# 32 and 64 cost the same per text within 3% at batch 8, 32 and 64 (benchmarks/README.md).
+RUN_COST = 32
 
 
 def row_lengths(inputs):
@@ -41,42 +44,78 @@ def model_outputs(model, inputs, preprocessor, function=None):
     return bucketed(function, inputs, getattr(model, "serving_pad_values", None))
 
 
-def bucketed(function, inputs, pad_values=None, max_buckets=MAX_BUCKETS, min_rows=MIN_ROWS):
+def bucketed(function, inputs, pad_values=None, max_buckets=MAX_BUCKETS, run_cost=None):
     """`function(inputs)` (encoder inputs -> a tensor or dict of tensors, batch first) run on length
     buckets of the rows of `inputs` (dict of int32 [b, seq] or [b, choices, seq], padded to the batch's
-    longest), answers in input order. An output with a sequence axis where the inputs have theirs
-    (static size None there) is padded back to the batch's length with `pad_values[name]` (default 0 or
-    b""). `max_buckets` 1 runs `function` once on `inputs`."""
+    longest), answers in input order: the groups of `group_bounds` (at most `max_buckets`, `run_cost` the
+    fixed cost of a run in tokens, default `RUN_COST`). An output with a sequence axis where the inputs have
+    theirs (static size None there) is padded back to the batch's length with `pad_values[name]` (default 0
+    or b"").
+    `max_buckets` 1 runs `function` once on `inputs`."""
     if max_buckets <= 1:
         return function(inputs)
-    seq_axis = inputs["input_mask"].shape.rank - 1
-    width = tf.shape(inputs["input_mask"])[-1]
+    mask = inputs["input_mask"]
+    seq_axis = mask.shape.rank - 1
+    width = tf.shape(mask)[-1]
     lengths = row_lengths(inputs)
-    num_rows = tf.shape(lengths)[0]
     order = tf.argsort(lengths, stable=True)
-    sorted_lengths = tf.gather(lengths, order)
-    # Equal groups of the sorted rows, at least `min_rows` each: fewer (down to one) for a small batch.
-    groups = tf.clip_by_value(num_rows // min_rows, 1, max_buckets)
-    per_group = -(-num_rows // groups)
+    # A row of a multiple-choice batch is `choices` sequences of the group's length.
+    sequences_per_row = tf.reduce_prod(tf.shape(mask)[1:-1])
+    bounds = group_bounds(tf.gather(lengths, order), max_buckets,
+                          RUN_COST if run_cost is None else run_cost, sequences_per_row)
     outputs = []
     for group in range(max_buckets):
-        start = tf.minimum(group * per_group, num_rows)
-        end = tf.minimum(start + per_group, num_rows)
-        # The group's longest row (0 for an empty group: a gather would fail on an empty batch).
-        longest = tf.reduce_max(tf.concat([[0], sorted_lengths[start:end]], 0))
-        outputs.append(_group_outputs(function, inputs, order[start:end], longest, width, seq_axis,
-                                      pad_values or {}))
+        start, end = bounds[group], bounds[group + 1]
+        outputs.append(_group_outputs(function, inputs, order[start:end], bounds[group + max_buckets + 1],
+                                      width, seq_axis, pad_values or {}))
     back = tf.math.invert_permutation(order)
     if isinstance(outputs[0], dict):
         return {name: tf.gather(tf.concat([out[name] for out in outputs], 0), back) for name in outputs[0]}
     return tf.gather(tf.concat(outputs, 0), back)
 
 
-def _group_outputs(function, inputs, rows, longest, width, seq_axis, pad_values):
-    """`function` on `rows` of `inputs` cut to `longest` rounded up to LENGTH_MULTIPLE, outputs padded back
-    to `width`; an empty group skips the run (a tf.cond: an encoder run on no rows still costs a fifth of
-    one on a row)."""
-    cut = tf.minimum(width, tf.maximum(1, -(-longest // LENGTH_MULTIPLE)) * LENGTH_MULTIPLE)
+def group_bounds(sorted_lengths, max_groups, run_cost, sequences_per_row=1):
+    """The cheapest split of rows sorted by length into at most `max_groups` consecutive groups, where a
+    group of n rows cut to its longest row rounded up to LENGTH_MULTIPLE costs n x sequences_per_row x cut
+    tokens + `run_cost` (an empty group costs nothing).
+
+    Rows of one cut are alike, so groups split only between cuts: a dynamic programme over the distinct cuts
+    (at most the batch's width / LENGTH_MULTIPLE + 1 of them, whatever the batch size), in graph ops on a
+    [cuts + 1, cuts + 1] cost matrix: best[k][j], the least cost of the rows cut to at most j x
+    LENGTH_MULTIPLE in k groups, is the least over i of best[k-1][i] plus the cost of the rows cut to
+    (i, j] x LENGTH_MULTIPLE as one group (i = j: no group). int32 [2 * max_groups + 1]: the groups' start
+    rows and the end (group g is rows bounds[g]:bounds[g + 1], empty groups first), then each group's cut
+    (0 for an empty group)."""
+    lengths = tf.cast(sorted_lengths, tf.int32)
+    cuts = tf.maximum(-(-lengths // LENGTH_MULTIPLE), 1) * LENGTH_MULTIPLE
+    units = tf.reduce_max(tf.concat([[1], cuts // LENGTH_MULTIPLE], 0))
+    # rows_within[j]: the rows cut to at most j x LENGTH_MULTIPLE (the rows are sorted by length).
+    rows_within = tf.searchsorted(cuts // LENGTH_MULTIPLE, tf.range(units + 1), side="right",
+                                  out_type=tf.int32)
+    low, high = tf.range(units + 1)[:, None], tf.range(units + 1)[None, :]
+    rows = tf.gather(rows_within, high) - tf.gather(rows_within, low)
+    tokens = tf.cast(rows * sequences_per_row * high * LENGTH_MULTIPLE, tf.float32)
+    inf = tf.constant(float("inf"))
+    cost = tf.where(high < low, inf, tf.where(rows > 0, tokens + run_cost, 0.0))
+    best = tf.where(tf.range(units + 1) == 0, 0.0, inf)
+    choices = []
+    for _ in range(max_groups):
+        total = best[:, None] + cost
+        choices.append(tf.argmin(total, axis=0, output_type=tf.int32))
+        best = tf.reduce_min(total, axis=0)
+    unit_bounds = [units]
+    for choice in reversed(choices):
+        unit_bounds.append(tf.gather(choice, unit_bounds[-1]))
+    bounds = tf.gather(rows_within, tf.stack(unit_bounds[::-1]))
+    group_cuts = tf.where(bounds[1:] > bounds[:-1], tf.gather(tf.concat([[0], cuts], 0), bounds[1:]), 0)
+    return tf.concat([bounds, group_cuts], 0)
+
+
+def _group_outputs(function, inputs, rows, cut, width, seq_axis, pad_values):
+    """`function` on `rows` of `inputs` cut to `cut` tokens (at most `width`, at least LENGTH_MULTIPLE),
+    outputs padded back to `width`; an empty group skips the run (a tf.cond: an encoder run on no rows
+    still costs a fifth of one on a row)."""
+    cut = tf.minimum(width, tf.maximum(cut, LENGTH_MULTIPLE))
     traced = {}
 
     def run():

@@ -4,6 +4,8 @@ as the fixed-length packing does (floats within 1e-5, labels, offsets and entiti
 a bucketed batch answers as each text alone, long texts are still windowed, and a batch of an empty string
 beside a 100,000-character text works."""
 
+import itertools
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -25,7 +27,7 @@ WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", 
          "lazy", "dog", ".", ",", "a", "is", "hello", "world", "##ing", "?", "who", "ann"]
 SEQ_LENGTH = 32
 LONG = "hello world, the quick brown fox. " * 3000  # 102,000 characters
-# 12 texts of 0 to ~30,000 pieces: three length buckets of 4 (buckets.MIN_ROWS), each cut to its own longest.
+# 12 texts of 0 to ~30,000 pieces: several length buckets (buckets.group_bounds), each cut to its own longest.
 TEXTS = ["", LONG, "Who is Ann?", "the lazy dog jumps over the quick brown fox " * 2, "hello", "a dog.",
          "the quick brown fox " * 3, "who is ann? " * 5, "jumping", "the dog, the fox, the world " * 2,
          "ann is a lazy dog", "hello world " * 6]
@@ -82,7 +84,8 @@ def test_dynamic_length_exports_answer_as_the_fixed_length_packing(encoder, tmp_
         assert "error" not in report, f"{name}: {report.get('error')}"
 
 
-def test_bucketed_batches_answer_as_each_text_alone(encoder):
+def test_bucketed_batches_answer_as_each_text_alone(encoder, monkeypatch):
+    monkeypatch.setattr(buckets, "RUN_COST", 0)  # a split wherever it saves padding: every bucket is run
     for name, model, inputs, options in _cases(encoder):
         model = _with_preprocessor(model, encoder)
         options = dict(options)
@@ -101,6 +104,32 @@ def test_bucketed_batches_answer_as_each_text_alone(encoder):
                     np.testing.assert_allclose(got, want, atol=1e-5, err_msg=f"{name} text {index} {key}")
 
 
+def _cheapest_split(lengths, max_groups, run_cost):
+    """The least cost of splitting sorted `lengths` into at most `max_groups` groups, by enumeration."""
+    cut = [-(-n // buckets.LENGTH_MULTIPLE) * buckets.LENGTH_MULTIPLE for n in lengths]
+    best = 0 if not lengths else None
+    for groups in range(1, min(max_groups, len(lengths)) + 1):
+        for inner in itertools.combinations(range(1, len(lengths)), groups - 1):
+            bounds = [0, *inner, len(lengths)]
+            cost = sum((end - start) * cut[end - 1] + run_cost
+                       for start, end in zip(bounds, bounds[1:], strict=False))
+            best = cost if best is None else min(best, cost)
+    return best
+
+
+def test_the_groups_are_the_cheapest_split():
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        max_groups, run_cost = int(rng.integers(1, 5)), float(rng.choice([0, 8, 40, 200]))
+        lengths = np.sort(rng.integers(1, 120, int(rng.integers(0, 10)))).astype(np.int32)
+        out = buckets.group_bounds(tf.constant(lengths), max_groups, run_cost).numpy()
+        bounds, cuts = out[:max_groups + 1], out[max_groups + 1:]
+        assert bounds[0] == 0 and bounds[-1] == len(lengths) and np.all(np.diff(bounds) >= 0)
+        cost = sum((end - start) * cut + run_cost
+                   for start, end, cut in zip(bounds, bounds[1:], cuts, strict=False) if end > start)
+        assert cost == pytest.approx(_cheapest_split(list(lengths), max_groups, run_cost)), (lengths, out)
+
+
 def test_buckets_cut_each_group_to_its_own_longest():
     lengths = np.array([3, 40, 1, 17, 9, 2, 33, 5, 25], np.int32)
     mask = (np.arange(48)[None] < lengths[:, None]).astype(np.int32)
@@ -110,13 +139,17 @@ def test_buckets_cut_each_group_to_its_own_longest():
         rows = tf.shape(group["input_mask"])[0]
         return {"width": tf.fill([rows], tf.shape(group["input_mask"])[1]), "ids": group["input_word_ids"]}
 
-    run = tf.function(lambda x: buckets.bucketed(widths, x, {"ids": -1}))  # traced, as served
-    out = run({k: tf.constant(v) for k, v in inputs.items()})
-    # Sorted: 1 2 3 5 9 | 17 25 33 40 (9 // MIN_ROWS = 2 groups: 5 and 4 rows), longest rounded up to 8.
-    np.testing.assert_array_equal(out["width"], [16, 40, 16, 40, 16, 16, 40, 16, 40])
+    def run(inputs, run_cost):  # traced, as served
+        return tf.function(lambda x: buckets.bucketed(widths, x, {"ids": -1}, run_cost=run_cost))(
+            {k: tf.constant(v) for k, v in inputs.items()})
+
+    # Sorted 1 2 3 5 9 17 25 33 40, cut to 8 8 8 8 16 24 32 40 40. A run costing 20 tokens: groups
+    # 1-5 | 9-17 | 25-40 (4 x 8 + 2 x 24 + 3 x 40 + 3 x 20 = 260 tokens, the least); 50: 1-5 | 9-40.
+    out = run(inputs, 20)
+    np.testing.assert_array_equal(out["width"], [8, 40, 8, 24, 24, 8, 40, 8, 40])
     want = np.where(np.arange(48)[None] < out["width"].numpy()[:, None], inputs["input_word_ids"], -1)
     np.testing.assert_array_equal(out["ids"], want)
-    small = run({k: tf.constant(v[:7]) for k, v in inputs.items()})
-    np.testing.assert_array_equal(small["width"], [40] * 7)  # below 2 * MIN_ROWS: one group
-    none = run({k: tf.constant(v[:0]) for k, v in inputs.items()})  # every group empty: no run
+    np.testing.assert_array_equal(run(inputs, 50)["width"], [8, 40, 8, 40, 40, 8, 40, 8, 40])
+    np.testing.assert_array_equal(run(inputs, 1000)["width"], [40] * 9)  # a costly run: one group
+    none = run({k: v[:0] for k, v in inputs.items()}, 20)  # every group empty: no run
     assert none["width"].shape == (0,) and none["ids"].shape == (0, 48)
