@@ -9,7 +9,8 @@ anything changes). The forms:
   - "int8_weights": each Dense kernel (projections, pooler, heads; embeddings and LayerNorm stay float) as
     int8 with one float scale per output unit, cast to the compute dtype per call. Any TF build and CPU.
   - "int8_matmul": the same int8 kernels; each input row scaled onto 7 bits (-63..63, offset to 1..127) and
-    multiplied with TF's oneDNN `QuantizedMatMulWithBiasAndDequantize` (x86 builds with oneDNN ops only).
+    multiplied with TF's oneDNN `QuantizedMatMulWithBiasAndDequantize` (x86 builds with oneDNN ops, on a
+    CPU with an int8 dot-product flag: without one the op returns no output, so that export is refused).
     With `calibration_inputs`, each Dense input instead gets one static range (a percentile of |x| on those
     inputs), its bias folded into the op.
   - "int8": "int8_matmul" where the exporting CPU has an int8 dot-product flag (VNNI), else "int8_weights".
@@ -41,9 +42,15 @@ STATIC_OFFSET = 128.0
 
 def resolve_quantize(quantize):
     """The int8 form `quantize` names on this machine: "int8" becomes "int8_matmul" or "int8_weights" by
-    the CPU's flags; the explicit forms and None are returned as they are."""
+    the CPU's flags; the explicit forms and None are returned as they are, except "int8_matmul" on a CPU
+    without an int8 dot-product flag (ValueError: TF's oneDNN int8 matmul computes nothing there)."""
     if quantize is not None and quantize not in QUANTIZE_MODES:
         raise ValueError(f"quantize must be one of {QUANTIZE_MODES} or None, got {quantize!r}")
+    if quantize == "int8_matmul" and not execution.has_int8_matmul_hardware():
+        raise ValueError(f"quantize='int8_matmul' needs a CPU with an int8 dot-product flag "
+                         f"({' / '.join(execution.INT8_CPU_FLAGS)}), none in {execution.CPUINFO} here: TF's "
+                         "oneDNN QuantizedMatMulWithBiasAndDequantize returns no output without one; export "
+                         "quantize='int8_weights' (any CPU), or export on a CPU like the server's")
     if quantize != "int8":
         return quantize
     form = "int8_matmul" if execution.has_int8_matmul_hardware() else "int8_weights"

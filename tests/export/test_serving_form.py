@@ -1,5 +1,6 @@
 """The served forms of a model: int8 (int8 x int8 matmuls or int8 weights) and bfloat16 compute, each close
-to float32 on real texts; the int8 form chosen by the CPU's flags (the cpuinfo reader mocked)."""
+to float32 on real texts; the int8 form chosen by the CPU's flags (the cpuinfo reader mocked). The int8 x int8
+matmul runs only on a CPU with an int8 dot-product flag (VNNI): there its tests run, elsewhere its refusal."""
 
 import logging
 
@@ -7,12 +8,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert import BertClassifier, BertEncoder, BertMultipleChoice
+from keras_bert import BertClassifier, BertEncoder, BertMultipleChoice, execution
 from keras_bert.export import ExportError, export_saved_model
 from keras_bert.export.saved_model import serving_outputs
 from keras_bert.export.serving_form import int8_matmul, resolve_quantize, serving_form, static_int8_matmul
 from tests.export.test_export import TEXTS, _expected, preprocessor, tiny_config  # noqa: F401
 from tests.test_execution import AVX2_CPU, BF16_CPU, cpu  # noqa: F401
+
+# TF's oneDNN QuantizedMatMulWithBiasAndDequantize returns no output on a CPU without VNNI (AVX2 only).
+needs_int8_matmul = pytest.mark.skipif(not execution.has_int8_matmul_hardware(),
+                                       reason=f"no {execution.INT8_CPU_FLAGS} flag on this CPU")
 
 
 def _classifier():
@@ -28,6 +33,7 @@ def _graph_ops(model, inputs):
     return {node.op for node in graph.node} | {node.op for f in graph.library.function for node in f.node_def}
 
 
+@needs_int8_matmul
 def test_int8_matmul_equals_a_float_matmul_of_the_quantized_input():
     rng = np.random.default_rng(1)
     inputs = (rng.normal(0.5, 2.0, [2, 5, 24]) * rng.uniform(0.01, 10, [2, 5, 1])).astype("float32")
@@ -44,6 +50,7 @@ def test_int8_matmul_equals_a_float_matmul_of_the_quantized_input():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
+@needs_int8_matmul
 def test_static_int8_matmul_equals_a_float_matmul_of_the_clamped_input():
     rng = np.random.default_rng(2)
     inputs = rng.normal(0, 1.0, [3, 4, 24]).astype("float32")
@@ -63,6 +70,7 @@ def test_static_int8_matmul_equals_a_float_matmul_of_the_clamped_input():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
+@needs_int8_matmul
 def test_calibrated_int8_matmul_has_constant_ranges_and_float32_labels(preprocessor):  # noqa: F811
     texts = {"text": np.array(TEXTS, dtype=object)}
     model = _classifier()
@@ -81,7 +89,8 @@ def test_calibrated_int8_matmul_has_constant_ranges_and_float32_labels(preproces
         serving_form(model, "int8_weights", calibration_inputs=calibration)
 
 
-def test_calibration_texts_need_a_model_of_single_texts(preprocessor, tmp_path):  # noqa: F811
+def test_calibration_texts_need_a_model_of_single_texts(preprocessor, cpu, tmp_path):  # noqa: F811
+    cpu(BF16_CPU)  # the check comes before any int8 matmul runs
     model = BertMultipleChoice(BertEncoder(tiny_config()), 2)
     with pytest.raises(ExportError,
                        match="calibration_texts: a BertMultipleChoice cannot run on single texts"):
@@ -89,7 +98,8 @@ def test_calibration_texts_need_a_model_of_single_texts(preprocessor, tmp_path):
 
 
 @pytest.mark.parametrize("quantize, dtype, tolerance, op, absent_op", [
-    ("int8_matmul", "float32", 0.03, "QuantizedMatMulWithBiasAndDequantize", "MatMul"),  # every Dense is int8
+    pytest.param("int8_matmul", "float32", 0.03, "QuantizedMatMulWithBiasAndDequantize", "MatMul",
+                 marks=needs_int8_matmul),  # every Dense is int8
     ("int8_weights", "float32", 0.03, "MatMul", "QuantizeV2"),
     (None, "bfloat16", 0.02, "MatMul", "QuantizeV2"),
     ("int8_weights", "bfloat16", 0.03, "MatMul", "QuantizeV2"),
@@ -122,6 +132,12 @@ def test_int8_is_int8_matmul_where_the_cpu_has_vnni(cpu, flags, form, caplog):  
     assert f"quantize='int8': exporting {form}" in caplog.text
     assert resolve_quantize("int8_weights") == "int8_weights"
     assert resolve_quantize(None) is None
+    if form == "int8_matmul":
+        assert resolve_quantize("int8_matmul") == "int8_matmul"
+    else:  # asked for by name where it cannot run: refused, naming the flags and the form that runs
+        with pytest.raises(ValueError, match=r"quantize='int8_matmul' needs a CPU with an int8 dot-product "
+                                             r"flag \(avx512_vnni / avx_vnni / amx_int8\).*'int8_weights'"):
+            resolve_quantize("int8_matmul")
 
 
 def test_unknown_forms_are_refused(tmp_path):
