@@ -98,14 +98,14 @@ def group_bounds(sorted_lengths, max_groups, run_cost, sequences_per_row=1):
     inf = tf.constant(float("inf"))
     cost = tf.where(high < low, inf, tf.where(rows > 0, tokens + run_cost, 0.0))
     best = tf.where(tf.range(units + 1) == 0, 0.0, inf)
-    choices = []
+    starts = []  # per step k: for each j, the i of the cheapest last group (i, j]
     for _ in range(max_groups):
         total = best[:, None] + cost
-        choices.append(tf.argmin(total, axis=0, output_type=tf.int32))
+        starts.append(tf.argmin(total, axis=0, output_type=tf.int32))
         best = tf.reduce_min(total, axis=0)
     unit_bounds = [units]
-    for choice in reversed(choices):
-        unit_bounds.append(tf.gather(choice, unit_bounds[-1]))
+    for start in reversed(starts):
+        unit_bounds.append(tf.gather(start, unit_bounds[-1]))
     bounds = tf.gather(rows_within, tf.stack(unit_bounds[::-1]))
     group_cuts = tf.where(bounds[1:] > bounds[:-1], tf.gather(tf.concat([[0], cuts], 0), bounds[1:]), 0)
     return tf.concat([bounds, group_cuts], 0)
