@@ -86,12 +86,11 @@ def group_bounds(sorted_lengths, max_groups, run_cost, sequences_per_row=1):
     (i, j] x LENGTH_MULTIPLE as one group (i = j: no group). int32 [2 * max_groups + 1]: the groups' start
     rows and the end (group g is rows bounds[g]:bounds[g + 1], empty groups first), then each group's cut
     (0 for an empty group)."""
-    lengths = tf.cast(sorted_lengths, tf.int32)
-    cuts = tf.maximum(-(-lengths // LENGTH_MULTIPLE), 1) * LENGTH_MULTIPLE
-    units = tf.reduce_max(tf.concat([[1], cuts // LENGTH_MULTIPLE], 0))
-    # rows_within[j]: the rows cut to at most j x LENGTH_MULTIPLE (the rows are sorted by length).
-    rows_within = tf.searchsorted(cuts // LENGTH_MULTIPLE, tf.range(units + 1), side="right",
-                                  out_type=tf.int32)
+    # Each row's cut in units of LENGTH_MULTIPLE (at least one), ascending as the rows are.
+    row_units = tf.maximum(-(-tf.cast(sorted_lengths, tf.int32) // LENGTH_MULTIPLE), 1)
+    units = tf.reduce_max(tf.concat([[1], row_units], 0))
+    # rows_within[j]: the rows cut to at most j x LENGTH_MULTIPLE.
+    rows_within = tf.searchsorted(row_units, tf.range(units + 1), side="right", out_type=tf.int32)
     low, high = tf.range(units + 1)[:, None], tf.range(units + 1)[None, :]
     rows = tf.gather(rows_within, high) - tf.gather(rows_within, low)
     tokens = tf.cast(rows * sequences_per_row * high * LENGTH_MULTIPLE, tf.float32)
@@ -107,7 +106,8 @@ def group_bounds(sorted_lengths, max_groups, run_cost, sequences_per_row=1):
     for start in reversed(starts):
         unit_bounds.append(tf.gather(start, unit_bounds[-1]))
     bounds = tf.gather(rows_within, tf.stack(unit_bounds[::-1]))
-    group_cuts = tf.where(bounds[1:] > bounds[:-1], tf.gather(tf.concat([[0], cuts], 0), bounds[1:]), 0)
+    cuts = tf.concat([[0], row_units * LENGTH_MULTIPLE], 0)  # cuts[r]: row r - 1's, a group's last
+    group_cuts = tf.where(bounds[1:] > bounds[:-1], tf.gather(cuts, bounds[1:]), 0)
     return tf.concat([bounds, group_cuts], 0)
 
 
