@@ -11,8 +11,9 @@ Every group is one more run of the model, and a run has a fixed cost (TF's per-o
 of small matmuls) as well as one per token, so the split is the cheapest under that cost
 (`group_bounds`: rows x cut tokens per group plus `RUN_COST` tokens a run): a batch of alike texts runs as
 one group, a batch with a long tail splits where the padding saved pays for another run. The constants
-are measured (benchmarks/README.md, "Length buckets"). The groups are unrolled in the graph (no control
-flow inside them: the served fusions of docs/serving.md hold in each), and an empty group skips its run.
+are measured (benchmarks/README.md, "Length buckets"). Each group is a tf.cond that skips an empty group's
+run; the run calls the one graph function all groups share (`Serving.served_call`: the model's graph and
+weights once per export, the served fusions of docs/serving.md inside it).
 """
 
 import tensorflow as tf
@@ -35,10 +36,11 @@ def row_lengths(inputs):
 
 
 def model_outputs(model, inputs, preprocessor, function=None):
-    """`function(inputs)` (default: `model` in inference mode) on length buckets (`bucketed`) where
-    `preprocessor` pads each batch to its longest row (the served graph's), else on the whole batch (a
-    fixed length: one shape). Outputs padded back take `model.serving_pad_values` ({name: fill})."""
-    function = function or (lambda x: model(x, training=False))
+    """`function(inputs)` (default: `model.served_call`, the model in inference mode) on length buckets
+    (`bucketed`) where `preprocessor` pads each batch to its longest row (the served graph's), else on the
+    whole batch (a fixed length: one shape). Outputs padded back take `model.serving_pad_values`
+    ({name: fill})."""
+    function = function or model.served_call
     if getattr(preprocessor, "pad_to_multiple_of", None) is None:
         return function(inputs)
     return bucketed(function, inputs, getattr(model, "serving_pad_values", None))

@@ -170,7 +170,7 @@ class BertEncoder(Serving, TextTask, keras.Model):
         archive.write_out(filepath, verbose=True if verbose is None else verbose)
 
     def named_outputs(self, inputs):
-        out = self(inputs, training=False)
+        out = self.served_call(inputs)
         return {"pooled_output": out["pooled_output"], "sequence_output": out["sequence_output"]}
 
     def answer_outputs(self, inputs, outputs, options):

@@ -123,7 +123,7 @@ class BertPretrainer(EncoderTaskModel):
             word_ids = inputs["input_word_ids"]
             positions = tf.range(tf.shape(word_ids)[1], dtype=tf.int32)
             inputs["masked_lm_positions"] = tf.tile(positions[None], [tf.shape(word_ids)[0], 1])
-        out = self(inputs, training=False)
+        out = self.served_call(inputs)
         return {"masked_lm_logits": out["masked_lm_logits"],
                 "masked_lm_ids": tf.argmax(out["masked_lm_logits"], axis=-1, output_type=tf.int32),
                 "next_sentence_logits": out["next_sentence_logits"]}

@@ -211,6 +211,27 @@ def _owners(form):
 
 # Traced serving functions of each model, by (form, options, preprocessor): `serve` traces each once.
 _TRACED = weakref.WeakKeyDictionary()
+# Each model's inference graph functions, by input structure (`Serving.served_call`).
+_INFERENCE = weakref.WeakKeyDictionary()
+
+
+def inference_function(model, inputs):
+    """`model(inputs, training=False)` as one tf.function per model and structure of `inputs` (names,
+    dtypes, ranks and inner sizes; batch and sequence sizes left open), traced once and kept out of the
+    graphs that call it (`_noinline`): every endpoint and every length bucket of an export calls this one
+    function, so the SavedModel holds the model's graph (and a bf16 form's weight constants) once and the
+    runtime builds its kernels (and oneDNN's reordered weights) once, not once per bucket and signature."""
+    spec = {name: tf.TensorSpec([None, *value.shape[1:-1], None] if value.shape.rank > 1 else [None],
+                                value.dtype, name=name)
+            for name, value in sorted(inputs.items())}
+    key = tuple((name, s.dtype.name, tuple(s.shape.as_list())) for name, s in spec.items())
+    functions = _INFERENCE.setdefault(model, {})
+    if key not in functions:
+        # One concrete function: a tf.function called from the graphs of different endpoints retraces.
+        functions[key] = tf.function(lambda x: model(x, training=False), input_signature=[spec],
+                                     autograph=False, experimental_attributes={"_noinline": True}
+                                     ).get_concrete_function()
+    return functions[key]
 
 
 class Serving:
@@ -279,6 +300,12 @@ class Serving:
         return Endpoint(function, spec, _example_features(spec), _text_warmup(spec))
 
     # ----------------------------------------------------------------------------------- generic
+    def served_call(self, inputs):
+        """The model in inference mode on encoder-input tensors (a dict), as the served graph runs it: one
+        graph function shared by every endpoint and length bucket (`inference_function`)."""
+        inputs = {name: tf.convert_to_tensor(value) for name, value in inputs.items()}
+        return inference_function(self, inputs)(inputs)
+
     def serving_outputs(self, inputs):
         """The model (inference mode) on token-id tensors, outputs named for serving, every floating one
         float32 (a model computing in bfloat16 is served with float32 outputs)."""

@@ -66,7 +66,7 @@ class BertClassifier(EncoderTaskModel):
     # ----------------------------------------------------------------------------------- serving
     def named_outputs(self, inputs):
         """Regression: `logits` [b, 1]; classes: logits, probabilities, label_id (+ `label` with labels)."""
-        logits = self(inputs, training=False)
+        logits = self.served_call(inputs)
         if self.num_classes == 1:
             return {"logits": logits}
         return with_label_names(self.labels, class_outputs(logits))

@@ -85,7 +85,7 @@ class BertMultipleChoice(EncoderTaskModel):
         return text_spec(form, self.num_choices)
 
     def named_outputs(self, inputs):
-        return class_outputs(self(inputs, training=False))
+        return class_outputs(self.served_call(inputs))
 
     def answer_outputs(self, inputs, outputs, options):
         """+ `choice` int32 [b], the index of the most probable ending."""

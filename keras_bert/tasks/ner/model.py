@@ -55,7 +55,7 @@ class BertTokenClassifier(EncoderTaskModel):
 
     # ----------------------------------------------------------------------------------- serving
     def named_outputs(self, inputs):
-        return class_outputs(self(inputs, training=False))
+        return class_outputs(self.served_call(inputs))
 
     def check_serving(self, form, preprocessor, options):
         if form == "text" and self.labels is not None:

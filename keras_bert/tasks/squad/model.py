@@ -69,7 +69,7 @@ class BertSpanLabeler(EncoderTaskModel):
     serving_pad_values = {"start_logits": -1e4, "end_logits": -1e4}
 
     def named_outputs(self, inputs):
-        out = self(inputs, training=False)
+        out = self.served_call(inputs)
         return {"start_logits": out["start_logits"], "end_logits": out["end_logits"]}
 
     def check_serving(self, form, preprocessor, options):
