@@ -100,8 +100,11 @@ def main(argv):
             print(json.dumps(rest_response(report["runs"][0]["outputs"], FLAGS.rest_response)))
         else:
             print(json.dumps(report, indent=1))
+        onednn = sorted(report["ops"]["onednn"])
         print(f"OK: {export_dir} loads and runs in the TF Serving C++ loader; needs TF Serving >= "
-              f"{report['ops']['min_serving_version']}", file=sys.stderr)
+              f"{report['ops']['min_serving_version']}"
+              + (f", built for x86-64 with oneDNN (ops {', '.join(onednn)})" if onednn else ""),
+              file=sys.stderr)
     sys.exit(1 if failed else 0)
 
 

@@ -96,6 +96,25 @@ def restore_int8_call(layer):
     del layer._int8_call
 
 
+# TF 2.21: tensorflow/python/framework/op_def_library._apply_op_helper and op_def_registry (ops that are
+# registered in the runtime but have no Python wrapper, such as oneDNN's `_QuantizedMatMul`).
+def has_op(op_type):
+    """True where this TensorFlow build registers the op `op_type` (a oneDNN op exists only in x86 builds
+    with oneDNN)."""
+    from tensorflow.python.framework import op_def_registry
+
+    return op_def_registry.get(op_type) is not None
+
+
+def graph_op(op_type, name, **arguments):
+    """The output tensors of one `op_type` op made in the graph being traced (inputs and attrs by their op
+    definition's names, as `tf.raw_ops` takes them; every attr, those with defaults too)."""
+    from tensorflow.python.framework import op_def_library
+
+    _, _, op, _ = op_def_library._apply_op_helper(op_type, name=name, **arguments)
+    return op.outputs
+
+
 # Keras 3.15.x: keras/src/utils/tracking.py Tracker (Layer._tracker); Model.quantize locks it afterwards.
 class tracking_unlocked:  # lower case: used as a function, `with compat.tracking_unlocked(layer):`
     """Lets `layer` take a new attribute that Keras tracks (a sub-layer) although its tracker is locked, as

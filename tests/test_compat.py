@@ -203,3 +203,11 @@ def test_saved_model_root_takes_variables_and_functions(tmp_path):
                               input_signature=[tf.TensorSpec([], tf.float32)])
     tf.saved_model.save(root, str(tmp_path / "root"))
     assert float(tf.saved_model.load(str(tmp_path / "root")).double(tf.constant(3.0))) == 6.0
+
+
+def test_graph_op_builds_a_registered_op_without_a_python_wrapper():
+    assert compat.has_op("MatMul") and not compat.has_op("NoSuchOpAnywhere")
+    a, b = tf.constant([[1.0, 2.0]]), tf.constant([[3.0], [4.0]])
+    product = tf.function(lambda: compat.graph_op("MatMul", "product", a=a, b=b, transpose_a=False,
+                                                  transpose_b=False, grad_a=False, grad_b=False)[0])()
+    np.testing.assert_allclose(product.numpy(), [[11.0]])

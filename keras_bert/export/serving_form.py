@@ -12,7 +12,8 @@ anything changes). The forms:
     multiplied with TF's oneDNN `QuantizedMatMulWithBiasAndDequantize` (x86 builds with oneDNN ops, on a
     CPU with an int8 dot-product flag: without one the op returns no output, so that export is refused).
     With `calibration_inputs`, each Dense input instead gets one static range (a percentile of |x| on those
-    inputs), its bias folded into the op.
+    inputs) and runs oneDNN's `_QuantizedMatMul` on constant int8 weights (reordered once, not per call),
+    its bias, activation (GELU, tanh) and per-unit scales fused into the op.
   - "int8": "int8_matmul" where the exporting CPU has an int8 dot-product flag (VNNI), else "int8_weights".
 
 Why these forms and defaults (float32 stays the default; 7-bit per-row inputs; static ranges), with the
@@ -24,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert import compat, execution
+from keras_bert.layers.transformer import ACTIVATIONS
 from keras_bert.models.float_form import float_model
 
 QUANTIZE_MODES = ("int8", "int8_matmul", "int8_weights")
@@ -38,6 +40,11 @@ CALIBRATION_BATCH = 64
 # Static-range inputs: x / step + 128 (step = range / 127) on 0..255, i.e. -128..127 steps around 0.
 STATIC_HALF_RANGE = 127.0
 STATIC_OFFSET = 128.0
+# The op of a static-range Dense (oneDNN's, no Python wrapper) and the activations it fuses.
+STATIC_INT8_OP = "_QuantizedMatMul"
+_FUSED_ACTIVATIONS = ((ACTIVATIONS["gelu"], "GeluExact"), (ACTIVATIONS["gelu_tanh"], "GeluApproximate"),
+                      (ACTIVATIONS["tanh"], "Tanh"), (keras.activations.tanh, "Tanh"),
+                      (keras.activations.relu, "Relu"))
 
 
 def resolve_quantize(quantize):
@@ -185,25 +192,19 @@ def use_int8_matmul(layer, input_range=None):
     """Makes the int8-quantized Dense `layer` compute with `int8_matmul` (its int8 call is replaced); with an
     `input_range` (the calibrated |input| bound), with `static_int8_matmul`, its bias folded in."""
     kernel = keras.ops.convert_to_numpy(compat.dense_kernel_variable(layer))
-    # Column sums of the int8 kernel: the float bias that undoes the shift of the input by its minimum.
-    column_sums = kernel.astype(np.float32).sum(axis=0)
     if input_range is not None:
         kernel_scale = keras.ops.convert_to_numpy(layer.kernel_scale).astype(np.float32)
-        bias = 0.0 if layer.bias is None else keras.ops.convert_to_numpy(layer.bias).astype(np.float32)
-        step = input_range / STATIC_HALF_RANGE  # one input step, in the input's units
-        # product = q @ kernel + quantized_bias, with q = x / step + offset:
-        # y = product * step / kernel_scale.
-        quantized_bias = tf.constant(bias * kernel_scale / step - STATIC_OFFSET * column_sums)
-        output_scale = tf.constant(step / kernel_scale)
+        bias = None if layer.bias is None else keras.ops.convert_to_numpy(layer.bias).astype(np.float32)
+        fused = fused_activation(layer.activation)
 
         def call(inputs, training=None):
             del training
-            x = static_int8_matmul(inputs, compat.dense_kernel_variable(layer), input_range, quantized_bias,
-                                   output_scale)
-            x = tf.cast(x, layer.compute_dtype)
-            return x if layer.activation is None else layer.activation(x)
+            x = tf.cast(static_int8_matmul(inputs, kernel, input_range, kernel_scale, bias, fused),
+                        layer.compute_dtype)
+            return x if fused or layer.activation is None else layer.activation(x)
     else:
-        column_sums = tf.constant(column_sums)
+        # Column sums of the int8 kernel: the float bias that undoes the shift of the input by its minimum.
+        column_sums = tf.constant(kernel.astype(np.float32).sum(axis=0))
 
         def call(inputs, training=None):
             del training
@@ -216,24 +217,44 @@ def use_int8_matmul(layer, input_range=None):
     compat.set_int8_call(layer, call)
 
 
-def static_int8_matmul(inputs, kernel, input_range, quantized_bias, output_scale):
-    """inputs [..., k] float @ int8 `kernel` [k, n] -> float32 [..., n] with one constant input range: one
+def fused_activation(activation):
+    """The oneDNN post-op name of the Dense activation `activation` that `static_int8_matmul` fuses
+    ("GeluExact", "GeluApproximate", "Tanh", "Relu"), or None (no activation, or one it does not fuse)."""
+    for known, name in _FUSED_ACTIVATIONS:
+        if activation is known:
+            return name
+    return None
+
+
+def static_int8_matmul(inputs, kernel, input_range, kernel_scale, bias=None, activation=None):
+    """inputs [..., k] float @ (int8 `kernel` [k, n] / `kernel_scale` [n]) + `bias` [n], then `activation`
+    (a `fused_activation` name or None) -> float32 [..., n], with one constant input range, in two ops:
     QuantizeV2 (MIN_FIRST: x / step rounded, + STATIC_OFFSET, clamped to 0..255, step = input_range /
-    STATIC_HALF_RANGE) and one QuantizedMatMulWithBiasAndDequantize adding `quantized_bias` [n] (the layer's
-    bias and the offset's correction, in product units), times `output_scale` [n] (step / kernel scale)."""
+    STATIC_HALF_RANGE) and oneDNN's `_QuantizedMatMul` fused with BiasAdd, the activation and Dequantize
+    (one weight scale per output unit). `kernel` and `bias` (numpy) become graph constants: the op reorders
+    the kernel into its blocked int8 layout once and caches it, with the bias corrected for the input's
+    offset (`is_weight_const`), where QuantizedMatMulWithBiasAndDequantize reorders the kernel every call."""
+    if not compat.has_op(STATIC_INT8_OP):
+        raise ValueError(f"calibrated quantize='int8_matmul' needs TensorFlow's oneDNN op {STATIC_INT8_OP} "
+                         "(x86 builds with oneDNN); this build has none")
     k, n = kernel.shape
     flat = inputs.shape.rank == 2  # the pooler and heads: no reshapes
     shape = None if flat else tf.shape(inputs)
     x = tf.cast(inputs, tf.float32) if flat else tf.reshape(tf.cast(inputs, tf.float32), [-1, k])
     step = input_range / STATIC_HALF_RANGE
-    quantized, _, _ = tf.raw_ops.QuantizeV2(input=x, min_range=-STATIC_OFFSET * step,
-                                            max_range=(255.0 - STATIC_OFFSET) * step, T=tf.quint8,
-                                            mode="MIN_FIRST", ensure_minimum_range=0.0)
-    product = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
-        a=quantized, b=tf.bitcast(tf.convert_to_tensor(kernel), tf.qint8), bias=quantized_bias,
-        min_a=0.0, max_a=255.0, min_b=-127.0, max_b=127.0, min_freezed_output=-1.0, max_freezed_output=1.0,
-        Toutput=tf.float32, input_quant_mode="SCALED")
-    out = product * output_scale
+    quantized, low, high = tf.raw_ops.QuantizeV2(input=x, min_range=-STATIC_OFFSET * step,
+                                                 max_range=(255.0 - STATIC_OFFSET) * step, T=tf.quint8,
+                                                 mode="MIN_FIRST", ensure_minimum_range=0.0)
+    unit_range = (STATIC_HALF_RANGE / np.asarray(kernel_scale, np.float32)).astype(np.float32)
+    bias = np.zeros([n], np.float32) if bias is None else np.asarray(bias, np.float32)
+    out, = compat.graph_op(
+        STATIC_INT8_OP, "static_int8_matmul",
+        device_inputs=[quantized, tf.bitcast(tf.constant(kernel), tf.qint8), tf.constant(bias)],
+        host_inputs=[low, high, tf.constant(-unit_range), tf.constant(unit_range)],
+        Tdevice_outputs=[tf.float32], Thost_outputs=[], T1=tf.quint8, T2=tf.qint8, Tbias=tf.float32,
+        Tout=tf.float32, U=tf.float32, transpose_a=False, transpose_b=False, is_weight_const=True,
+        is_bias_const=True, fused_ops=["BiasAdd", *([activation] if activation else []), "Dequantize"],
+        input_quant_mode="MIN_FIRST", output_quant_mode="SCALED", leakyrelu_alpha=0.0)
     return out if flat else tf.reshape(out, tf.concat([shape[:-1], [n]], 0))
 
 

@@ -69,9 +69,11 @@ def test_int8_matmul_static_int8_matmul_and_bfloat16_exports_run_in_the_c_api(pr
     # As served, against float32 in Python: labels identical, logits within 4e-2 for int8 (measured 2.8e-2, 2%
     # of their range; static ranges 2.2e-2 in Python) and 2e-2 for bfloat16 (measured 4e-3).
     reports = {r["export_dir"]: r for r in servability.check_servable_subprocess(jobs, atol=4e-2)}
-    for job, (*_, atol) in zip(jobs, forms, strict=True):
+    for job, (_, _, calibration, atol) in zip(jobs, forms, strict=True):
         report = reports[job["export_dir"]]
         assert "error" not in report, report["error"]
         assert report["ops"]["missing"] == {}
+        # Static ranges run oneDNN's _QuantizedMatMul (the report says the model needs an oneDNN build).
+        assert report["ops"]["onednn"] == ({"_QuantizedMatMul": "2.20"} if calibration else {})
         assert report["runs"][0]["max_abs_diff"]["label_id"] == 0
         assert report["runs"][0]["max_abs_diff"]["logits"] <= atol

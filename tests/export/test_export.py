@@ -207,3 +207,9 @@ def test_op_report_flags_ops_serving_lacks():
                                     "_MklQuantizedMatMulWithBiasAndDequantize"},
                                    set())
     assert list(report["missing"]) == ["_MklQuantizedMatMulWithBiasAndDequantize"]
+    # The calibrated int8 Dense's oneDNN op: reported (it ties the model to x86-64 oneDNN builds), allowed
+    # where the loading build registers it.
+    report = servability.op_report({"MatMul", "_QuantizedMatMul"}, core | {"_QuantizedMatMul"}, set(), "2.20")
+    assert report["onednn"] == {"_QuantizedMatMul": "2.20"} and report["missing"] == {}
+    report = servability.op_report({"_QuantizedMatMul"}, core, set(), "2.19")
+    assert "lacks it" in report["missing"]["_QuantizedMatMul"]

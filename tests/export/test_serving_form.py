@@ -3,6 +3,7 @@ to float32 on real texts; the int8 form chosen by the CPU's flags (the cpuinfo r
 matmul runs only on a CPU with an int8 dot-product flag (VNNI): there its tests run, elsewhere its refusal."""
 
 import logging
+import math
 
 import numpy as np
 import pytest
@@ -51,7 +52,12 @@ def test_int8_matmul_equals_a_float_matmul_of_the_quantized_input():
 
 
 @needs_int8_matmul
-def test_static_int8_matmul_equals_a_float_matmul_of_the_clamped_input():
+@pytest.mark.parametrize("activation, reference", [
+    (None, lambda x: x),
+    ("GeluExact", lambda x: x * 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))),
+    ("Tanh", np.tanh),
+])
+def test_static_int8_matmul_equals_a_float_matmul_of_the_clamped_input(activation, reference):
     rng = np.random.default_rng(2)
     inputs = rng.normal(0, 1.0, [3, 4, 24]).astype("float32")
     inputs[0, 0, :3] = [5.0, -5.0, 1.6]  # beyond the range: clamped to 127 and -128 steps
@@ -60,14 +66,16 @@ def test_static_int8_matmul_equals_a_float_matmul_of_the_clamped_input():
     bias = rng.normal(0, 1, [7]).astype("float32")
     input_range = 1.6
     step = input_range / 127
-    column_sums = kernel.astype("float32").sum(0)
-    got = static_int8_matmul(tf.constant(inputs), tf.constant(kernel), input_range,
-                             tf.constant(bias * scale / step - 128 * column_sums),
-                             tf.constant(step / scale)).numpy()
+    got = tf.function(lambda x: static_int8_matmul(x, kernel, input_range, scale, bias, activation))(
+        tf.constant(inputs)).numpy()
     quantized = np.clip(np.round(inputs / step), -128, 127) * step
-    want = quantized @ kernel.astype("float32") / scale + bias
+    want = reference(quantized @ kernel.astype("float32") / scale + bias)
     assert got.shape == (3, 4, 7)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    flat = tf.function(lambda x: static_int8_matmul(x, kernel, input_range, scale, None, activation))(
+        tf.constant(inputs[0])).numpy()  # rank 2, no bias
+    np.testing.assert_allclose(flat, reference(quantized[0] @ kernel.astype("float32") / scale), rtol=1e-4,
+                               atol=1e-4 * np.abs(want).max())
 
 
 @needs_int8_matmul
@@ -82,9 +90,10 @@ def test_calibrated_int8_matmul_has_constant_ranges_and_float32_labels(preproces
     assert np.abs(got["logits"] - want["logits"]).max() <= 0.03 * np.abs(want["logits"]).max()
     np.testing.assert_array_equal(got["label_id"], want["label_id"])
     ops = _graph_ops(served, preprocessor(tf.constant(TEXTS[:2])))
-    assert {"QuantizeV2", "QuantizedMatMulWithBiasAndDequantize"} <= ops
-    # no per-row reduction; every Dense int8 (BatchMatMulV2: attention)
-    assert not ops & {"Max", "Abs", "MatMul"}
+    assert {"QuantizeV2", "_QuantizedMatMul"} <= ops
+    # no per-row reduction; every Dense int8 (BatchMatMulV2: attention) in the op that caches its reordered
+    # kernel; GELU and the pooler's tanh fused into the matmul
+    assert not ops & {"Max", "Abs", "MatMul", "QuantizedMatMulWithBiasAndDequantize", "Erf", "Tanh"}
     with pytest.raises(ValueError, match="calibration texts set the input ranges of quantize='int8_matmul'"):
         serving_form(model, "int8_weights", calibration_inputs=calibration)
 

@@ -38,6 +38,13 @@ TF_TEXT_OP_FIRST_SERVING = {
 
 DEFAULT_SERVING_VERSION = "2.20"
 
+# Internal oneDNN ops an export writes on purpose (the calibrated int8 Dense of serving_form: no public op
+# keeps its int8 weights in oneDNN's blocked layout across calls), with the first TF Serving release claimed
+# for each. Their kernels exist in x86-64 builds with oneDNN: TensorFlow's Linux wheels and every TF Serving
+# build (its .bazelrc sets `build_with_onednn_v2`); not on other CPUs or GPU-only builds. Checked in
+# TensorFlow 2.21; Serving 2.20 (TensorFlow 2.20) is the oldest release claimed.
+ONEDNN_OP_FIRST_SERVING = {"_QuantizedMatMul": "2.20"}
+
 
 def saved_model_ops(export_dir, tag="serve"):
     """Op names used by the `tag` MetaGraph of `export_dir/saved_model.pb`: its graph and every function of
@@ -63,24 +70,35 @@ def _version_tuple(version):
 
 def op_report(ops, core_ops, tf_text_ops, serving_version=DEFAULT_SERVING_VERSION):
     """Sorts the non-core and internal (`_`-prefixed) `ops` of a graph: returns dict with `tf_text` ({op:
-    first Serving version}), `missing` ({op: why}: ops that Serving `serving_version` would not have, or
-    that no saved graph should hold) and `min_serving_version`."""
-    report = {"tf_text": {}, "missing": {}, "min_serving_version": "2.2"}
+    first Serving version}), `onednn` (the same for the oneDNN ops of ONEDNN_OP_FIRST_SERVING: the model
+    then needs an x86-64 server built with oneDNN), `missing` ({op: why}: ops that Serving `serving_version`
+    would not have, or that no saved graph should hold) and `min_serving_version`."""
+    report = {"tf_text": {}, "onednn": {}, "missing": {}, "min_serving_version": "2.2"}
+
+    def needs(kind, op, first):
+        report[kind][op] = first
+        if _version_tuple(first) > _version_tuple(report["min_serving_version"]):
+            report["min_serving_version"] = first
+        if _version_tuple(first) > _version_tuple(serving_version):
+            report["missing"][op] = f"first in TF Serving {first} (checked against {serving_version})"
+
     for op in sorted(op for op in ops if op.startswith("_")):
-        # Registered in core (so not caught below), but only as targets of TF's runtime graph rewrites
-        # (oneDNN's _Mkl*, grappler's _Fused*): a saved graph holding one depends on that build's rewrites.
-        report["missing"][op] = ("internal op (a runtime rewrite's target); a saved graph must hold the "
-                                 "public op")
-    for op in sorted(set(ops) - set(core_ops) - set(report["missing"])):
+        if op in ONEDNN_OP_FIRST_SERVING and op in core_ops:
+            needs("onednn", op, ONEDNN_OP_FIRST_SERVING[op])
+        elif op in ONEDNN_OP_FIRST_SERVING:
+            report["missing"][op] = "oneDNN op: this TensorFlow build (not x86-64 with oneDNN) lacks it"
+        else:
+            # Registered in core (so not caught below), but only as targets of TF's runtime graph
+            # rewrites (oneDNN's _Mkl*, grappler's _Fused*): a saved graph holding one depends on that
+            # build's rewrites.
+            report["missing"][op] = ("internal op (a runtime rewrite's target); a saved graph must hold the "
+                                     "public op")
+    for op in sorted(set(ops) - set(core_ops) - set(report["missing"]) - set(report["onednn"])):
         first = TF_TEXT_OP_FIRST_SERVING.get(op)
         if first is None:
             origin = "tensorflow-text" if op in tf_text_ops else "no library loaded here"
             report["missing"][op] = (f"registered by {origin}, but in no TF Serving release known to this "
                                      "check")
             continue
-        report["tf_text"][op] = first
-        if _version_tuple(first) > _version_tuple(report["min_serving_version"]):
-            report["min_serving_version"] = first
-        if _version_tuple(first) > _version_tuple(serving_version):
-            report["missing"][op] = f"first in TF Serving {first} (checked against {serving_version})"
+        needs("tf_text", op, first)
     return report
