@@ -11,7 +11,8 @@ counted as one). With two intra-op threads and inter-op parallelism the ops' tim
 the wall time: the shares say where the work is, not the critical path. The untraced median wall time of the
 same calls is reported beside them. Each node is also counted in its stage (`stages`): text -> ids (the
 preprocessor), the encoder, and the rest (pooling, normalizing, the signature's own ops), with the number of
-ops each ran per call and its most run op types.
+ops each ran per call and its most run op types. Function-call nodes (CALL_OPS: the shared inference
+graph, the length buckets' conds) are not counted: their functions' nodes are.
 """
 
 import collections
@@ -24,6 +25,10 @@ from benchmarks import common
 from benchmarks.inputs import max_seq_length, minilm_dir, sentence_texts
 
 TOP = 40
+# Ops that call a function: their span covers the function's own nodes, which the trace reports too, so
+# they are left out of the sums (counted, they doubled the time of the inference graph function).
+CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "While",
+                      "StatelessWhile"})
 _OP_TYPE = re.compile(r"=\s*([A-Za-z0-9_]+)\(")  # timeline_label: "node = OpType(inputs)"
 # Node names summed over the layers: the function-call prefixes dropped, the layer index starred.
 _CALL = re.compile(r"(Stateful)?PartitionedCall(_\d+)?$")
@@ -90,6 +95,8 @@ def profile_calls(repeats, batch_size=1, quantize=None, dtype="float32"):
                     for node in device.node_stats:
                         micros = node.op_end_rel_micros - node.op_start_rel_micros
                         match = _OP_TYPE.search(node.timeline_label)
+                        if match and match.group(1) in CALL_OPS:
+                            continue
                         by_type[match.group(1) if match else node.node_name] += micros
                         by_node[_node_kind(node.node_name)] += micros
                         by_stage[_stage(node.node_name)] += micros
