@@ -1,5 +1,7 @@
 """The paper's post-LayerNorm transformer block, with one fused query/key/value projection."""
 
+import contextlib
+import contextvars
 import math
 
 import keras
@@ -38,6 +40,25 @@ ACTIVATIONS = {
     "tanh": _in_float32(keras.activations.tanh),
     "silu": _in_float32(keras.activations.silu),
 }
+
+
+# Whether TransformerBlock calls traced now run their position-wise ops on the real tokens only (`real_rows`).
+_REAL_ROWS = contextvars.ContextVar("real_rows", default=False)
+
+
+@contextlib.contextmanager
+def real_rows():
+    """Within this context, a traced `TransformerBlock` runs its Dense layers, LayerNorms and residuals on
+    the real (unpadded) tokens of the batch only, gathered by the attention bias; attention alone runs on
+    the padded [batch, seq] layout. Padded positions of the block's output are then 0. Real tokens' outputs
+    are those of the padded computation (padding never reaches them), and a batch costs its real tokens in
+    its matmuls, not batch x seq. The served graph traces the model in it (`serving.inference_function`);
+    training and Keras predict do not (the row count is data-dependent: no XLA)."""
+    token = _REAL_ROWS.set(True)
+    try:
+        yield
+    finally:
+        _REAL_ROWS.reset(token)
 
 
 def attention_bias(input_mask, dtype="float32"):
@@ -107,8 +128,15 @@ class TransformerBlock(keras.layers.Layer):
     def call(self, hidden_states, bias, training=None):
         batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
         rows = ops.reshape(hidden_states, (-1, self.hidden_size))
+        # Serving (`real_rows`): the real positions of the flattened batch (bias 0 there, -1e9 at padding).
+        real = ops.where(ops.reshape(bias, (-1,)) > -1.0)[0] if _REAL_ROWS.get() else None
+        if real is not None:
+            rows = ops.take(rows, real, axis=0)
+        qkv = self.qkv(rows)
+        if real is not None:
+            qkv = ops.scatter(real[:, None], qkv, (batch * seq, 3 * self.hidden_size))
         # [rows, 3 * hidden] -> [3, batch, heads, seq, head_size]: one transpose for query, key and value.
-        qkv = ops.reshape(self.qkv(rows), (batch, seq, 3, self.num_attention_heads, self.head_size))
+        qkv = ops.reshape(qkv, (batch, seq, 3, self.num_attention_heads, self.head_size))
         query, key, value = ops.unstack(ops.transpose(qkv, (2, 0, 3, 1, 4)), 3, axis=0)
         # q @ k^T (the transpose folds into the batched matmul), scaled: [batch, heads, seq, seq].
         scores = ops.multiply(ops.matmul(query, ops.swapaxes(key, -1, -2)),
@@ -117,6 +145,8 @@ class TransformerBlock(keras.layers.Layer):
         probs = self.attention_probs_dropout(ops.cast(probs, self.compute_dtype), training=training)
         context = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))  # [batch, seq, heads, head_size]
         context = ops.reshape(context, (-1, self.hidden_size))
+        if real is not None:
+            context = ops.take(context, real, axis=0)
 
         attended = self.attention_output_dropout(self.attention_output(context), training=training)
         attended = self.attention_layer_norm(ops.cast(rows, "float32") + ops.cast(attended, "float32"))
@@ -124,6 +154,8 @@ class TransformerBlock(keras.layers.Layer):
 
         ffn = self.output_dropout(self.output_dense(self.intermediate(attended_c)), training=training)
         out = self.output_layer_norm(attended + ops.cast(ffn, "float32"))
+        if real is not None:
+            out = ops.scatter(real[:, None], out, (batch * seq, self.hidden_size))
         return ops.cast(ops.reshape(out, (batch, seq, self.hidden_size)), self.compute_dtype)
 
     def get_config(self):

@@ -20,6 +20,7 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.layers.transformer import real_rows
 from keras_bert.models.buckets import LENGTH_MULTIPLE, model_outputs
 from keras_bert.models.options import Options, model_options
 
@@ -228,9 +229,11 @@ def inference_function(model, inputs):
     functions = _INFERENCE.setdefault(model, {})
     if key not in functions:
         # One concrete function: a tf.function called from the graphs of different endpoints retraces.
-        functions[key] = tf.function(lambda x: model(x, training=False), input_signature=[spec],
-                                     autograph=False, experimental_attributes={"_noinline": True}
-                                     ).get_concrete_function()
+        # Traced with `real_rows`: the blocks' matmuls run on the real tokens only.
+        with real_rows():
+            functions[key] = tf.function(lambda x: model(x, training=False), input_signature=[spec],
+                                         autograph=False, experimental_attributes={"_noinline": True}
+                                         ).get_concrete_function()
     return functions[key]
 
 

@@ -2,8 +2,10 @@
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_bert.layers import BertEmbeddings, HashDropout, MaskedLMHead, TransformerBlock, attention_bias
+from keras_bert.layers.transformer import real_rows
 from tests.harness import run_layer_test
 
 RNG = np.random.default_rng(0)
@@ -20,6 +22,27 @@ EMBEDDINGS = {"vocab_size": 11, "hidden_size": 8, "max_position_embeddings": 7, 
 def test_transformer_block(tmp_path):
     bias = keras.ops.convert_to_numpy(attention_bias(MASK))
     run_layer_test(TransformerBlock, BLOCK, (HIDDEN, bias), (2, 5, 8), tmp_path)
+
+
+def test_transformer_block_on_real_rows():
+    # As served (`real_rows`): the Dense layers see the real tokens only (8 of 10 positions here); real
+    # positions answer as on the padded rows, padded positions are 0; eager and traced alike.
+    block = TransformerBlock(**BLOCK)
+    bias = attention_bias(MASK)
+    want = keras.ops.convert_to_numpy(block(HIDDEN, bias))
+    seen = []
+    own_call = block.intermediate.call
+    block.intermediate.call = lambda x: seen.append(x.shape[0]) or own_call(x)
+    with real_rows():
+        eager = keras.ops.convert_to_numpy(block(HIDDEN, bias))
+        traced = tf.function(lambda h, b: block(h, b))(HIDDEN, bias).numpy()
+    assert seen[0] == MASK.sum() == 8
+    real = MASK.astype(bool)
+    for got in (eager, traced):
+        np.testing.assert_allclose(got[real], want[real], atol=1e-5)
+        assert not got[~real].any()
+    # Outside the context the block runs on every position again.
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(block(HIDDEN, bias)), want, atol=1e-6)
 
 
 def test_bert_embeddings(tmp_path):
