@@ -48,12 +48,14 @@ _REAL_ROWS = contextvars.ContextVar("real_rows", default=False)
 
 @contextlib.contextmanager
 def real_rows():
-    """Within this context, a traced `TransformerBlock` runs its Dense layers, LayerNorms and residuals on
-    the real (unpadded) tokens of the batch only, gathered by the attention bias; attention alone runs on
-    the padded [batch, seq] layout. Padded positions of the block's output are then 0. Real tokens' outputs
-    are those of the padded computation (padding never reaches them), and a batch costs its real tokens in
-    its matmuls, not batch x seq. The served graph traces the model in it (`serving.inference_function`);
-    training and Keras predict do not (the row count is data-dependent: no XLA)."""
+    """Within this context, a `TransformerBlock` with float32 matmuls runs its Dense layers, LayerNorms and
+    residuals on the real (unpadded) tokens of the batch only, gathered by the attention bias; attention
+    alone runs on the padded [batch, seq] layout. Padded positions of the block's output are then 0. Real
+    tokens' outputs are those of the padded computation (padding never reaches them), and a batch pays
+    its real tokens in its matmuls, not batch x seq. The served graph traces the model in it
+    (`serving.inference_function`); training and Keras predict do not (the row count is data-dependent:
+    no XLA). Blocks with bfloat16 or int8 matmuls keep the padded rows: there the gathers and scatters
+    cost as much as the padding they save (docs/serving.md, "Real rows")."""
     token = _REAL_ROWS.set(True)
     try:
         yield
@@ -129,7 +131,7 @@ class TransformerBlock(keras.layers.Layer):
         batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
         rows = ops.reshape(hidden_states, (-1, self.hidden_size))
         # Serving (`real_rows`): the real positions of the flattened batch (bias 0 there, -1e9 at padding).
-        real = ops.where(ops.reshape(bias, (-1,)) > -1.0)[0] if _REAL_ROWS.get() else None
+        real = ops.where(ops.reshape(bias, (-1,)) > -1.0)[0] if self._on_real_rows() else None
         if real is not None:
             rows = ops.take(rows, real, axis=0)
         qkv = self.qkv(rows)
@@ -157,6 +159,13 @@ class TransformerBlock(keras.layers.Layer):
         if real is not None:
             out = ops.scatter(real[:, None], out, (batch * seq, self.hidden_size))
         return ops.cast(ops.reshape(out, (batch, seq, self.hidden_size)), self.compute_dtype)
+
+    def _on_real_rows(self):
+        """Whether this call runs on real rows (`real_rows`): in that context, with float32 matmuls."""
+        dense = (self.qkv, self.attention_output, self.intermediate, self.output_dense)
+        return _REAL_ROWS.get() and all(layer.compute_dtype == "float32"
+                                        and getattr(layer, "quantization_mode", None) is None
+                                        for layer in dense)
 
     def get_config(self):
         config = super().get_config()

@@ -41,8 +41,13 @@ def test_transformer_block_on_real_rows():
     for got in (eager, traced):
         np.testing.assert_allclose(got[real], want[real], atol=1e-5)
         assert not got[~real].any()
-    # Outside the context the block runs on every position again.
+    # Outside the context the block runs on every position again; bfloat16 matmuls keep them inside it.
     np.testing.assert_allclose(keras.ops.convert_to_numpy(block(HIDDEN, bias)), want, atol=1e-6)
+    assert seen[-1] == MASK.size
+    bf16 = TransformerBlock(**BLOCK, dtype="bfloat16")
+    bf16(HIDDEN, bias)
+    with real_rows():
+        assert not bf16._on_real_rows() and block._on_real_rows()
 
 
 def test_bert_embeddings(tmp_path):
