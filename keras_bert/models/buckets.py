@@ -10,11 +10,12 @@ answers are those of one text at a time (floats within 1e-5).
 Every group is one more run of the model, and a run has a fixed cost (TF's per-op cost, the weight reads
 of small matmuls) as well as one per token, so the split is the cheapest under that cost
 (`group_bounds`: rows x cut tokens per group plus `RUN_COST` tokens a run): a batch of alike texts runs as
-one group, a batch with a long tail splits where the padding saved pays for another run. (In the served
-graph the blocks' matmuls run on real tokens only, `layers.transformer.real_rows`: the padding a split
-saves is attention's.) The constants are measured (benchmarks/README.md, "Length buckets", "Real rows"). Each group is a tf.cond that skips an empty group's
-run; the run calls the one graph function all groups share (`Serving.served_call`: the model's graph and
-weights once per export, the served fusions of docs/serving.md inside it).
+one group, a batch with a long tail splits where the padding saved pays for another run (a float32
+model's matmuls run on real tokens only, `layers.transformer.real_rows`: there the padding a split saves
+is attention's). The constants are measured (benchmarks/README.md, "Length buckets", "Real rows"). Each
+group is a tf.cond that skips an empty group's run; the run calls the one graph function all groups share
+(`Serving.served_call`: the model's graph and weights once per export, the served fusions of
+docs/serving.md inside it).
 """
 
 import tensorflow as tf
