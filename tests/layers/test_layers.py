@@ -41,6 +41,11 @@ def test_transformer_block_on_real_rows():
     for got in (eager, traced):
         np.testing.assert_allclose(got[real], want[real], atol=1e-5)
         assert not got[~real].any()
+    # A batch without a real token (a token-id request of zero masks), and an empty batch: zeros, no error.
+    with real_rows():
+        for mask in (np.zeros_like(MASK), MASK[:0]):
+            got = tf.function(lambda h, b: block(h, b))(HIDDEN[:len(mask)], attention_bias(mask)).numpy()
+            assert got.shape == (len(mask), 5, 8) and not got.any()
     # Outside the context the block runs on every position again; bfloat16 matmuls keep them inside it.
     np.testing.assert_allclose(keras.ops.convert_to_numpy(block(HIDDEN, bias)), want, atol=1e-6)
     assert seen[-1] == MASK.size
