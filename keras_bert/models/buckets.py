@@ -40,12 +40,14 @@ def row_lengths(inputs):
 def model_outputs(model, inputs, preprocessor, function=None):
     """`function(inputs)` (default: `model.served_call`, the model in inference mode) on length buckets
     (`bucketed`) where `preprocessor` pads each batch to its longest row (the served graph's), else on the
-    whole batch (a fixed length: one shape). Outputs padded back take `model.serving_pad_values`
-    ({name: fill})."""
+    whole batch (a fixed length: one shape); a batch of one row runs once, as it is. Outputs padded back
+    take `model.serving_pad_values` ({name: fill})."""
     function = function or model.served_call
     if getattr(preprocessor, "pad_to_multiple_of", None) is None:
         return function(inputs)
-    return bucketed(function, inputs, getattr(model, "serving_pad_values", None))
+    # A lone text (a single request) is one run: no split to compute, no groups to route (4% of a call).
+    return tf.cond(tf.equal(tf.shape(inputs["input_mask"])[0], 1), lambda: function(inputs),
+                   lambda: bucketed(function, inputs, getattr(model, "serving_pad_values", None)))
 
 
 def bucketed(function, inputs, pad_values=None, max_buckets=MAX_BUCKETS, run_cost=None):
