@@ -131,6 +131,8 @@ class TransformerBlock(keras.layers.Layer):
         batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
         rows = ops.reshape(hidden_states, (-1, self.hidden_size))
         # Serving (`real_rows`): the real positions of the flattened batch (bias 0 there, -1e9 at padding).
+        # Every block traces the same ops on the same bias; the loaded graph runs them once (grappler's
+        # dedup: one Where per call in the served trace).
         real = ops.where(ops.reshape(bias, (-1,)) > -1.0)[0] if self._on_real_rows() else None
         if real is not None:
             rows = ops.take(rows, real, axis=0)
