@@ -6,6 +6,7 @@ from keras import ops
 from keras_bert import compat
 from keras_bert.layers.dropout import HashDropout
 from keras_bert.layers.initializers import truncated_normal
+from keras_bert.layers.layer_norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -38,7 +39,7 @@ class BertEmbeddings(keras.layers.Layer):
             type_vocab_size, hidden_size, embeddings_initializer=init, dtype=self.dtype_policy,
             name="token_type_embeddings")
         # LayerNorm statistics in float32 even under a mixed policy.
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
         self.dropout = HashDropout(dropout, dtype=self.dtype_policy, name="dropout")
 

@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_bert import compat
 from keras_bert.layers.initializers import truncated_normal
+from keras_bert.layers.layer_norm import LayerNorm
 from keras_bert.layers.transformer import ACTIVATIONS
 
 
@@ -31,7 +32,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.transform = keras.layers.Dense(
             hidden_size, activation=ACTIVATIONS[hidden_act],
             kernel_initializer=truncated_normal(initializer_range), dtype=self.dtype_policy, name="transform")
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
 
     def build(self, input_shape):

@@ -9,6 +9,7 @@ from keras import ops
 
 from keras_bert.layers.dropout import HashDropout
 from keras_bert.layers.initializers import truncated_normal
+from keras_bert.layers.layer_norm import LayerNorm
 
 
 def _in_float32(activation):
@@ -105,11 +106,11 @@ class TransformerBlock(keras.layers.Layer):
 
         self.qkv = dense(3 * hidden_size, "qkv")
         self.attention_output = dense(hidden_size, "attention_output")
-        self.attention_layer_norm = keras.layers.LayerNormalization(
+        self.attention_layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype="float32", name="attention_layer_norm")
         self.intermediate = dense(intermediate_size, "intermediate", activation=ACTIVATIONS[hidden_act])
         self.output_dense = dense(hidden_size, "output")
-        self.output_layer_norm = keras.layers.LayerNormalization(
+        self.output_layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm")
         self.attention_probs_dropout = HashDropout(attention_dropout, dtype=self.dtype_policy)
         self.attention_output_dropout = HashDropout(hidden_dropout, dtype=self.dtype_policy)

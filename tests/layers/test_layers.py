@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.layers import BertEmbeddings, HashDropout, MaskedLMHead, TransformerBlock, attention_bias
+from keras_bert.layers.layer_norm import LayerNorm
 from keras_bert.layers.transformer import real_rows
 from tests.harness import run_layer_test
 
@@ -57,6 +58,31 @@ def test_transformer_block_on_real_rows():
 
 def test_bert_embeddings(tmp_path):
     run_layer_test(BertEmbeddings, EMBEDDINGS, (IDS, TYPE_IDS), (2, 5, 8), tmp_path)
+
+
+def test_layer_norm(tmp_path):
+    run_layer_test(LayerNorm, {"epsilon": 1e-6}, (HIDDEN,), (2, 5, 8), tmp_path)
+    # Keras' LayerNormalization's answers (same weights), on rows far from zero mean too, in float32 and
+    # from bfloat16 inputs (normalized in float32, rounded to bfloat16: one bf16 step apart at a rounding
+    # boundary); another axis falls back to Keras.
+    rows = RNG.normal(3.0, 0.5, size=(6, 384)).astype("float32") + np.linspace(-40, 40, 6)[:, None]
+    gamma, beta = RNG.normal(size=384).astype("float32"), RNG.normal(size=384).astype("float32")
+    for inputs, axis, atol in ((rows, -1, 2e-5), (rows.reshape(2, 3, 384), 2, 2e-5),
+                               (tf.cast(rows, "bfloat16"), -1, 2e-2), (rows.reshape(6, 12, 32), 1, 2e-5)):
+        ours, theirs = LayerNorm(axis=axis, epsilon=1e-12), keras.layers.LayerNormalization(axis=axis,
+                                                                                            epsilon=1e-12)
+        for layer in (ours, theirs):
+            layer.build(inputs.shape)
+            layer.set_weights([np.resize(gamma, layer.gamma.shape), np.resize(beta, layer.beta.shape)])
+        got, want = ours(inputs), theirs(inputs)
+        assert got.dtype == want.dtype == "float32"
+        np.testing.assert_allclose(got, want, atol=atol, err_msg=f"axis {axis}, {inputs.dtype}")
+    # The centered form: no broadcast SquaredDifference in its graph.
+    layer = LayerNorm(epsilon=1e-12)
+    layer.build((None, 384))
+    graph = tf.function(layer).get_concrete_function(tf.TensorSpec([None, 384])).graph
+    kinds = {op.type for op in graph.get_operations()}
+    assert "Square" in kinds and "SquaredDifference" not in kinds
 
 
 def test_hash_dropout(tmp_path):
