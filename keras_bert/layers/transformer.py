@@ -44,11 +44,13 @@ ACTIVATIONS = {
 
 
 # Whether TransformerBlock calls traced now run their position-wise ops on the real tokens only (`real_rows`).
-_REAL_ROWS = contextvars.ContextVar("real_rows", default=False)
+# How a served block lays out its rows (`real_rows`): None outside the served graph, else "gather" or
+# "padded".
+_SERVED_ROWS = contextvars.ContextVar("served_rows", default=None)
 
 
 @contextlib.contextmanager
-def real_rows():
+def real_rows(gather=True):
     """Within this context, a `TransformerBlock` with float32 matmuls runs its Dense layers, LayerNorms and
     residuals on the real (unpadded) tokens of the batch only, gathered by the attention bias; attention
     alone runs on the padded [batch, seq] layout. Padded positions of the block's output are then 0. Real
@@ -56,12 +58,15 @@ def real_rows():
     its real tokens in its matmuls, not batch x seq. The served graph traces the model in it
     (`serving.inference_function`); training and Keras predict do not (the row count is data-dependent:
     no XLA). Blocks with bfloat16 or int8 matmuls keep the padded rows: there the gathers and scatters
-    cost as much as the padding they save (docs/serving.md, "Real rows")."""
-    token = _REAL_ROWS.set(True)
+    cost as much as the padding they save (docs/serving.md, "Real rows").
+    `gather=False` (a lone row's run: at most 7 padded positions, fewer than the gathers and scatters
+    cost) keeps the float32 blocks on the padded rows and zeroes their output at padded positions, so a
+    text answers the same alone as in a batch."""
+    token = _SERVED_ROWS.set("gather" if gather else "padded")
     try:
         yield
     finally:
-        _REAL_ROWS.reset(token)
+        _SERVED_ROWS.reset(token)
 
 
 def attention_bias(input_mask, dtype="float32"):
@@ -161,14 +166,22 @@ class TransformerBlock(keras.layers.Layer):
         out = self.output_layer_norm(attended + ops.cast(ffn, "float32"))
         if real is not None:
             out = ops.scatter(real[:, None], out, (batch * seq, self.hidden_size))
+        elif self._served_float32() == "padded":
+            out = out * ops.cast(ops.reshape(bias, (-1, 1)) > -1.0, out.dtype)
         return ops.cast(ops.reshape(out, (batch, seq, self.hidden_size)), self.compute_dtype)
+
+    def _served_float32(self):
+        """The `real_rows` layout of this float32 block ("gather" or "padded"); None outside the served
+        graph and for blocks with bfloat16 or int8 matmuls (padded rows, left as computed)."""
+        dense = (self.qkv, self.attention_output, self.intermediate, self.output_dense)
+        if all(layer.compute_dtype == "float32" and getattr(layer, "quantization_mode", None) is None
+               for layer in dense):
+            return _SERVED_ROWS.get()
+        return None
 
     def _on_real_rows(self):
         """Whether this call runs on real rows (`real_rows`): in that context, with float32 matmuls."""
-        dense = (self.qkv, self.attention_output, self.intermediate, self.output_dense)
-        return _REAL_ROWS.get() and all(layer.compute_dtype == "float32"
-                                        and getattr(layer, "quantization_mode", None) is None
-                                        for layer in dense)
+        return self._served_float32() == "gather"
 
     def get_config(self):
         config = super().get_config()

@@ -20,8 +20,9 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.layers.transformer import real_rows
-from keras_bert.models.buckets import LENGTH_MULTIPLE, model_outputs
+from keras_bert import compat
+from keras_bert.layers.transformer import TransformerBlock, real_rows
+from keras_bert.models.buckets import LENGTH_MULTIPLE, in_lone_row, model_outputs
 from keras_bert.models.options import Options, model_options
 
 TOKEN_IDS = "token_ids"
@@ -216,21 +217,32 @@ _TRACED = weakref.WeakKeyDictionary()
 _INFERENCE = weakref.WeakKeyDictionary()
 
 
-def inference_function(model, inputs):
+def _gathers_rows(model):
+    """Whether any block of `model` runs on real rows when served (float32 matmuls)."""
+    with real_rows():
+        return any(isinstance(layer, TransformerBlock) and layer._on_real_rows()
+                   for layer in compat.sublayers(model))
+
+
+def inference_function(model, inputs, lone=False):
     """`model(inputs, training=False)` as one tf.function per model and structure of `inputs` (names,
     dtypes, ranks and inner sizes; batch and sequence sizes left open), traced once and kept out of the
     graphs that call it (`_noinline`): every endpoint and every length bucket of an export calls this one
     function, so the SavedModel holds the model's graph (and a bf16 form's weight constants) once and the
-    runtime builds its kernels (and oneDNN's reordered weights) once, not once per bucket and signature."""
+    runtime builds its kernels (and oneDNN's reordered weights) once, not once per bucket and signature.
+    `lone`: the function for a batch of one row, a second one only where the blocks gather real rows
+    (float32: there a lone row runs on its padded rows, `real_rows(gather=False)`); the variables are
+    shared."""
+    lone = lone and _gathers_rows(model)
     spec = {name: tf.TensorSpec([None, *value.shape[1:-1], None] if value.shape.rank > 1 else [None],
                                 value.dtype, name=name)
             for name, value in sorted(inputs.items())}
-    key = tuple((name, s.dtype.name, tuple(s.shape.as_list())) for name, s in spec.items())
+    key = (lone, *((name, s.dtype.name, tuple(s.shape.as_list())) for name, s in spec.items()))
     functions = _INFERENCE.setdefault(model, {})
     if key not in functions:
         # One concrete function: a tf.function called from the graphs of different endpoints retraces.
-        # Traced with `real_rows`: the blocks' matmuls run on the real tokens only.
-        with real_rows():
+        # Traced with `real_rows`: the blocks' matmuls run on the real tokens only (a lone row: padded).
+        with real_rows(gather=not lone):
             functions[key] = tf.function(lambda x: model(x, training=False), input_signature=[spec],
                                          autograph=False, experimental_attributes={"_noinline": True}
                                          ).get_concrete_function()
@@ -307,7 +319,7 @@ class Serving:
         """The model in inference mode on encoder-input tensors (a dict), as the served graph runs it: one
         graph function shared by every endpoint and length bucket (`inference_function`)."""
         inputs = {name: tf.convert_to_tensor(value) for name, value in inputs.items()}
-        return inference_function(self, inputs)(inputs)
+        return inference_function(self, inputs, lone=in_lone_row())(inputs)
 
     def serving_outputs(self, inputs):
         """The model (inference mode) on token-id tensors, outputs named for serving, every floating one

@@ -47,6 +47,13 @@ def test_transformer_block_on_real_rows():
         for mask in (np.zeros_like(MASK), MASK[:0]):
             got = tf.function(lambda h, b: block(h, b))(HIDDEN[:len(mask)], attention_bias(mask)).numpy()
             assert got.shape == (len(mask), 5, 8) and not got.any()
+    # A lone row's layout (`gather=False`): every position through the Dense layers, the output the same
+    # (real positions as padded, 0 at padded ones).
+    with real_rows(gather=False):
+        lone = tf.function(lambda h, b: block(h, b))(HIDDEN, bias).numpy()
+    assert seen[-1] == MASK.size and not block._on_real_rows()
+    np.testing.assert_allclose(lone[real], want[real], atol=1e-5)
+    assert not lone[~real].any()
     # Outside the context the block runs on every position again; bfloat16 matmuls keep them inside it.
     np.testing.assert_allclose(keras.ops.convert_to_numpy(block(HIDDEN, bias)), want, atol=1e-6)
     assert seen[-1] == MASK.size
@@ -54,6 +61,8 @@ def test_transformer_block_on_real_rows():
     bf16(HIDDEN, bias)
     with real_rows():
         assert not bf16._on_real_rows() and block._on_real_rows()
+    with real_rows(gather=False):  # bf16 pads are left as computed
+        assert bf16._served_float32() is None and block._served_float32() == "padded"
 
 
 def test_bert_embeddings(tmp_path):
