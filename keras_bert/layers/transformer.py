@@ -43,7 +43,6 @@ ACTIVATIONS = {
 }
 
 
-# Whether TransformerBlock calls traced now run their position-wise ops on the real tokens only (`real_rows`).
 # How a served block lays out its rows (`real_rows`): None outside the served graph, else "gather" or
 # "padded".
 _SERVED_ROWS = contextvars.ContextVar("served_rows", default=None)
