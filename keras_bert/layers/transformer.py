@@ -7,6 +7,7 @@ import math
 import keras
 from keras import ops
 
+from keras_bert import compat
 from keras_bert.layers.dropout import HashDropout
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.layer_norm import LayerNorm
@@ -66,6 +67,11 @@ def real_rows(gather=True):
         yield
     finally:
         _SERVED_ROWS.reset(token)
+
+
+def served_layout():
+    """The `real_rows` layout traced now: "gather", "padded", or None outside `real_rows`."""
+    return _SERVED_ROWS.get()
 
 
 def attention_bias(input_mask, dtype="float32"):
@@ -138,7 +144,9 @@ class TransformerBlock(keras.layers.Layer):
         # Serving (`real_rows`): the real positions of the flattened batch (bias 0 there, -1e9 at padding).
         # Every block traces the same ops on the same bias; the loaded graph runs them once (grappler's
         # dedup: one Where per call in the served trace).
-        real = ops.where(ops.reshape(bias, (-1,)) > -1.0)[0] if self._on_real_rows() else None
+        layout = self._served_float32()
+        is_real = ops.reshape(bias, (-1,)) > -1.0 if layout else None
+        real = ops.where(is_real)[0] if layout == "gather" else None
         if real is not None:
             rows = ops.take(rows, real, axis=0)
         qkv = self.qkv(rows)
@@ -165,8 +173,8 @@ class TransformerBlock(keras.layers.Layer):
         out = self.output_layer_norm(attended + ops.cast(ffn, "float32"))
         if real is not None:
             out = ops.scatter(real[:, None], out, (batch * seq, self.hidden_size))
-        elif self._served_float32() == "padded":
-            out = out * ops.cast(ops.reshape(bias, (-1, 1)) > -1.0, out.dtype)
+        elif layout == "padded":
+            out = out * ops.cast(is_real[:, None], out.dtype)
         return ops.cast(ops.reshape(out, (batch, seq, self.hidden_size)), self.compute_dtype)
 
     def _served_float32(self):
@@ -195,3 +203,11 @@ class TransformerBlock(keras.layers.Layer):
             layer_norm_eps=self.layer_norm_eps,
         )
         return config
+
+
+def gathers_real_rows(model):
+    """Whether any `TransformerBlock` of `model` runs on real rows when served (float32 matmuls); where none
+    does, `real_rows(gather=False)` traces the same graph as `real_rows()`."""
+    with real_rows():
+        return any(isinstance(layer, TransformerBlock) and layer._on_real_rows()
+                   for layer in compat.sublayers(model))

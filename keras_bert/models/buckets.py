@@ -18,9 +18,9 @@ group is a tf.cond that skips an empty group's run; the run calls the one graph 
 docs/serving.md inside it).
 """
 
-import contextvars
-
 import tensorflow as tf
+
+from keras_bert.layers.transformer import real_rows
 
 # Served text is packed to a multiple of this (fewer distinct shapes); keras_bert.models.serving uses it.
 LENGTH_MULTIPLE = 8
@@ -29,22 +29,12 @@ MAX_BUCKETS = 8
 # 32 and 64 cost the same per text within 3% at batch 8, 32 and 64 (benchmarks/README.md).
 RUN_COST = 32
 
-# Set while a lone row's run is traced (`model_outputs`): `Serving.served_call` then calls the model's
-# lone-row graph function (float32 blocks on padded rows, `layers.transformer.real_rows(gather=False)`).
-_LONE_ROW = contextvars.ContextVar("lone_row", default=False)
-
-
-def in_lone_row():
-    """Whether a lone row's run is being traced (`model_outputs`)."""
-    return _LONE_ROW.get()
-
 
 def _alone(function, inputs):
-    token = _LONE_ROW.set(True)
-    try:
+    """`function(inputs)` traced for a lone row: in `real_rows(gather=False)`, where `Serving.served_call`
+    calls the model's lone-row graph function (float32 blocks on padded rows)."""
+    with real_rows(gather=False):
         return function(inputs)
-    finally:
-        _LONE_ROW.reset(token)
 
 
 def row_lengths(inputs):
@@ -65,7 +55,7 @@ def model_outputs(model, inputs, preprocessor, function=None):
     if getattr(preprocessor, "pad_to_multiple_of", None) is None:
         return function(inputs)
     # A lone text (a single request) is one run: no split to compute, no groups to route (4% of a call), on
-    # its padded rows (`in_lone_row`: 5% of a float32 call).
+    # its padded rows (`_alone`: 5% of a float32 call).
     return tf.cond(tf.equal(tf.shape(inputs["input_mask"])[0], 1), lambda: _alone(function, inputs),
                    lambda: bucketed(function, inputs, getattr(model, "serving_pad_values", None)))
 

@@ -20,9 +20,8 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import compat
-from keras_bert.layers.transformer import TransformerBlock, real_rows
-from keras_bert.models.buckets import LENGTH_MULTIPLE, in_lone_row, model_outputs
+from keras_bert.layers.transformer import gathers_real_rows, real_rows, served_layout
+from keras_bert.models.buckets import LENGTH_MULTIPLE, model_outputs
 from keras_bert.models.options import Options, model_options
 
 TOKEN_IDS = "token_ids"
@@ -217,13 +216,6 @@ _TRACED = weakref.WeakKeyDictionary()
 _INFERENCE = weakref.WeakKeyDictionary()
 
 
-def _gathers_rows(model):
-    """Whether any block of `model` runs on real rows when served (float32 matmuls)."""
-    with real_rows():
-        return any(isinstance(layer, TransformerBlock) and layer._on_real_rows()
-                   for layer in compat.sublayers(model))
-
-
 def inference_function(model, inputs, lone=False):
     """`model(inputs, training=False)` as one tf.function per model and structure of `inputs` (names,
     dtypes, ranks and inner sizes; batch and sequence sizes left open), traced once and kept out of the
@@ -233,7 +225,7 @@ def inference_function(model, inputs, lone=False):
     `lone`: the function for a batch of one row, a second one only where the blocks gather real rows
     (float32: there a lone row runs on its padded rows, `real_rows(gather=False)`); the variables are
     shared."""
-    lone = lone and _gathers_rows(model)
+    lone = lone and gathers_real_rows(model)
     spec = {name: tf.TensorSpec([None, *value.shape[1:-1], None] if value.shape.rank > 1 else [None],
                                 value.dtype, name=name)
             for name, value in sorted(inputs.items())}
@@ -319,7 +311,8 @@ class Serving:
         """The model in inference mode on encoder-input tensors (a dict), as the served graph runs it: one
         graph function shared by every endpoint and length bucket (`inference_function`)."""
         inputs = {name: tf.convert_to_tensor(value) for name, value in inputs.items()}
-        return inference_function(self, inputs, lone=in_lone_row())(inputs)
+        # A lone row's run is traced in `real_rows(gather=False)` (models/buckets.py).
+        return inference_function(self, inputs, lone=served_layout() == "padded")(inputs)
 
     def serving_outputs(self, inputs):
         """The model (inference mode) on token-id tensors, outputs named for serving, every floating one
