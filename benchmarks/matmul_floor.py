@@ -2,6 +2,8 @@
 
     python -m benchmarks.matmul_floor                 # both engines, each in its own process
     python -m benchmarks.matmul_floor --engine=tf     # one engine (what the parent runs)
+    python -m benchmarks.matmul_floor --engine=tf --weights=constant --rows 8 32 128 8
+                                                        # TF on constant weights, row counts in this order
 
 The 24 matmuls of MiniLM-L6 (6 layers; hidden 384, intermediate 1536: the fused query/key/value [384, 1152],
 the attention output [384, 384], the intermediate [384, 1536] and the output [1536, 384]), chained as in a
@@ -13,8 +15,15 @@ float32 variables (the ops a served Dense becomes, fused by grappler into one on
 MatMul + Add on initializers (its default CPU provider, graph optimizations on). The same seeded weights;
 each engine on `common.NUM_THREADS` threads; latency is the median of `--repeats` calls after 2 warm-up
 calls. If this floor alone is above a peer's whole call, no rewrite of our graph reaches that peer there.
+
+`--weights=constant` (TF only) bakes the kernels and biases into the function as constants: oneDNN then runs
+its blocked-weight kernel on weights it reorders once and keeps. TF keeps one reordered copy per op, in the
+layout the first call's row count asked for, and the float32 layout oneDNN picks depends on the row count;
+the row counts run in the order given, through one function, so a later count whose layout differs from the
+first's shows the cost of reordering every weight on every call (docs/serving.md, "Batch 1").
 """
 
+import re
 
 from benchmarks import common
 from benchmarks.common import median_latency
@@ -34,12 +43,30 @@ def weights():
              for k, n in PROJECTIONS] for _ in range(LAYERS)]
 
 
-def tf_call(rows):
-    tf = common.configure_tensorflow()
-    layers = [[(tf.Variable(k), tf.Variable(b)) for k, b in layer] for layer in weights()]
+_TF_FORWARD = {}
 
-    @tf.function
+
+def tf_call(rows, constant=False, dtype="float32"):
+    """A call of TF's chained matmuls on `rows` rows in `dtype`; one tf.function (any row count) per weights
+    form and dtype."""
+    tf = common.configure_tensorflow()
+    if (constant, dtype) not in _TF_FORWARD:
+        _TF_FORWARD[constant, dtype] = _tf_forward(tf, constant, dtype)
+    forward = _TF_FORWARD[constant, dtype]
+    x = tf.cast(tf.random.stateless_normal((rows, HIDDEN), seed=(1, 2)), dtype)
+    return lambda: [t.numpy() for t in tf.nest.flatten(forward(x))]
+
+
+def _tf_forward(tf, constant, dtype):
+    arrays = [[(tf.cast(k, dtype).numpy(), tf.cast(b, dtype).numpy()) for k, b in layer]
+              for layer in weights()]
+    variables = None if constant else [[(tf.Variable(k), tf.Variable(b)) for k, b in layer]
+                                       for layer in arrays]
+
+    @tf.function(input_signature=[tf.TensorSpec([None, HIDDEN], dtype)])
     def forward(x):
+        # Constants are made inside the traced function: Const nodes feeding the matmuls, not captures.
+        layers = variables or [[(tf.constant(k), tf.constant(b)) for k, b in layer] for layer in arrays]
         qkv_outputs = []
         for (qkv, qkv_b), (att, att_b), (inter, inter_b), (out, out_b) in layers:
             qkv_outputs.append(tf.nn.bias_add(tf.matmul(x, qkv), qkv_b))  # feeds attention in the model
@@ -48,8 +75,7 @@ def tf_call(rows):
                                out_b) + attended
         return x, qkv_outputs
 
-    x = tf.random.stateless_normal((rows, HIDDEN), seed=(1, 2))
-    return lambda: [t.numpy() for t in tf.nest.flatten(forward(x))]
+    return forward
 
 
 def ort_call(rows):
@@ -94,6 +120,11 @@ def command_line():
     parser.add_argument("--engine", choices=["both", "tf", "ort"], default="both")
     parser.add_argument("--rows", type=int, nargs="+", default=[32, 320])
     parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--weights", choices=["variable", "constant"], default="variable",
+                        help="TF's weights: variables (what a float32 export serves) or graph constants (a "
+                             "bfloat16 or int8 export's)")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
+                        help="TF's matmul dtype (ONNX Runtime's stays float32)")
     return parser
 
 
@@ -104,19 +135,30 @@ def main(argv=None):
         for engine in ("tf", "ort"):
             results[engine] = common.run_subprocess(
                 "matmul_floor",
-                [f"--engine={engine}", f"--repeats={args.repeats}", "--rows", *map(str, args.rows)])
-        flops = {rows: 2 * rows * LAYERS * sum(k * n for k, n in PROJECTIONS) for rows in args.rows}
+                [f"--engine={engine}", f"--repeats={args.repeats}", f"--weights={args.weights}",
+                 f"--dtype={args.dtype}", "--rows", *map(str, args.rows)])
         for engine in ("tf", "ort"):
-            for rows in args.rows:
-                ms = results[engine].get(f"rows{rows}_ms")
-                if ms:
-                    print(f"{engine:4s} rows {rows:4d}: {ms:8.3f} ms  ({flops[rows] / ms / 1e6:.0f} GFLOP/s)")
+            for key, ms in results[engine].items():
+                match = re.fullmatch(r"rows(\d+)_ms(_again)?", key)
+                if match and ms:
+                    rows = int(match[1])
+                    flops = 2 * rows * LAYERS * sum(k * n for k, n in PROJECTIONS)
+                    print(f"{engine:4s} rows {rows:4d}{match[2] or '':6s}: {ms:8.3f} ms  "
+                          f"({flops / ms / 1e6:.0f} GFLOP/s)")
         common.emit(dict(kind="matmul_floor", **results))
         return
-    make = tf_call if args.engine == "tf" else ort_call
-    common.emit(dict(kind="matmul_floor", engine=args.engine,
-                     **{f"rows{rows}_ms": round(1e3 * median_latency(make(rows), args.repeats), 3)
-                        for rows in args.rows}))
+    if args.engine == "tf":
+        def make(rows):
+            return tf_call(rows, constant=args.weights == "constant", dtype=args.dtype)
+    else:
+        make = ort_call
+    # In the order given (a repeated count is timed again under its own key with a "_again" suffix).
+    timed = {}
+    for rows in args.rows:
+        key = f"rows{rows}_ms" + ("_again" if f"rows{rows}_ms" in timed else "")
+        timed[key] = round(1e3 * median_latency(make(rows), args.repeats), 3)
+    common.emit(dict(kind="matmul_floor", engine=args.engine, weights=args.weights,
+                     dtype=args.dtype if args.engine == "tf" else "float32", **timed))
 
 
 if __name__ == "__main__":
