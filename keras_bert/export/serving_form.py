@@ -228,12 +228,14 @@ def fused_activation(activation):
 
 def static_int8_matmul(inputs, kernel, input_range, kernel_scale, bias=None, activation=None):
     """inputs [..., k] float @ (int8 `kernel` [k, n] / `kernel_scale` [n]) + `bias` [n], then `activation`
-    (a `fused_activation` name or None) -> float32 [..., n], with one constant input range, in two ops:
-    QuantizeV2 (MIN_FIRST: x / step rounded, + STATIC_OFFSET, clamped to 0..255, step = input_range /
-    STATIC_HALF_RANGE) and oneDNN's `_QuantizedMatMul` fused with BiasAdd, the activation and Dequantize
-    (one weight scale per output unit). `kernel` and `bias` (numpy) become graph constants: the op reorders
-    the kernel into its blocked int8 layout once and caches it, with the bias corrected for the input's
-    offset (`is_weight_const`), where QuantizedMatMulWithBiasAndDequantize reorders the kernel every call."""
+    (a `fused_activation` name or None) -> float32 [..., n], with one constant input range: the input
+    shifted by STATIC_OFFSET steps and quantized (`_quantized_on_tf_kernel`: x / step + STATIC_OFFSET
+    rounded, clamped to 0..255, step = input_range / STATIC_HALF_RANGE), then oneDNN's `_QuantizedMatMul`
+    fused with BiasAdd, the activation and Dequantize (one weight scale per output unit), which reads the
+    quantized input as MIN_FIRST over [-STATIC_OFFSET, 255 - STATIC_OFFSET] steps. `kernel` and `bias`
+    (numpy) become graph constants: the op reorders the kernel into its blocked int8 layout once and caches
+    it, with the bias corrected for the input's offset (`is_weight_const`), where
+    QuantizedMatMulWithBiasAndDequantize reorders the kernel every call."""
     if not compat.has_op(STATIC_INT8_OP):
         raise ValueError(f"calibrated quantize='int8_matmul' needs TensorFlow's oneDNN op {STATIC_INT8_OP} "
                          "(x86 builds with oneDNN); this build has none")
@@ -242,9 +244,9 @@ def static_int8_matmul(inputs, kernel, input_range, kernel_scale, bias=None, act
     shape = None if flat else tf.shape(inputs)
     x = tf.cast(inputs, tf.float32) if flat else tf.reshape(tf.cast(inputs, tf.float32), [-1, k])
     step = input_range / STATIC_HALF_RANGE
-    quantized, low, high = tf.raw_ops.QuantizeV2(input=x, min_range=-STATIC_OFFSET * step,
-                                                 max_range=(255.0 - STATIC_OFFSET) * step, T=tf.quint8,
-                                                 mode="MIN_FIRST", ensure_minimum_range=0.0)
+    quantized = _quantized_on_tf_kernel(x + np.float32(STATIC_OFFSET * step), 255.0 * step)
+    low = tf.constant(-STATIC_OFFSET * step, tf.float32)
+    high = tf.constant((255.0 - STATIC_OFFSET) * step, tf.float32)
     unit_range = (STATIC_HALF_RANGE / np.asarray(kernel_scale, np.float32)).astype(np.float32)
     bias = np.zeros([n], np.float32) if bias is None else np.asarray(bias, np.float32)
     out, = compat.graph_op(
@@ -256,6 +258,19 @@ def static_int8_matmul(inputs, kernel, input_range, kernel_scale, bias=None, act
         is_bias_const=True, fused_ops=["BiasAdd", *([activation] if activation else []), "Dequantize"],
         input_quant_mode="MIN_FIRST", output_quant_mode="SCALED", leakyrelu_alpha=0.0)
     return out if flat else tf.reshape(out, tf.concat([shape[:-1], [n]], 0))
+
+
+def _quantized_on_tf_kernel(x, high):
+    """float32 `x` on [0, `high`] -> quint8 round(x / high * 255), clamped to 0..255 (ties away from 0).
+
+    QuantizeV2 in SCALED mode with HALF_AWAY_FROM_ZERO rounding, which oneDNN's graph rewrite leaves to TF's
+    own kernel; the MIN_FIRST form becomes oneDNN's QuantizeV2, which hands every call to the intra-op pool
+    (~60 us a Dense at a few rows: 25 per MiniLM call, a third of a batch-1 int8 call; docs/serving_form.md,
+    "Static ranges quantized on TF's kernel")."""
+    quantized, _, _ = tf.raw_ops.QuantizeV2(input=x, min_range=0.0, max_range=high, T=tf.quint8,
+                                            mode="SCALED", round_mode="HALF_AWAY_FROM_ZERO",
+                                            ensure_minimum_range=0.0)
+    return quantized
 
 
 def int8_matmul(inputs, kernel, kernel_scale, column_sums):

@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from keras_bert import execution
 from keras_bert.export import export_saved_model
 from keras_bert.layers.transformer import ACTIVATIONS
 from keras_bert.models.encoder import BertEncoder
@@ -32,14 +33,15 @@ def test_gelu_is_the_exact_gelu():
 Node = collections.namedtuple("Node", "name op inputs")
 
 
-def _served(version_dir, word_ids):
-    """(pooled_output, the nodes a TF1 Session ran) of one token-id call of `version_dir` on `word_ids`
+def _served(version_dir, word_ids, signature="serving_default"):
+    """(pooled_output, the nodes a TF1 Session ran) of one token-id call (`signature`) of `version_dir` on
+    `word_ids`
     [batch, seq] (every position attended). The nodes are read off the run's full trace ("name =
     Op(inputs)" per executed node): the model runs in the graph function every endpoint calls
     (`Serving.served_call`), optimized when the call instantiates it, which the partition graphs leave out."""
     with tf.Graph().as_default(), tf.compat.v1.Session() as session:
         meta = tf.compat.v1.saved_model.load(session, ["serve"], version_dir)
-        signature = meta.signature_def["serving_default"]
+        signature = meta.signature_def[signature]
         feed = {signature.inputs["input_word_ids"].name: word_ids,
                 signature.inputs["input_mask"].name: np.ones_like(word_ids),
                 signature.inputs["input_type_ids"].name: np.zeros_like(word_ids)}
@@ -146,3 +148,27 @@ def test_bfloat16_text_export_holds_each_weight_once(preprocessor, tmp_path):  #
     together = served(text=tf.constant(texts))["pooled_output"].numpy()
     alone = np.concatenate([served(text=tf.constant([t]))["pooled_output"].numpy() for t in texts])
     np.testing.assert_allclose(together, alone, atol=1e-2)
+
+
+@pytest.mark.skipif(not execution.has_int8_matmul_hardware(),
+                    reason="int8_matmul needs an int8 dot-product flag")
+def test_calibrated_int8_export_quantizes_on_tf_own_kernel(preprocessor, tmp_path):  # noqa: F811
+    # oneDNN's QuantizeV2 (what a MIN_FIRST QuantizeV2 becomes) hands every call to the intra-op pool, ~60 us
+    # a Dense at a few rows; the static-range int8 form quantizes in the QuantizeV2 form the rewrite leaves to
+    # TF's own kernel, and every Dense stays one int8 matmul on a constant range.
+    encoder = BertEncoder(text_config())
+    version_dir = export_saved_model(encoder, str(tmp_path), preprocessor, warmup=False,
+                                     quantize="int8_matmul", calibration_texts=["hello world", "a dog"] * 4)
+    word_ids = np.random.default_rng(0).integers(4, encoder.config.vocab_size, (1, 8)).astype("int32")
+    pooled, nodes = _served(version_dir, word_ids, "serve_token_ids")
+    ops = collections.Counter(node.op for node in nodes)
+    if not any(op.startswith("_Mkl") for op in ops):
+        pytest.skip("this TensorFlow runs without oneDNN's graph rewrites (TF_ENABLE_ONEDNN_OPTS=0 or not "
+                    "x86)")
+    dense = 4 * encoder.config.num_hidden_layers + 1
+    assert ops["QuantizeV2"] == dense and not ops["_MklQuantizeV2"], ops
+    assert ops["_QuantizedMatMul"] == dense, ops
+    want = encoder({"input_word_ids": word_ids, "input_mask": np.ones_like(word_ids),
+                    "input_type_ids": np.zeros_like(word_ids)})["pooled_output"].numpy()
+    cosine = (pooled * want).sum() / np.linalg.norm(pooled) / np.linalg.norm(want)
+    assert cosine >= 0.99, cosine
