@@ -20,7 +20,10 @@ calls. If this floor alone is above a peer's whole call, no rewrite of our graph
 its blocked-weight kernel on weights it reorders once and keeps. TF keeps one reordered copy per op, in the
 layout the first call's row count asked for, and the float32 layout oneDNN picks depends on the row count;
 the row counts run in the order given, through one function, so a later count whose layout differs from the
-first's shows the cost of reordering every weight on every call (docs/serving.md, "Batch 1").
+first's shows the cost of reordering every weight on every call (docs/serving.md, "What stays out of
+reach"). `--dtype=bfloat16` runs TF's matmuls in bf16, as a bfloat16 export serves them: with
+`--weights=constant` and row counts on both sides of a layout change, the check that a CPU keeps one bf16
+weight layout (`ONEDNN_VERBOSE=1` prints each weight reorder).
 """
 
 import re

@@ -33,10 +33,16 @@ def test_gelu_is_the_exact_gelu():
 Node = collections.namedtuple("Node", "name op inputs")
 
 
+def _skip_without_onednn_rewrites(op_types):
+    """Skips the test where none of the executed `op_types` is a oneDNN op (the graph ran unrewritten)."""
+    if not any(op.startswith("_Mkl") for op in op_types):
+        pytest.skip("this TensorFlow runs without oneDNN's graph rewrites (TF_ENABLE_ONEDNN_OPTS=0 or not "
+                    "x86)")
+
+
 def _served(version_dir, word_ids, signature="serving_default"):
     """(pooled_output, the nodes a TF1 Session ran) of one token-id call (`signature`) of `version_dir` on
-    `word_ids`
-    [batch, seq] (every position attended). The nodes are read off the run's full trace ("name =
+    `word_ids` [batch, seq] (every position attended). The nodes are read off the run's full trace ("name =
     Op(inputs)" per executed node): the model runs in the graph function every endpoint calls
     (`Serving.served_call`), optimized when the call instantiates it, which the partition graphs leave out."""
     with tf.Graph().as_default(), tf.compat.v1.Session() as session:
@@ -83,9 +89,7 @@ def test_served_encoder_runs_fused_dense_ops(tiny_config, tmp_path):
     encoder = BertEncoder(tiny_config)
     version_dir = export_saved_model(encoder, str(tmp_path), signature="token_ids", warmup=False)
     counts = _optimized_op_types(version_dir, seq_length=8)
-    if not any(op.startswith("_Mkl") for op in counts):
-        pytest.skip("this TensorFlow runs without oneDNN's graph rewrites (TF_ENABLE_ONEDNN_OPTS=0 or not "
-                    "x86)")
+    _skip_without_onednn_rewrites(counts)
     layers = tiny_config.num_hidden_layers
     fused = sum(n for op, n in counts.items() if op.endswith("FusedMatMul"))
     unfused = {op: n for op, n in counts.items() if op in ("MatMul", "_MklMatMul", "BiasAdd", "Erf", "Erfc")}
@@ -102,9 +106,7 @@ def test_bfloat16_export_runs_fused_matmuls_on_constant_weights(tiny_config, tmp
     version_dir = export_saved_model(encoder, str(tmp_path), signature="token_ids", warmup=False,
                                      dtype="bfloat16")
     pooled, nodes = _served(version_dir, word_ids)
-    if not any(node.op.startswith("_Mkl") for node in nodes):
-        pytest.skip("this TensorFlow runs without oneDNN's graph rewrites (TF_ENABLE_ONEDNN_OPTS=0 or not "
-                    "x86)")
+    _skip_without_onednn_rewrites(node.op for node in nodes)
     by_name = {node.name: node for node in nodes}
 
     def source(name):  # the op feeding input `name`, through Identity nodes
@@ -162,9 +164,7 @@ def test_calibrated_int8_export_quantizes_on_tf_own_kernel(preprocessor, tmp_pat
     word_ids = np.random.default_rng(0).integers(4, encoder.config.vocab_size, (1, 8)).astype("int32")
     pooled, nodes = _served(version_dir, word_ids, "serve_token_ids")
     ops = collections.Counter(node.op for node in nodes)
-    if not any(op.startswith("_Mkl") for op in ops):
-        pytest.skip("this TensorFlow runs without oneDNN's graph rewrites (TF_ENABLE_ONEDNN_OPTS=0 or not "
-                    "x86)")
+    _skip_without_onednn_rewrites(ops)
     dense = 4 * encoder.config.num_hidden_layers + 1
     assert ops["QuantizeV2"] == dense and not ops["_MklQuantizeV2"], ops
     assert ops["_QuantizedMatMul"] == dense, ops
