@@ -55,14 +55,20 @@ def quiet_tensorflow():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-def configure_tensorflow(threads=NUM_THREADS):
-    """TF intra/inter-op pools sized to the cores we benchmark on; returns the tensorflow module."""
+_TF_POOLS = []  # (intra-op, inter-op) threads, once set
+
+
+def configure_tensorflow(threads=NUM_THREADS, intra_op_threads=None):
+    """TF intra/inter-op pools sized to the cores we benchmark on (the intra-op pool `intra_op_threads`
+    where given) on a process's first call: TF sets them once, before it runs; later calls keep them.
+    Returns the tensorflow module."""
     quiet_tensorflow()
     import tensorflow as tf
 
-    if tf.config.threading.get_intra_op_parallelism_threads() != threads:  # settable once, before TF runs
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    if not _TF_POOLS:
+        _TF_POOLS.append((intra_op_threads or threads, threads))
+        tf.config.threading.set_intra_op_parallelism_threads(_TF_POOLS[0][0])
+        tf.config.threading.set_inter_op_parallelism_threads(_TF_POOLS[0][1])
     return tf
 
 

@@ -4,6 +4,8 @@
     python -m benchmarks.matmul_floor --engine=tf     # one engine (what the parent runs)
     python -m benchmarks.matmul_floor --engine=tf --weights=constant --rows 8 32 128 8
                                                         # TF on constant weights, row counts in this order
+    python -m benchmarks.matmul_floor --dtype=int8 --rows 8 32 128
+                                                        # both engines' int8 matmuls, as their exports serve
 
 The 24 matmuls of MiniLM-L6 (6 layers; hidden 384, intermediate 1536: the fused query/key/value [384, 1152],
 the attention output [384, 384], the intermediate [384, 1536] and the output [1536, 384]), chained as in a
@@ -24,6 +26,13 @@ first's shows the cost of reordering every weight on every call (docs/serving.md
 reach"). `--dtype=bfloat16` runs TF's matmuls in bf16, as a bfloat16 export serves them: with
 `--weights=constant` and row counts on both sides of a layout change, the check that a CPU keeps one bf16
 weight layout (`ONEDNN_VERBOSE=1` prints each weight reorder).
+
+`--dtype=int8` times both engines' int8 forms of the same chain, each as its int8 export serves a Dense:
+TF the calibrated "int8_matmul" form (`serving_form.static_int8_matmul`: each input shifted and quantized on
+TF's QuantizeV2, oneDNN's `_QuantizedMatMul` on constant int8 kernels with one scale per output unit, bias
+fused; each input range the largest |input| of a float32 pass on the first row count), ONNX Runtime the
+chain quantized by `onnxruntime.quantization.quantize_dynamic` (QInt8 weights: its int8 export's form, each
+input quantized per call). `--weights` does not apply.
 """
 
 import re
@@ -50,13 +59,15 @@ _TF_FORWARD = {}
 
 
 def tf_call(rows, constant=False, dtype="float32"):
-    """A call of TF's chained matmuls on `rows` rows in `dtype`; one tf.function (any row count) per weights
-    form and dtype."""
+    """A call of TF's chained matmuls on `rows` rows in `dtype` ("int8": the static int8 form); one
+    tf.function (any row count) per weights form and dtype."""
     tf = common.configure_tensorflow()
     if (constant, dtype) not in _TF_FORWARD:
-        _TF_FORWARD[constant, dtype] = _tf_forward(tf, constant, dtype)
+        _TF_FORWARD[constant, dtype] = (_tf_int8_forward(tf, rows) if dtype == "int8"
+                                        else _tf_forward(tf, constant, dtype))
     forward = _TF_FORWARD[constant, dtype]
-    x = tf.cast(tf.random.stateless_normal((rows, HIDDEN), seed=(1, 2)), dtype)
+    x = tf.random.stateless_normal((rows, HIDDEN), seed=(1, 2))
+    x = x if dtype == "int8" else tf.cast(x, dtype)
     return lambda: [t.numpy() for t in tf.nest.flatten(forward(x))]
 
 
@@ -81,7 +92,49 @@ def _tf_forward(tf, constant, dtype):
     return forward
 
 
-def ort_call(rows):
+def _tf_int8_forward(tf, rows):
+    """The chain with every projection as the calibrated int8 export serves it (`static_int8_matmul`), its
+    input ranges the largest |input| of each projection in a float32 pass on `rows` rows."""
+    import keras
+    import numpy as np
+
+    from keras_bert.export.serving_form import static_int8_matmul
+
+    arrays = weights()
+    ranges, x = [], np.asarray(tf.random.stateless_normal((rows, HIDDEN), seed=(1, 2)))
+    for _, (att, att_b), (inter, inter_b), (out, out_b) in arrays:
+        attended = x @ att + att_b + x
+        hidden = attended @ inter + inter_b
+        ranges.append([np.abs(x).max(), np.abs(x).max(), np.abs(attended).max(), np.abs(hidden).max()])
+        x = hidden @ out + out_b + attended
+    quantized = []
+    for layer, layer_ranges in zip(arrays, ranges, strict=True):
+        quantized.append([])
+        for (kernel, bias), input_range in zip(layer, layer_ranges, strict=True):
+            # Keras's int8 kernel quantization, as the export's: one scale per output unit.
+            int8, scale = keras.quantizers.abs_max_quantize(kernel, axis=0, to_numpy=True)
+            quantized[-1].append((np.asarray(int8), float(input_range), np.asarray(scale)[0], bias))
+
+    def dense(x, projection):
+        kernel, input_range, scale, bias = projection
+        return static_int8_matmul(x, kernel, input_range, scale, bias)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, HIDDEN], tf.float32)])
+    def forward(x):
+        qkv_outputs = []
+        for qkv, att, inter, out in quantized:
+            qkv_outputs.append(dense(x, qkv))
+            attended = dense(x, att) + x
+            x = dense(dense(attended, inter), out) + attended
+        return x, qkv_outputs
+
+    return forward
+
+
+def ort_call(rows, int8=False):
+    import os
+    import tempfile
+
     import numpy as np
     import onnxruntime
     from onnx import TensorProto, helper, numpy_helper
@@ -107,12 +160,21 @@ def ort_call(rows):
     graph = helper.make_graph(nodes, "matmul_floor", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                                                                     [None, HIDDEN])],
                               value_info, initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    if int8:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        with tempfile.TemporaryDirectory() as workdir:
+            plain, quantized = os.path.join(workdir, "plain.onnx"), os.path.join(workdir, "int8.onnx")
+            with open(plain, "wb") as f:
+                f.write(model)
+            quantize_dynamic(plain, quantized, weight_type=QuantType.QInt8)
+            with open(quantized, "rb") as f:
+                model = f.read()
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = common.NUM_THREADS
     options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(model.SerializeToString(), options,
-                                           providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     feed = {"x": np.random.default_rng(1).normal(size=(rows, HIDDEN)).astype(np.float32)}
     return lambda: session.run(None, feed)
 
@@ -126,8 +188,9 @@ def command_line():
     parser.add_argument("--weights", choices=["variable", "constant"], default="variable",
                         help="TF's weights: variables (what a float32 export serves) or graph constants (a "
                              "bfloat16 or int8 export's)")
-    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
-                        help="TF's matmul dtype (ONNX Runtime's stays float32)")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16", "int8"], default="float32",
+                        help="TF's matmul dtype (ONNX Runtime's stays float32, but for int8: both engines' "
+                             "int8 exports' form)")
     return parser
 
 
@@ -147,21 +210,24 @@ def main(argv=None):
                     rows = int(match[1])
                     flops = 2 * rows * LAYERS * sum(k * n for k, n in PROJECTIONS)
                     print(f"{engine:4s} rows {rows:4d}{match[2] or '':6s}: {ms:8.3f} ms  "
-                          f"({flops / ms / 1e6:.0f} GFLOP/s)")
+                          f"({flops / ms / 1e6:.0f} {'GOP' if args.dtype == 'int8' else 'GFLOP'}/s)")
         common.emit(dict(kind="matmul_floor", **results))
         return
     if args.engine == "tf":
         def make(rows):
             return tf_call(rows, constant=args.weights == "constant", dtype=args.dtype)
     else:
-        make = ort_call
+        def make(rows):
+            return ort_call(rows, int8=args.dtype == "int8")
     # In the order given (a repeated count is timed again under its own key with a "_again" suffix).
     timed = {}
     for rows in args.rows:
         key = f"rows{rows}_ms" + ("_again" if f"rows{rows}_ms" in timed else "")
         timed[key] = round(1e3 * median_latency(make(rows), args.repeats), 3)
-    common.emit(dict(kind="matmul_floor", engine=args.engine, weights=args.weights,
-                     dtype=args.dtype if args.engine == "tf" else "float32", **timed))
+    weights_form = "constant" if args.dtype == "int8" and args.engine == "tf" else args.weights
+    common.emit(dict(kind="matmul_floor", engine=args.engine, weights=weights_form,
+                     dtype=args.dtype if args.engine == "tf" or args.dtype == "int8" else "float32",
+                     **timed))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,9 @@ truncated at its max_seq_length (sentence_bert_config.json: 256), on real texts 
              (numpy)
   ort_int8   onnxruntime.quantization.quantize_dynamic (QInt8 weights) of the unoptimized model, same pipeline
   torch      transformers BertModel + BertTokenizerFast under torch.no_grad, mean pool + normalize in torch
-Every implementation runs on `common.NUM_THREADS` threads (TF intra/inter-op pools, ORT intra-op, torch).
+Every implementation runs on `common.NUM_THREADS` threads (TF intra/inter-op pools, ORT intra-op, torch); ours
+with the intra-op pool its export's model_server_flags.txt asks for (`keras_bert.export.batching`: one
+thread for int8_matmul).
 Per implementation: latency at batch 1, 8 and 32 (successive batches of the timed texts, the same for every
 implementation; the median of `--repeats` calls after two warm-up calls, from the Python strings to the
 embeddings as numpy), the best cost per text (the lowest latency / batch size), the cost per text of a
@@ -71,8 +73,12 @@ def normalized_mean(tokens, mask):
 def ours_embedder(workdir, calibration, **export_options):
     """(embed: texts -> numpy embeddings, info, embed_tensor: a string tensor [b] -> embeddings [b, h]) of
     the MiniLM export with `export_options` (keras_bert.export.export_saved_model's; a `quantize` form is
-    calibrated on `calibration`)."""
-    tf = common.configure_tensorflow()
+    calibrated on `calibration`), TF's intra-op pool as the export's model_server_flags.txt asks."""
+    common.quiet_tensorflow()  # before the import below imports TensorFlow
+    from keras_bert.export.batching import server_threads
+
+    intra_op_threads, _ = server_threads(export_options.get("quantize"))  # 0: every core
+    tf = common.configure_tensorflow(intra_op_threads=intra_op_threads)
     from keras_bert.checkpoints.sentence_transformers import sentence_pooling
     from keras_bert.export import export_saved_model
     from keras_bert.models.encoder import BertEncoder

@@ -1,9 +1,9 @@
 """SavedModels for TF Serving that take raw text, built with `keras.export.ExportArchive`.
 
 `export_saved_model(model, export_dir)` writes `<export_dir>/<version>/` (saved_model.pb, variables/,
-assets/, assets.extra/tf_serving_warmup_requests and batching_parameters.txt) with the endpoints the model
-states (`model.serving_endpoints`, `keras_bert.models.serving`), the first one registered as
-serving_default:
+assets/, assets.extra/: tf_serving_warmup_requests, batching_parameters.txt and model_server_flags.txt)
+with the endpoints the model states (`model.serving_endpoints`, `keras_bert.models.serving`), the first
+one registered as serving_default:
 
   serve_<form>     the model's raw-input form: `text`, `text_pair` (text, text_b) or a span labeler's
                    `question_context`, in [batch] strings -> its finished answers (labels, spans,
@@ -24,10 +24,10 @@ import tensorflow as tf
 
 from keras_bert import outputs
 from keras_bert.checkpoints import split_model
-from keras_bert.export.batching import write_batching_parameters
+from keras_bert.export.batching import write_serving_config
 from keras_bert.export.errors import ExportError
 from keras_bert.export.preprocessing import serving_preprocessor
-from keras_bert.export.serving_form import serving_form
+from keras_bert.export.serving_form import resolve_quantize, serving_form
 from keras_bert.models.pretrained import check_seq_length
 from keras_bert.models.serving import traced_function
 
@@ -240,7 +240,8 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
             `answer_rules=...`, `fixed_length=True`: the fields of the model's Options (the docstring of
             its `options_class`). An option of another model is an ExportError naming it and this model.
 
-    Also writes assets.extra/batching_parameters.txt, TF Serving's `--batching_parameters_file`
+    Also writes assets.extra/batching_parameters.txt, TF Serving's `--batching_parameters_file`, and
+    assets.extra/model_server_flags.txt, the server's thread flags for this form
     (`keras_bert.export.batching`).
 
     Returns the version directory (str).
@@ -269,7 +270,8 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
 
     def write(tmp_dir):
         archive.write_out(tmp_dir, verbose=False)
-        write_batching_parameters(tmp_dir, options.fixed_length)  # TF Serving --batching_parameters_file
+        # TF Serving's --batching_parameters_file and thread flags for this form
+        write_serving_config(tmp_dir, options.fixed_length, resolve_quantize(quantize, log=False))
         if warmup:
             write_warmup(tmp_dir, [("serving_default", next(iter(endpoints.values())).warmup)])
 

@@ -47,10 +47,11 @@ _FUSED_ACTIVATIONS = ((ACTIVATIONS["gelu"], "GeluExact"), (ACTIVATIONS["gelu_tan
                       (keras.activations.relu, "Relu"))
 
 
-def resolve_quantize(quantize):
+def resolve_quantize(quantize, log=True):
     """The int8 form `quantize` names on this machine: "int8" becomes "int8_matmul" or "int8_weights" by
-    the CPU's flags; the explicit forms and None are returned as they are, except "int8_matmul" on a CPU
-    without an int8 dot-product flag (ValueError: TF's oneDNN int8 matmul computes nothing there)."""
+    the CPU's flags (said in the log, unless `log` is False); the explicit forms and None are returned as
+    they are, except "int8_matmul" on a CPU without an int8 dot-product flag (ValueError: TF's oneDNN int8
+    matmul computes nothing there)."""
     if quantize is not None and quantize not in QUANTIZE_MODES:
         raise ValueError(f"quantize must be one of {QUANTIZE_MODES} or None, got {quantize!r}")
     if quantize == "int8_matmul" and not execution.has_int8_matmul_hardware():
@@ -61,9 +62,11 @@ def resolve_quantize(quantize):
     if quantize != "int8":
         return quantize
     form = "int8_matmul" if execution.has_int8_matmul_hardware() else "int8_weights"
-    execution.logger.info(f"quantize='int8': exporting {form} ({'a' if form == 'int8_matmul' else 'no'} int8 "
-                          f"dot-product flag of {execution.INT8_CPU_FLAGS} in {execution.CPUINFO} here; the "
-                          "serving CPU may differ: pass the form explicitly to choose)")
+    if log:
+        execution.logger.info(
+            f"quantize='int8': exporting {form} ({'a' if form == 'int8_matmul' else 'no'} int8 dot-product "
+            f"flag of {execution.INT8_CPU_FLAGS} in {execution.CPUINFO} here; the serving CPU may differ: "
+            "pass the form explicitly to choose)")
     return form
 
 

@@ -1,13 +1,18 @@
 """Every export writes assets.extra/batching_parameters.txt: a text-format tensorflow.serving
 BatchingParameters (parsed here against that message's fields and types, session_bundle_config.proto) with
-values TF Serving accepts."""
+values TF Serving accepts; and assets.extra/model_server_flags.txt, the server's thread flags for its form."""
 
 import os
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format, wrappers_pb2
 
 from keras_bert.export import export_saved_model
-from keras_bert.export.batching import BATCHING_FILE, batching_parameters
+from keras_bert.export.batching import (
+    BATCHING_FILE,
+    SERVER_FLAGS_FILE,
+    batching_parameters,
+    model_server_flags,
+)
 from keras_bert.models.encoder import BertEncoder
 
 # tensorflow.serving.BatchingParameters as session_bundle_config.proto declares it: (name, number, type).
@@ -42,6 +47,17 @@ def _parsed(text):
     return text_format.Parse(text, _message_class()())
 
 
+def server_flags(text):
+    """{flag: int} of a model_server_flags.txt (comment lines skipped), as the server's command line gets
+    them."""
+    flags = {}
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, value = line.split("=")
+            flags[name] = int(value)
+    return flags
+
+
 def test_every_export_writes_batching_parameters_tf_serving_parses(tiny_config, tmp_path):
     version_dir = export_saved_model(BertEncoder(tiny_config), str(tmp_path), signature="token_ids",
                                      warmup=False)
@@ -50,6 +66,17 @@ def test_every_export_writes_batching_parameters_tf_serving_parses(tiny_config, 
     assert params.max_batch_size.value == 32 and 0 < params.batch_timeout_micros.value <= 10_000
     assert params.num_batch_threads.value >= 1 and params.max_enqueued_batches.value >= 1
     assert not params.allowed_batch_sizes and not params.pad_variable_length_inputs  # any batch size
+    with open(os.path.join(version_dir, SERVER_FLAGS_FILE), encoding="utf-8") as f:
+        # a float32 export: TF's default pools (0: every core)
+        assert server_flags(f.read()) == {"--tensorflow_intra_op_parallelism": 0,
+                                          "--tensorflow_inter_op_parallelism": 0}
+
+
+def test_int8_matmul_exports_ask_for_one_intra_op_thread():
+    # TF runs their int8 matmuls on one thread anyway; the small ops then run inline (batching.py)
+    assert server_flags(model_server_flags("int8_matmul")) == {"--tensorflow_intra_op_parallelism": 1,
+                                                               "--tensorflow_inter_op_parallelism": 0}
+    assert server_flags(model_server_flags("int8_weights")) == server_flags(model_server_flags(None))
 
 
 def test_fixed_length_exports_allow_a_few_batch_sizes():

@@ -7,6 +7,7 @@ with cosine >= 0.9999 to float32."""
 
 import collections
 import math
+import os
 import re
 
 import keras
@@ -17,8 +18,10 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert import execution
 from keras_bert.export import export_saved_model
+from keras_bert.export.batching import SERVER_FLAGS_FILE
 from keras_bert.layers.transformer import ACTIVATIONS
 from keras_bert.models.encoder import BertEncoder
+from tests.export.test_batching import server_flags
 from tests.export.test_export import preprocessor  # noqa: F401
 from tests.export.test_export import tiny_config as text_config
 
@@ -172,3 +175,5 @@ def test_calibrated_int8_export_quantizes_on_tf_own_kernel(preprocessor, tmp_pat
                     "input_type_ids": np.zeros_like(word_ids)})["pooled_output"].numpy()
     cosine = (pooled * want).sum() / np.linalg.norm(pooled) / np.linalg.norm(want)
     assert cosine >= 0.99, cosine
+    with open(os.path.join(version_dir, SERVER_FLAGS_FILE), encoding="utf-8") as f:
+        assert server_flags(f.read())["--tensorflow_intra_op_parallelism"] == 1  # the export's form's threads
