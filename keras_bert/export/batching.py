@@ -25,16 +25,9 @@ model it was chosen for. The values (BUILD.md, "Batching requests"; measured in 
 
     tensorflow_model_server ... $(grep -v '^#' <base>/<version>/assets.extra/model_server_flags.txt)
 
-An export whose Dense layers are int8 matmuls ("int8_matmul") asks for one intra-op thread and TF's default
-inter-op pool (every core): TF runs such a matmul on one thread anyway below an L2-size heuristic that
-counts its 8-bit input in bytes (every MiniLM/BERT-base Dense up to ~300 rows), and with one intra-op
-thread the attention's small oneDNN ops and the elementwise ops run inline instead of handing each call to
-the intra-op pool, while the inter-op pool runs the length buckets' runs side by side. Measured (MiniLM-L6
-sentence embeddings, 2-core AVX512-VNNI EPYC; benchmarks/README.md, "One intra-op thread for int8 exports")
-per text over 320 real texts: batch 1 7.97-8.26 -> 6.24-6.62 ms, batch 8 3.90-4.07 -> 3.06-3.10, batch 32
-3.01-3.15 -> 2.46-2.54. Float32 and bfloat16 exports keep TF's defaults (0: every core for both pools):
-one intra-op thread makes float32's long single texts slower (batch 1 over the same texts 11.9-12.6 ->
-14.9-15.3 ms a text) and moves bfloat16 within the spread.
+An "int8_matmul" export asks for one intra-op thread and an inter-op thread per core: TF runs its int8
+matmuls on one thread anyway (an L2-size rule), and the small ops between them then run inline instead of
+waking the pool; float32 and bfloat16 keep TF's defaults (docs/serving.md, "Thread pools").
 """
 
 import os
