@@ -75,20 +75,30 @@ def ours_embedder(workdir, calibration, **export_options):
     the MiniLM export with `export_options` (keras_bert.export.export_saved_model's; a `quantize` form is
     calibrated on `calibration`), TF's intra-op pool as the export's model_server_flags.txt asks."""
     common.quiet_tensorflow()  # before the import below imports TensorFlow
-    from keras_bert.export.batching import server_threads
+    from keras_bert.export.batching import SERVER_FLAGS_FILE, server_threads
 
-    intra_op_threads, _ = server_threads(export_options.get("quantize"))  # 0: every core
+    directory = minilm_dir()
+    with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    hidden, intermediate = config["hidden_size"], config["intermediate_size"]
+    # The encoder's Dense kernels (query/key/value fused, attention output, intermediate, output),
+    # known before TF runs: its pools are set once, and the export below runs TF.
+    kernels = [(hidden, 3 * hidden), (hidden, hidden), (hidden, intermediate), (intermediate, hidden)]
+    intra_op_threads, _ = server_threads(export_options.get("quantize"), kernels)  # 0: every core
     tf = common.configure_tensorflow(intra_op_threads=intra_op_threads)
     from keras_bert.checkpoints.sentence_transformers import sentence_pooling
     from keras_bert.export import export_saved_model
     from keras_bert.models.encoder import BertEncoder
 
-    directory = minilm_dir()
     pooling, normalize = sentence_pooling(directory)
     encoder = BertEncoder.from_pretrained(directory, seq_length=max_seq_length(directory))
     calibration_texts = calibration if export_options.get("quantize") else None
     version_dir = export_saved_model(encoder, workdir, pooling=pooling, normalize=normalize, warmup=False,
                                      calibration_texts=calibration_texts, **export_options)
+    with open(os.path.join(version_dir, SERVER_FLAGS_FILE), encoding="utf-8") as f:
+        if f"--tensorflow_intra_op_parallelism={intra_op_threads}" not in f.read().split():
+            raise RuntimeError(f"{version_dir}: the export asks for another intra-op pool than "
+                               f"{intra_op_threads}")
     loaded = tf.saved_model.load(version_dir)  # held by embed_tensor: its variables die with it
     threads = {"tf_intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
                "tf_inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads()}

@@ -22,7 +22,7 @@ import os
 import keras
 import tensorflow as tf
 
-from keras_bert import outputs
+from keras_bert import compat, outputs
 from keras_bert.checkpoints import split_model
 from keras_bert.export.batching import write_serving_config
 from keras_bert.export.errors import ExportError
@@ -267,11 +267,14 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
     except ValueError as e:
         raise ExportError(str(e)) from None
     archive, signature, endpoints = build_archive(model, preprocessor, signature, example_seq_length, options)
+    kernel_shapes = [tuple(compat.dense_kernel_variable(layer).shape) for layer in compat.sublayers(model)
+                     if isinstance(layer, keras.layers.Dense)]
 
     def write(tmp_dir):
         archive.write_out(tmp_dir, verbose=False)
         # TF Serving's --batching_parameters_file and thread flags for this form
-        write_serving_config(tmp_dir, options.fixed_length, resolve_quantize(quantize, log=False))
+        write_serving_config(tmp_dir, options.fixed_length, resolve_quantize(quantize, log=False),
+                             kernel_shapes)
         if warmup:
             write_warmup(tmp_dir, [("serving_default", next(iter(endpoints.values())).warmup)])
 

@@ -72,11 +72,15 @@ def test_every_export_writes_batching_parameters_tf_serving_parses(tiny_config, 
                                           "--tensorflow_inter_op_parallelism": 0}
 
 
-def test_int8_matmul_exports_ask_for_one_intra_op_thread():
+def test_small_int8_matmul_exports_ask_for_one_intra_op_thread():
     # TF runs their int8 matmuls on one thread anyway; the small ops then run inline (batching.py)
-    assert server_flags(model_server_flags("int8_matmul")) == {"--tensorflow_intra_op_parallelism": 1,
-                                                               "--tensorflow_inter_op_parallelism": 0}
-    assert server_flags(model_server_flags("int8_weights")) == server_flags(model_server_flags(None))
+    minilm = [(384, 1152), (384, 384), (384, 1536), (1536, 384), (384, 384)]
+    assert server_flags(model_server_flags("int8_matmul", minilm)) == {"--tensorflow_intra_op_parallelism": 1,
+                                                                       "--tensorflow_inter_op_parallelism": 0}
+    # BERT-base's feed-forward kernels run on both threads: one intra-op thread would take one away
+    base = [(768, 2304), (768, 768), (768, 3072), (3072, 768), (768, 768)]
+    assert server_flags(model_server_flags("int8_matmul", base))["--tensorflow_intra_op_parallelism"] == 0
+    assert server_flags(model_server_flags("int8_weights", minilm)) == server_flags(model_server_flags(None))
 
 
 def test_fixed_length_exports_allow_a_few_batch_sizes():
