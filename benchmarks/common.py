@@ -55,9 +55,6 @@ def quiet_tensorflow():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-_TF_POOLS = []  # (intra-op, inter-op) threads, once set
-
-
 def configure_tensorflow(threads=NUM_THREADS, intra_op_threads=None):
     """TF intra/inter-op pools sized to the cores we benchmark on (the intra-op pool `intra_op_threads`
     where given) on a process's first call: TF sets them once, before it runs; later calls keep them.
@@ -65,10 +62,9 @@ def configure_tensorflow(threads=NUM_THREADS, intra_op_threads=None):
     quiet_tensorflow()
     import tensorflow as tf
 
-    if not _TF_POOLS:
-        _TF_POOLS.append((intra_op_threads or threads, threads))
-        tf.config.threading.set_intra_op_parallelism_threads(_TF_POOLS[0][0])
-        tf.config.threading.set_inter_op_parallelism_threads(_TF_POOLS[0][1])
+    if not tf.config.threading.get_inter_op_parallelism_threads():  # 0 until set; settable before TF runs
+        tf.config.threading.set_intra_op_parallelism_threads(intra_op_threads or threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
     return tf
 
 

@@ -58,6 +58,18 @@ def weights():
 _TF_FORWARD = {}
 
 
+def chain(x, dense):
+    """The forward chain of the 24 projections on `x`: (the last layer's output, each layer's query/key/value
+    output). `dense(x, layer, projection, residual=None)` computes one projection (its index in PROJECTIONS)
+    of `x` plus its bias, and `residual` where given, in the engine's terms."""
+    qkv_outputs = []
+    for layer in range(LAYERS):
+        qkv_outputs.append(dense(x, layer, 0))  # feeds attention in the model
+        attended = dense(x, layer, 1, residual=x)
+        x = dense(dense(attended, layer, 2), layer, 3, residual=attended)
+    return x, qkv_outputs
+
+
 def tf_call(rows, constant=False, dtype="float32"):
     """A call of TF's chained matmuls on `rows` rows in `dtype` ("int8": the static int8 form); one
     tf.function (any row count) per weights form and dtype."""
@@ -81,13 +93,13 @@ def _tf_forward(tf, constant, dtype):
     def forward(x):
         # Constants are made inside the traced function: Const nodes feeding the matmuls, not captures.
         layers = variables or [[(tf.constant(k), tf.constant(b)) for k, b in layer] for layer in arrays]
-        qkv_outputs = []
-        for (qkv, qkv_b), (att, att_b), (inter, inter_b), (out, out_b) in layers:
-            qkv_outputs.append(tf.nn.bias_add(tf.matmul(x, qkv), qkv_b))  # feeds attention in the model
-            attended = tf.nn.bias_add(tf.matmul(x, att), att_b) + x
-            x = tf.nn.bias_add(tf.matmul(tf.nn.bias_add(tf.matmul(attended, inter), inter_b), out),
-                               out_b) + attended
-        return x, qkv_outputs
+
+        def dense(x, layer, projection, residual=None):
+            kernel, bias = layers[layer][projection]
+            y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
+            return y if residual is None else y + residual
+
+        return chain(x, dense)
 
     return forward
 
@@ -101,32 +113,30 @@ def _tf_int8_forward(tf, rows):
     from keras_bert.export.serving_form import static_int8_matmul
 
     arrays = weights()
-    ranges, x = [], np.asarray(tf.random.stateless_normal((rows, HIDDEN), seed=(1, 2)))
-    for _, (att, att_b), (inter, inter_b), (out, out_b) in arrays:
-        attended = x @ att + att_b + x
-        hidden = attended @ inter + inter_b
-        ranges.append([np.abs(x).max(), np.abs(x).max(), np.abs(attended).max(), np.abs(hidden).max()])
-        x = hidden @ out + out_b + attended
+    ranges = [[0.0] * len(PROJECTIONS) for _ in range(LAYERS)]
+
+    def calibrating(x, layer, projection, residual=None):  # a float32 pass recording each input's |x| max
+        ranges[layer][projection] = float(np.abs(x).max())
+        kernel, bias = arrays[layer][projection]
+        return x @ kernel + bias + (0.0 if residual is None else residual)
+
+    chain(np.asarray(tf.random.stateless_normal((rows, HIDDEN), seed=(1, 2))), calibrating)
     quantized = []
     for layer, layer_ranges in zip(arrays, ranges, strict=True):
         quantized.append([])
         for (kernel, bias), input_range in zip(layer, layer_ranges, strict=True):
             # Keras's int8 kernel quantization, as the export's: one scale per output unit.
             int8, scale = keras.quantizers.abs_max_quantize(kernel, axis=0, to_numpy=True)
-            quantized[-1].append((np.asarray(int8), float(input_range), np.asarray(scale)[0], bias))
+            quantized[-1].append((np.asarray(int8), input_range, np.asarray(scale)[0], bias))
 
-    def dense(x, projection):
-        kernel, input_range, scale, bias = projection
-        return static_int8_matmul(x, kernel, input_range, scale, bias)
+    def dense(x, layer, projection, residual=None):
+        kernel, input_range, scale, bias = quantized[layer][projection]
+        y = static_int8_matmul(x, kernel, input_range, scale, bias)
+        return y if residual is None else y + residual
 
     @tf.function(input_signature=[tf.TensorSpec([None, HIDDEN], tf.float32)])
     def forward(x):
-        qkv_outputs = []
-        for qkv, att, inter, out in quantized:
-            qkv_outputs.append(dense(x, qkv))
-            attended = dense(x, att) + x
-            x = dense(dense(attended, inter), out) + attended
-        return x, qkv_outputs
+        return chain(x, dense)
 
     return forward
 
@@ -139,9 +149,15 @@ def ort_call(rows, int8=False):
     import onnxruntime
     from onnx import TensorProto, helper, numpy_helper
 
-    nodes, initializers, outputs, x = [], [], [], "x"
+    nodes, initializers = [], []
+    for i, layer in enumerate(weights()):
+        for j, (kernel, bias) in enumerate(layer):
+            initializers += [numpy_helper.from_array(kernel, f"k{i}_{j}"),
+                             numpy_helper.from_array(bias, f"b{i}_{j}")]
 
-    def dense(name, source, weight, residual=None):
+    def dense(source, layer, projection, residual=None):  # tensor names in, the output's name out
+        name = f"{('qkv', 'att', 'inter', 'out')[projection]}{layer}"
+        weight = f"{layer}_{projection}"
         nodes.append(helper.make_node("MatMul", [source, f"k{weight}"], [f"{name}_mm"]))
         nodes.append(helper.make_node("Add", [f"{name}_mm", f"b{weight}"],
                                       [f"{name}_b" if residual else name]))
@@ -149,13 +165,7 @@ def ort_call(rows, int8=False):
             nodes.append(helper.make_node("Add", [f"{name}_b", residual], [name]))
         return name
 
-    for i, layer in enumerate(weights()):
-        for j, (kernel, bias) in enumerate(layer):
-            initializers += [numpy_helper.from_array(kernel, f"k{i}_{j}"),
-                             numpy_helper.from_array(bias, f"b{i}_{j}")]
-        outputs.append(dense(f"qkv{i}", x, f"{i}_0"))
-        attended = dense(f"att{i}", x, f"{i}_1", residual=x)
-        x = dense(f"out{i}", dense(f"inter{i}", attended, f"{i}_2"), f"{i}_3", residual=attended)
+    x, outputs = chain("x", dense)
     value_info = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in [x, *outputs]]
     graph = helper.make_graph(nodes, "matmul_floor", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                                                                     [None, HIDDEN])],
