@@ -48,9 +48,8 @@ def tf_batching(tf, embed_batch, max_batch_size=32, timeout_ms=2.0):
 def client_throughput(serve_one, texts, clients):
     """{texts_per_s, p50_ms, p90_ms} of `clients` threads sending `texts` between them (client i sends
     texts[i::clients] in order, one per request), timed from the first request to the last answer. The same
-    traffic runs once untimed first: the steady state, not the first sight of each batch shape (oneDNN
-    builds a kernel per row count: a bfloat16 export's first pass of 160 texts from 16 clients under TF
-    batching served 109 texts/s, its second 218)."""
+    traffic runs once untimed first: the steady state, not the first sight of each batch shape, for which
+    oneDNN builds its kernels (benchmarks/README.md, "One intra-op thread for int8 exports")."""
     _run_clients(serve_one, texts, clients)
     latencies, seconds = _run_clients(serve_one, texts, clients)
     ordered = sorted(latencies)
