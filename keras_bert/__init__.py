@@ -18,6 +18,7 @@ from keras_bert.checkpoints import (
 from keras_bert.config import PRESETS, BertConfig
 from keras_bert.models.encoder import BertEncoder, load_encoder, load_pretrained_model
 from keras_bert.models.pretrainer import BertPretrainer, load_pretrainer
+from keras_bert.tasks import registry  # noqa: F401  (the task folders: their heads, Options)
 from keras_bert.tasks.classification.model import BertClassifier
 from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
 from keras_bert.tasks.ner.model import BertTokenClassifier

@@ -64,22 +64,30 @@ def test_modules_are_short():
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split along their ideas): {long}"
 
 
-TASK_NAMES = {"encoder", "pretrainer", "classifier", "span_labeler", "token_classifier", "multiple_choice"}
-TASK_CLASSES = {"BertEncoder", "BertPretrainer", "BertClassifier", "BertSpanLabeler", "BertTokenClassifier",
-                "BertMultipleChoice"}
+def _task_names():
+    """(task kinds and distinctive names, model class names) of the registry's task folders and of the models
+    floor's two models (BertEncoder, BertPretrainer)."""
+    from keras_bert.models.encoder import BertEncoder
+    from keras_bert.models.pretrainer import BertPretrainer
+    from keras_bert.tasks import registry
+
+    models = (BertEncoder, BertPretrainer)
+    names = {name for spec in registry.specs() for name in (spec.kind, *spec.names)}
+    return names | {model.task_kind for model in models}, names | {model.__name__ for model in models}
 
 
-def _names_a_task(node):
+def _names_a_task(node, names, classes):
     if isinstance(node, ast.Constant):
-        return node.value in TASK_NAMES
+        return node.value in names
     if isinstance(node, ast.Attribute):
-        return node.attr in TASK_CLASSES or node.attr == "task_kind"
-    return isinstance(node, ast.Name) and node.id in TASK_CLASSES
+        return node.attr in classes or node.attr == "task_kind"
+    return isinstance(node, ast.Name) and node.id in classes
 
 
 def test_export_compares_against_no_task():
     """keras_bert/export/ asks the model what it serves: no comparison or isinstance against a task's name or
     class (adding a task touches the task's own class, not the export)."""
+    names, classes = _task_names()
     found = []
     for name, path in _modules().items():
         if not name.startswith("keras_bert/export/"):
@@ -92,7 +100,7 @@ def test_export_compares_against_no_task():
                   and getattr(node.func, "id", None) in ("isinstance", "issubclass")):
                 operands = node.args[1:]
             operands = [o for operand in operands for o in ast.walk(operand)]
-            if any(_names_a_task(o) for o in operands):
+            if any(_names_a_task(o, names, classes) for o in operands):
                 found.append(f"{name}:{node.lineno}")
     assert not found, f"task comparisons in keras_bert/export/: {found}"
 
@@ -100,19 +108,21 @@ def test_export_compares_against_no_task():
 # The task rule (docs/adding_a_task.md): a task lives in its folder keras_bert/tasks/<task>/, whose spec.py
 # declares its distinctive names (`TaskSpec.names`: classes, kind, option fields, served outputs). No module
 # of the shared code names a task, nor imports from its folder; keras_bert/__init__.py exports the task
-# models, and each task's own recipe script (recipes/run_*.py, its driver) and tests may name it. A string
-# that a folder's spec declares as another format's key (`TaskSpec.foreign_keys`: transformers' "classifier"
+# models, keras_bert/tasks/registry.py lists the folders, and each task's own recipe script (recipes/run_*.py,
+# its driver) and tests may name it. A string that a folder's spec declares as another format's key (`TaskSpec.foreign_keys`: transformers' "classifier"
 # state-dict prefix of the token and multiple-choice heads) may be spelled as a string in that folder only.
 REPO_ROOT = PACKAGE_ROOT.parent
 SHARED_CODE = ("keras_bert", "export", "recipes/common.py", "recipes/flags.py", "recipes/run_dir.py",
                "recipes/preamble.py", "recipes/logs.py", "tests/harness.py")
-EXPORTS = "keras_bert/__init__.py"
+EXPORTS = ("keras_bert/__init__.py", "keras_bert/tasks/registry.py")  # the task models; the task folders
+
+
 def _shared_modules():
     for entry in SHARED_CODE:
         path = REPO_ROOT / entry
         for module in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             name = str(module.relative_to(REPO_ROOT))
-            if name != EXPORTS:
+            if name not in EXPORTS:
                 yield name, module
 
 
@@ -172,25 +182,26 @@ def task_rule_violations(modules, specs, foreign=None):
 
 
 def _task_specs():
-    """{task folder: its distinctive names}, read from each folder's spec.py."""
-    import importlib
-
+    """{task folder: its distinctive names}, as keras_bert/tasks/registry.py lists the folders."""
     from keras_bert.tasks import registry
 
-    specs = {}
-    for path in sorted((PACKAGE_ROOT / "tasks").glob("*/spec.py")):
-        folder = path.parent.name
-        specs[folder] = importlib.import_module(f"keras_bert.tasks.{folder}.spec").SPEC.names
-    assert {names for names in specs.values()} == {spec.names for spec in registry.specs()}
-    return specs
+    return {folder: spec.names for folder, spec in registry.SPECS.items()}
 
 
 def _foreign_keys():
     """{task folder: the other formats' keys its spec declares (`TaskSpec.foreign_keys`)}."""
-    import importlib
+    from keras_bert.tasks import registry
 
-    return {path.parent.name: importlib.import_module(f"keras_bert.tasks.{path.parent.name}.spec")
-            .SPEC.foreign_keys for path in sorted((PACKAGE_ROOT / "tasks").glob("*/spec.py"))}
+    return {folder: spec.foreign_keys for folder, spec in registry.SPECS.items()}
+
+
+def test_the_registry_lists_every_task_folder():
+    """A folder with a spec.py that keras_bert/tasks/registry.py does not import would escape the task rule,
+    the converters' heads and the export's flags."""
+    from keras_bert.tasks import registry
+
+    folders = sorted(path.parent.name for path in (PACKAGE_ROOT / "tasks").glob("*/spec.py"))
+    assert sorted(registry.SPECS) == folders
 
 
 def test_no_shared_module_names_a_task():

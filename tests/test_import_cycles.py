@@ -1,4 +1,6 @@
-"""No import cycles in keras_bert/: every import (module level and inside functions), read statically."""
+"""No import cycles in keras_bert/: every import (module level and inside functions), read statically, and
+`importlib.import_module("name")` / `__import__("name")` calls too; a dynamic import whose name is built from
+`__package__`, `__name__` or "keras_bert" cannot be read, so it is refused (import such modules by name)."""
 
 import ast
 import pathlib
@@ -31,12 +33,43 @@ def _resolve(node, module, is_package):
     return [base] + [f"{base}.{alias.name}" for alias in node.names]
 
 
+def _dynamic_import(node):
+    """The name argument of an `importlib.import_module(...)` or `__import__(...)` call node, else None."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    return node.args[0] if name in ("import_module", "__import__") else None
+
+
+def _unreadable(argument, package):
+    """True for a dynamic import name that is not a string constant and may name a module of `package`."""
+    if isinstance(argument, ast.Constant):
+        return False
+    spoken = [n.id for n in ast.walk(argument) if isinstance(n, ast.Name)]
+    strings = [n.value for n in ast.walk(argument) if isinstance(n, ast.Constant)]
+    return (any(name in ("__package__", "__name__") for name in spoken)
+            or any(isinstance(string, str) and string.startswith(package) for string in strings))
+
+
+def unreadable_imports(modules):
+    """["module:line"] of the dynamic imports of `modules` whose name the graph cannot read (built from
+    `__package__`, `__name__` or the package's own name)."""
+    return [f"{module}:{node.lineno}" for module, path in modules.items()
+            for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if (name := _dynamic_import(node)) is not None and _unreadable(name, module.split(".")[0])]
+
+
 def import_graph(modules):
-    """{module: set of keras_bert modules it imports directly}, from every Import/ImportFrom node."""
+    """{module: set of modules of `modules` it imports directly}, from every Import/ImportFrom node and every
+    `importlib.import_module` / `__import__` call with a string constant."""
     graph = {}
     for module, path in modules.items():
         edges = set()
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            argument = _dynamic_import(node)
+            if isinstance(argument, ast.Constant) and argument.value in modules:
+                edges.add(argument.value)
             if not isinstance(node, ast.Import | ast.ImportFrom):
                 continue
             names = _resolve(node, module, path.name == "__init__.py")
@@ -93,6 +126,29 @@ def test_finds_a_cycle_through_a_function_level_import(tmp_path):
     assert graph == {"pkg": set(), "pkg.a": {"pkg.sub.b"}, "pkg.c": {"pkg.a"}, "pkg.sub": {"pkg.sub.b"},
                      "pkg.sub.b": {"pkg.a"}}
     assert cycles(graph) == [["pkg.a", "pkg.sub.b"]]
+
+
+def test_finds_a_cycle_through_importlib(tmp_path):
+    """A cycle closed only by `importlib.import_module` is found; a name the graph cannot read is refused."""
+    package = tmp_path / "pkg"
+    (package / "tasks").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "floor.py").write_text("import importlib\n\n\ndef heads():\n"
+                                      "    return importlib.import_module('pkg.tasks.spec').HEAD\n")
+    (package / "tasks" / "__init__.py").write_text("")
+    (package / "tasks" / "spec.py").write_text("from pkg import floor\nHEAD = 1\n")
+    (package / "tasks" / "found.py").write_text(
+        "import importlib\n\n\ndef specs(name):\n"
+        "    return importlib.import_module(f'{__package__}.{name}.spec'), __import__('pkg.' + name)\n")
+    modules = module_files(package)
+    assert cycles(import_graph(modules)) == [["pkg.floor", "pkg.tasks.spec"]]
+    assert unreadable_imports(modules) == ["pkg.tasks.found:5", "pkg.tasks.found:5"]
+
+
+def test_keras_bert_imports_every_module_by_name():
+    found = unreadable_imports(module_files())
+    assert not found, "dynamic imports of a keras_bert module by a computed name (import it by name):\n" + \
+        "\n".join(found)
 
 
 def test_keras_bert_has_no_import_cycles():

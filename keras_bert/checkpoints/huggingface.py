@@ -5,7 +5,7 @@ sharded form transformers writes past `max_shard_size`: `model.safetensors.index
 State-dict keys are Google's names with "." for "/", `layer.i` for `layer_i`, an optional `bert.` prefix,
 `weight`/`bias` (old files: `gamma`/`beta`) for LayerNorm, and torch Linear weights stored [out, in] where
 Google's kernels are [in, out]. safetensors is read with numpy; torch is needed only for `.bin` files.
-A task checkpoint's head (`BertFor*`) is the one a task folder declares (`TaskSpec.huggingface`).
+A task checkpoint's head (`BertFor*`) is one a task folder declares (`keras_bert.checkpoints.heads`).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from safetensors.numpy import load_file, save_file
 
 from keras_bert import compat, outputs
 from keras_bert.checkpoints.files import copy_vocab
+from keras_bert.checkpoints.heads import heads_of, huggingface_heads
 from keras_bert.checkpoints.huggingface_tokenizer import write_tokenizer_files
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
-from keras_bert.tasks import registry
 from keras_bert.textfiles import read_json
 
 CONFIG_FILE = "config.json"
@@ -163,11 +163,6 @@ def huggingface_key(name: str) -> tuple[str, bool]:
     return key, leaf == "kernel"
 
 
-def _task_heads():
-    """{BertFor* architecture: the TaskSpec declaring it} of the task folders."""
-    return {spec.huggingface.architecture: spec for spec in registry.specs() if spec.huggingface}
-
-
 def huggingface_head(directory: str) -> dict | None:
     """{"task_kind", "layer" (our head layer's name), "kernel" [hidden, n], "bias" [n], "dropout" (None: the
     encoder's), and for (token) classification "num_classes" and "labels" (id2label's names; None for
@@ -176,23 +171,23 @@ def huggingface_head(directory: str) -> dict | None:
     file when its head weights or id2label are missing or do not agree."""
     config_file = os.path.join(directory, CONFIG_FILE)
     values = read_json(config_file)
-    specs = _task_heads()
-    architecture = next((name for name in values.get("architectures") or () if name in specs), None)
+    known = huggingface_heads()
+    architecture = next((name for name in values.get("architectures") or () if name in known), None)
     if architecture is None:
         return None
-    spec = specs[architecture]
-    declared, prefix = spec.huggingface, spec.huggingface.prefix
+    kind, head_of = known[architecture]
+    prefix = head_of.prefix
     path = weights_file(directory)
     state = _load_tensors(path, [f"{prefix}.weight", f"{prefix}.bias"])
     if f"{prefix}.weight" not in state or f"{prefix}.bias" not in state:
         raise CheckpointError(f"{path}: no {prefix}.weight / {prefix}.bias, the head of the {architecture} "
                               f"that {config_file} names in architectures")
-    head = {"task_kind": spec.kind, "layer": declared.layer,
+    head = {"task_kind": kind, "layer": head_of.layer,
             "kernel": np.ascontiguousarray(state[f"{prefix}.weight"].T), "bias": state[f"{prefix}.bias"],
             "dropout": values.get("classifier_dropout")}
-    if declared.labelled:
+    if head_of.labelled:
         count = head["kernel"].shape[1]
-        unnamed = declared.unnamed is not None and declared.unnamed(values, count)
+        unnamed = head_of.unnamed is not None and head_of.unnamed(values, count)
         head.update(num_classes=count, labels=None if unnamed else _id2label(values, count, config_file))
     return head
 
@@ -275,17 +270,16 @@ def save_huggingface(model, path: str, vocab_file: str | None = None, overwrite:
     model's preprocessor (or only `vocab_file` copied as vocab.txt, when given). The architecture is the
     model's: `BertModel` for an encoder, `BertForPreTraining` for a BertPretrainer, and for a task model
     `BertForSequenceClassification` (id2label / label2id, problem_type), `BertForTokenClassification`,
-    `BertForQuestionAnswering` or `BertForMultipleChoice` with its head (what its task folder declares,
-    `TaskSpec.huggingface`), so the matching `transformers.AutoModelFor*` (and `pipeline`) load it. Written
-    beside `path` and renamed into place (`keras_bert.outputs.writing_dir`): a non-empty `path` is refused
+    `BertForQuestionAnswering` or `BertForMultipleChoice` with its head (what its task folder
+    declares, `keras_bert.checkpoints.heads`), so the matching `transformers.AutoModelFor*` (and
+    `pipeline`) load it. Written beside `path` and renamed into place (`keras_bert.outputs.writing_dir`): a non-empty `path` is refused
     unless `overwrite` (then replaced whole), as is one holding `vocab_file`. Returns `path`."""
     encoder, pretrainer = split_model(model)
-    kind = getattr(model, "task_kind", None)
-    declared = next((spec.huggingface for spec in registry.specs() if spec.kind == kind), None)
-    head_tensors, head_config = _head_tensors(model, declared) if declared else ({}, {})
+    head = heads_of(getattr(model, "task_kind", None))[0]
+    head_tensors, head_config = _head_tensors(model, head) if head else ({}, {})
     tensors = {}
     for name, array in collect_weights(encoder, pretrainer).items():
-        if declared and not declared.pooler and name.startswith("bert/pooler/"):
+        if head and not head.pooler and name.startswith("bert/pooler/"):
             continue
         key, transpose = huggingface_key(name)
         if model is not encoder and not key.startswith("cls."):
@@ -293,7 +287,7 @@ def save_huggingface(model, path: str, vocab_file: str | None = None, overwrite:
         tensors[key] = np.ascontiguousarray(array.T if transpose else array)
     tensors.update(head_tensors)
     config = {**encoder.config.to_huggingface_dict(), **head_config}
-    config["architectures"] = [declared.architecture if declared else
+    config["architectures"] = [head.architecture if head else
                                "BertForPreTraining" if pretrainer is not None else "BertModel"]
     preprocessor = getattr(model, "preprocessor", None)
     with outputs.writing_dir(path, [vocab_file], overwrite) as tmp:

@@ -7,7 +7,8 @@ written here without importing keras_hub.
     assets/tokenizer/vocabulary.txt
     metadata.json        versions, parameter count, date
     task.json, task.weights.h5, preprocessor.json   a task preset (the one a task folder declares,
-                                                     `TaskSpec.keras_hub`: BertTextClassifier's logits)
+                                                     `keras_bert.checkpoints.heads`: BertTextClassifier's
+                                                     logits)
 
 KerasHub's backbone computes GELU with the tanh approximation and LayerNorm with epsilon 1e-12 whatever
 the checkpoint was trained with, so a preset reads as hidden_act="gelu_tanh"; writing an erf-GELU model
@@ -30,9 +31,9 @@ import numpy as np
 
 from keras_bert import compat, outputs
 from keras_bert.checkpoints.files import KERAS_HUB_VOCAB as VOCAB_ASSET
+from keras_bert.checkpoints.heads import heads_of, keras_hub_heads
 from keras_bert.checkpoints.mapping import CheckpointError, CheckpointWeights, collect_weights, split_model
 from keras_bert.config import BertConfig
-from keras_bert.tasks import registry
 from keras_bert.textfiles import read_json
 
 logger = logging.getLogger("keras_bert")
@@ -207,32 +208,27 @@ def read_keras_hub(directory) -> tuple[BertConfig, CheckpointWeights]:
                                      rename=lambda name: file_names.get(name, name), ignored=sorted(stored))
 
 
-def _task_presets():
-    """{task.json registered_name: the TaskSpec declaring it} of the task folders."""
-    return {spec.keras_hub.task: spec for spec in registry.specs() if spec.keras_hub}
-
-
 def keras_hub_head(path):
     """{"task_kind", "layer" (our head layer), the head's model arguments (a BertTextClassifier's
     "num_classes", "dropout"), "kernel" [hidden, n], "bias" [n]} (the form of `huggingface_head`) of the
-    KerasHub task preset at `path` that a task folder declares (`TaskSpec.keras_hub`), or None when it is
-    no preset or has no task.json; another task is logged and None."""
+    KerasHub task preset at `path` that a task folder declares (`keras_bert.checkpoints.heads`), or None
+    when it is no preset or has no task.json; another task is logged and None."""
     path = os.fspath(path)
     if not (os.path.isdir(path) and is_keras_hub_directory(path)
             and os.path.isfile(os.path.join(path, TASK_FILE))):
         return None
     task = _read_json(path, TASK_FILE)
     found = task.get("registered_name") if isinstance(task, dict) else type(task).__name__
-    spec = _task_presets().get(found) if isinstance(found, str) else None
-    if spec is None:
+    kind, head = keras_hub_heads().get(found, (None, None)) if isinstance(found, str) else (None, None)
+    if head is None:
         logger.info("%s: task %s has no keras_bert counterpart; its head is not loaded",
                     os.path.join(path, TASK_FILE), found)
         return None
-    arguments = spec.keras_hub.read(_settings(path, TASK_FILE), os.path.join(path, TASK_FILE))
+    arguments = head.read(_settings(path, TASK_FILE), os.path.join(path, TASK_FILE))
     stored = _read_arrays([os.path.join(path, TASK_WEIGHTS_FILE)])
     if any(name not in stored for name in HEAD_WEIGHTS):
         raise CheckpointError(f"{os.path.join(path, TASK_WEIGHTS_FILE)}: no logits layer (layers/dense)")
-    return {"task_kind": spec.kind, "layer": spec.keras_hub.layer, **arguments,
+    return {"task_kind": kind, "layer": head.layer, **arguments,
             "kernel": stored[HEAD_WEIGHTS[0]], "bias": stored[HEAD_WEIGHTS[1]]}
 
 
@@ -332,7 +328,7 @@ def save_keras_hub(model, directory, overwrite=False) -> str:
     BertBackbone, its preprocessor's vocab and casing as a BertTokenizer (none without a preprocessor),
     and a BertClassifier's head as a BertTextClassifier task (with its preprocessor's sequence_length).
     `keras_hub.models.BertBackbone.from_preset(directory)` (and BertTokenizer / BertTextClassifier) load it
-    (a task model's preset: what its task folder declares, `TaskSpec.keras_hub`);
+    (a task model's preset: what its task folder declares, `keras_bert.checkpoints.heads`);
     the preset is written beside `directory` and renamed into place (`keras_bert.outputs.writing_dir`): a
     non-empty `directory` is refused unless `overwrite` (then replaced whole, no stale task files left).
     Returns `directory`."""
@@ -345,9 +341,9 @@ def save_keras_hub(model, directory, overwrite=False) -> str:
               for path, name, layout in variable_table(config.num_hidden_layers)}
     preprocessor = getattr(model, "preprocessor", None) or getattr(encoder, "preprocessor", None)
     kind = getattr(model, "task_kind", None)
-    declared = next((spec.keras_hub for spec in registry.specs() if spec.kind == kind), None)
-    head = _head_arrays(model, declared.layer) if declared else None  # read (and checked) before any write
-    if kind != "encoder" and declared is None:
+    task = heads_of(kind)[1]
+    head = _head_arrays(model, task.layer) if task else None  # read (and checked) before any write
+    if kind != "encoder" and task is None:
         logger.warning("save_keras_hub: the %s head of %s has no KerasHub BERT counterpart; writing the "
                        "backbone", kind, type(model).__name__)
     with outputs.writing_dir(directory, (), overwrite) as tmp:
@@ -367,8 +363,8 @@ def save_keras_hub(model, directory, overwrite=False) -> str:
         else:
             logger.info("save_keras_hub: %s has no preprocessor; the preset has no tokenizer",
                         type(model).__name__)
-        if declared is not None:
-            _write_task(tmp, model, declared, head, backbone, tokenizer, preprocessor)
+        if task is not None:
+            _write_task(tmp, model, task, head, backbone, tokenizer, preprocessor)
         _write_json(tmp, CONFIG_FILE, backbone)
     return directory
 

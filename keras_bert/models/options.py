@@ -43,11 +43,8 @@ class Options:
 
 
 def option_classes():
-    """Every Options class: this base and its subclasses, those of every task folder included (they are
-    imported through `keras_bert.tasks.registry`)."""
-    from keras_bert.tasks import registry
-
-    registry.specs()
+    """Every Options class: this base and its subclasses, those of every task folder included (keras_bert's
+    __init__ imports them, through keras_bert/tasks/registry.py)."""
     found, pending = [], [Options]
     while pending:
         cls = pending.pop(0)

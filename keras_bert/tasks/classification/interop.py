@@ -4,8 +4,8 @@
 
 import logging
 
+from keras_bert.checkpoints.heads import HuggingFaceHead, KerasHubHead
 from keras_bert.checkpoints.mapping import CheckpointError
-from keras_bert.tasks.registry import HuggingFaceHead, KerasHubHead
 
 logger = logging.getLogger("keras_bert")
 

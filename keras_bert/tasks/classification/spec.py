@@ -5,7 +5,7 @@ import dataclasses
 
 from keras_bert.models import options
 from keras_bert.tasks.classification import interop
-from keras_bert.tasks.registry import TaskSpec
+from keras_bert.tasks.task_spec import TaskSpec
 from keras_bert.text.windows import window_stride
 
 LONG_TEXT = ("truncate", "windows")

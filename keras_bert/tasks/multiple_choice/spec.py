@@ -2,8 +2,9 @@
 distinctive names (it serves with the options every model takes) and its transformers head
 (no KerasHub task preset)."""
 
+from keras_bert.checkpoints.heads import HuggingFaceHead
 from keras_bert.models import options
-from keras_bert.tasks.registry import HuggingFaceHead, TaskSpec
+from keras_bert.tasks.task_spec import TaskSpec
 
 SPEC = TaskSpec(kind="multiple_choice",
                 names=("BertMultipleChoice", "multiple_choice", "num_choices", "choice"),

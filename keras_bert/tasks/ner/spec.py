@@ -3,9 +3,10 @@ Options, its distinctive names and its transformers head (no KerasHub task prese
 
 import dataclasses
 
+from keras_bert.checkpoints.heads import HuggingFaceHead
 from keras_bert.models import options
 from keras_bert.tasks.ner.served import ENTITY_OUTPUTS
-from keras_bert.tasks.registry import HuggingFaceHead, TaskSpec
+from keras_bert.tasks.task_spec import TaskSpec
 from keras_bert.text.windows import window_stride
 
 # word_start / word_end are also the word splitter's terms (keras_bert/text): not this task's alone.

@@ -3,10 +3,11 @@ Options, its distinctive names and its transformers head (no KerasHub task prese
 
 import dataclasses
 
+from keras_bert.checkpoints.heads import HuggingFaceHead
 from keras_bert.models import options
-from keras_bert.tasks.registry import HuggingFaceHead, TaskSpec
 from keras_bert.tasks.squad.answers import AnswerRules
 from keras_bert.tasks.squad.served import ANSWER_OUTPUTS, NULL_OUTPUTS
+from keras_bert.tasks.task_spec import TaskSpec
 
 QUESTION_CONTEXT = "question_context"
 # With nbest=True: [batch, k] candidates best first (nbest_valid False past a question's), [batch] the rest.
