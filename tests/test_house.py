@@ -109,8 +109,9 @@ def test_export_compares_against_no_task():
 # declares its distinctive names (`TaskSpec.names`: classes, kind, option fields, served outputs). No module
 # of the shared code names a task, nor imports from its folder; keras_bert/__init__.py exports the task
 # models, keras_bert/tasks/registry.py lists the folders, and each task's own recipe script (recipes/run_*.py,
-# its driver) and tests may name it. A string that a folder's spec declares as another format's key (`TaskSpec.foreign_keys`: transformers' "classifier"
-# state-dict prefix of the token and multiple-choice heads) may be spelled as a string in that folder only.
+# its driver) and tests may name it. A string that a folder's spec declares as another format's key
+# (`TaskSpec.foreign_keys`: transformers' "classifier" state-dict prefix of the token and multiple-choice
+# heads) may be spelled as a string in that folder only.
 REPO_ROOT = PACKAGE_ROOT.parent
 SHARED_CODE = ("keras_bert", "export", "recipes/common.py", "recipes/flags.py", "recipes/run_dir.py",
                "recipes/preamble.py", "recipes/logs.py", "tests/harness.py")

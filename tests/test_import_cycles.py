@@ -154,3 +154,16 @@ def test_keras_bert_imports_every_module_by_name():
 def test_keras_bert_has_no_import_cycles():
     found = cycles(import_graph(module_files()))
     assert not found, "modules that import each other in a cycle:\n" + "\n".join(", ".join(c) for c in found)
+
+
+FLOORS = ("text", "layers", "data", "checkpoints", "models", "metrics")
+
+
+def test_floors_import_no_task():
+    """The floors below keras_bert/tasks never import it: what a task declares reaches them as data
+    (`keras_bert.checkpoints.heads`, the model's own `options_class`)."""
+    graph = import_graph(module_files())
+    found = sorted(f"{module} imports {target}" for module, targets in graph.items()
+                   if module.split(".")[1:2] and module.split(".")[1] in FLOORS
+                   for target in targets if target.startswith("keras_bert.tasks"))
+    assert not found, "\n".join(found)
