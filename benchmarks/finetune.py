@@ -29,8 +29,9 @@ def task_batches(batch_size, count, pad_to_multiple_of=0):
     """`count` real batches of the default classification task (docstring sentences, 4 topics) packed at
     seq 128 with the standard uncased vocab by the library's pipeline; with `pad_to_multiple_of`, grouped by
     length and cut to it (as run_classifier --pad_to_multiple_of)."""
-    from keras_bert.data import classification, features
-    from keras_bert.data.default_classification import default_classification_files
+    from keras_bert.data import features
+    from keras_bert.tasks.classification import reader as classification
+    from keras_bert.tasks.classification.default_data import default_classification_files
     from keras_bert.text import BertPreprocessor, BertTokenizer
 
     tokenizer = BertTokenizer(inputs.vocab_file())

@@ -85,7 +85,7 @@ def word_counts(texts):
 
 def read_task():
     """(train_texts, train_labels, dev_texts, dev_labels, label names) of the default classification task."""
-    from keras_bert.data.default_classification import default_classification_files
+    from keras_bert.tasks.classification.default_data import default_classification_files
 
     splits = []
     for path in default_classification_files():

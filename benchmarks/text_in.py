@@ -4,14 +4,13 @@ batches.
 
     python -m benchmarks.text_in [--epochs=3 --seq_length=64 --batch_size=32]
 
-Data: the default classification task (keras_bert.data.default_classification: stdlib docstring sentences,
-4 topics, 400 train / 200 dev). Both models: compile() defaults (AdamW 5e-5, 10% warmup, linear decay), the
-same steps. Throughput: after fine-tuning (so the step is compiled), the pretrained model runs `fit` for
---timed_epochs on the raw strings and on the same examples tokenized beforehand (a tf.data of int32 dicts),
-alternating, and the best epoch of each is kept: steady steps/s (first step excluded) and the whole `fit`
-call (a raw-text call also builds and traces its tokenizing tf.data pipeline). Prints one
-`BENCH_RESULT {json}` line.
-"""
+Data: the default classification task (keras_bert.tasks.classification.default_data: stdlib docstring
+sentences, 4 topics, 400 train / 200 dev). Both models: compile() defaults (AdamW 5e-5, 10% warmup, linear
+decay), the same steps. Throughput: after fine-tuning (so the step is compiled), the pretrained model runs
+`fit` for --timed_epochs on the raw strings and on the same examples tokenized beforehand (a tf.data of int32
+dicts), alternating, and the best epoch of each is kept: steady steps/s (first step excluded) and the whole
+`fit` call (a raw-text call also builds and traces its tokenizing tf.data pipeline). Prints one `BENCH_RESULT
+{json}` line. """
 
 import time
 

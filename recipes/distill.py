@@ -105,7 +105,7 @@ def load_task(teacher):
 
 def unlabeled_examples(pairs):
     """The lines of --unlabeled_file as examples without labels (`pairs`: text_a<TAB>text_b each)."""
-    from keras_bert.data.classification import ClassificationExample
+    from keras_bert.tasks.classification.reader import ClassificationExample
     from keras_bert.textfiles import read_text
 
     path, examples = FLAGS.unlabeled_file, []
@@ -125,8 +125,8 @@ def unlabeled_examples(pairs):
 
 def augmented_examples(examples):
     """--augment new examples per example (`augment_texts`, both texts of a pair alike), without labels."""
-    from keras_bert.data.classification import ClassificationExample
     from keras_bert.distillation import augment_texts
+    from keras_bert.tasks.classification.reader import ClassificationExample
 
     if not FLAGS.augment:
         return []

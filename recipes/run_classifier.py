@@ -9,7 +9,7 @@
 Data, by the first of these given: --tfds_name; --task_name=<GLUE task> with --data_dir (the official TSV
 directory); --train_file/--eval_file/--predict_file (custom format: header with `text`, optional `text_b`,
 `label`; classes are the training file's labels, or --is_regression); none of them: the default task,
-real stdlib docstring sentences labeled by topic (keras_bert.data.default_classification).
+real stdlib docstring sentences labeled by topic (keras_bert.tasks.classification.default_data).
 
 Writes to --output_dir: eval_results.json (the task's official metrics + eval_loss; MNLI: per dev split),
 the predictions (GLUE: the submission file, e.g. MNLI-m.tsv / AX.tsv; custom: predictions.tsv with
@@ -53,7 +53,7 @@ flags.DEFINE_bool("is_regression", False, "Custom task: labels are numbers (one 
 
 def load_task():
     """The ClassificationTask of the data flags (see the module docstring)."""
-    from keras_bert.data import glue
+    from keras_bert.tasks.classification import glue
     from keras_bert.tasks.classification import task as classification
     from keras_bert.tasks.labels import read_labels
 
@@ -73,7 +73,7 @@ def load_task():
     if FLAGS.train_file or FLAGS.eval_file or FLAGS.predict_file:
         train_file, eval_file, predict_file = FLAGS.train_file, FLAGS.eval_file, FLAGS.predict_file
     else:
-        from keras_bert.data.default_classification import default_classification_files
+        from keras_bert.tasks.classification.default_data import default_classification_files
 
         train_file, eval_file = default_classification_files()
         predict_file = eval_file

@@ -1,6 +1,6 @@
-"""Data: corpus files, TFRecords, and the readers of the fine-tuning formats (GLUE, SQuAD, CoNLL, SWAG,
-CSV/TSV).
+"""Data: corpus files, pre-training data, TFRecords, raw text into model features, and the shared
+plumbing of the fine-tuning readers (formats.py); each task's own readers live in its folder
+(keras_bert/tasks/<task>/).
 
-Submodules are imported where used (`from keras_bert.data import glue`) so that reading a CSV does not import
-TensorFlow Datasets.
+Submodules are imported where used (`from keras_bert.data import pretraining`).
 """

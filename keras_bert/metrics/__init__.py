@@ -1,5 +1,6 @@
-"""Official evaluation metrics shared by fine-tuning tasks: GLUE's (those of SQuAD and CoNLL live in their
-task folders, keras_bert/tasks/squad/metrics.py and keras_bert/tasks/ner/metrics.py).
+"""Evaluation scores shared by fine-tuning tasks (glue.py: accuracy, F1, Matthews and rank correlations);
+which task reports which lives in its folder (keras_bert/tasks/classification/metrics.py, squad/metrics.py,
+ner/metrics.py).
 
 Pure Python/numpy; submodules are imported where used (`from keras_bert.metrics import glue`).
 """

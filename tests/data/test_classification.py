@@ -2,8 +2,8 @@
 
 import pytest
 
-from keras_bert.data.classification import collect_labels, read_classification_file
 from keras_bert.data.formats import DataFormatError
+from keras_bert.tasks.classification.reader import collect_labels, read_classification_file
 
 
 def _write(path, text):

@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.data import features
-from keras_bert.data.classification import ClassificationExample
 from keras_bert.data.conll import ConllSentence
+from keras_bert.tasks.classification.reader import ClassificationExample
 from keras_bert.tasks.multiple_choice.swag import SwagExample
 from keras_bert.tasks.squad import windows
 from keras_bert.tasks.squad.reader import SquadExample, split_context

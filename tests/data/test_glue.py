@@ -5,8 +5,8 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert.data import glue
 from keras_bert.data.formats import DataFormatError
+from keras_bert.tasks.classification import glue
 
 MNLI_HEADER = ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
                "sentence1_parse\tsentence2_parse\tsentence1\tsentence2")

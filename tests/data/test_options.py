@@ -5,9 +5,9 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data import options
-from keras_bert.data.classification import ClassificationExample
 from keras_bert.data.features import classification_dataset
 from keras_bert.data.options import steady
+from keras_bert.tasks.classification.reader import ClassificationExample
 from keras_bert.text import BertPreprocessor, BertTokenizer
 
 

@@ -173,8 +173,8 @@ def test_xla_fit_on_trimmed_batches(tiny_config):
 
 
 def test_classification_batches_grouped_by_length(tokenizer):  # noqa: F811
-    from keras_bert.data.classification import ClassificationExample
     from keras_bert.data.features import classification_dataset
+    from keras_bert.tasks.classification.reader import ClassificationExample
     from keras_bert.text import BertPreprocessor
 
     sentences = [" ".join(d) for d in iter_documents(max_bytes=30_000)][:200]

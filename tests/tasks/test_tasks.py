@@ -10,11 +10,11 @@ import pytest
 
 import keras_bert as kb
 from keras_bert.checkpoints import split_model
-from keras_bert.data.classification import ClassificationExample
-from keras_bert.data.glue import tfds_eval_splits
 from keras_bert.export.saved_model import model_kind
 from keras_bert.tasks import finetuning
 from keras_bert.tasks.classification import task as classification
+from keras_bert.tasks.classification.glue import tfds_eval_splits
+from keras_bert.tasks.classification.reader import ClassificationExample
 from keras_bert.tasks.labels import read_labels, write_labels
 
 

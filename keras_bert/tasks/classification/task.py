@@ -15,10 +15,11 @@ import csv
 import dataclasses
 import os
 
-from keras_bert.data import glue
-from keras_bert.data.classification import collect_labels, read_classification_file
 from keras_bert.data.features import classification_labels, classification_texts
 from keras_bert.metrics import glue as glue_metrics
+from keras_bert.tasks.classification import glue
+from keras_bert.tasks.classification.metrics import compute_metrics
+from keras_bert.tasks.classification.reader import collect_labels, read_classification_file
 from keras_bert.tasks.finetuning import serve_all
 
 
@@ -59,7 +60,7 @@ class ClassificationTask:
     def metrics(self, predictions, labels):
         """The task's official metrics (GLUE), else accuracy or Pearson/Spearman (regression)."""
         if self.glue_name:
-            return glue_metrics.compute_metrics(self.glue_name, predictions, labels)
+            return compute_metrics(self.glue_name, predictions, labels)
         if self.is_regression:
             return {"pearson": glue_metrics.pearson(predictions, labels),
                     "spearmanr": glue_metrics.spearman(predictions, labels)}

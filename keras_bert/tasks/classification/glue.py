@@ -33,12 +33,12 @@ import dataclasses
 import logging
 import os
 
-from keras_bert.data.classification import (
+from keras_bert.data.formats import DataFormatError, check_new_id, header_index, read_rows
+from keras_bert.tasks.classification.reader import (
     ClassificationExample,
     check_label,
     parse_regression_label,
 )
-from keras_bert.data.formats import DataFormatError, check_new_id, header_index, read_rows
 
 _BINARY = ("0", "1")
 _NLI = ("contradiction", "entailment", "neutral")
@@ -54,7 +54,7 @@ class GlueTask:
       display_name: the GLUE spelling ("SST-2", "STS-B", ...).
       label_list: the label strings in class-id order, or None for the regression task STS-B. The order is
         that of the original BERT processors, so class ids match checkpoints fine-tuned with them.
-      metric_names: keys of `keras_bert.metrics.glue.compute_metrics` for this task.
+      metric_names: keys of `keras_bert.tasks.classification.metrics.compute_metrics` for this task.
       split_files: split name -> file name inside the task directory.
       submission_files: test split name -> file name of the GLUE submission archive.
       text_a_column, text_b_column, label_column: header names (text_b_column None for single sentences).
