@@ -7,18 +7,22 @@ PYTEST_WORKERS ?= 2
 
 .PHONY: install install-test quickstart test lint bench clean
 
-$(VENV)/.installed: setup.py
+# The checkout is installed editable with its root on sys.path (setuptools' "compat" mode), so that
+# `python recipes/X.py` imports `recipes` as `python -m recipes.X` does (docs/scripts.md).
+EDITABLE := --config-settings editable_mode=compat -e
+
+$(VENV)/.installed: setup.py Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q $(EDITABLE) .
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed setup.py
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q $(EDITABLE) '.[test]'
 	touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed-test setup.py
-	$(PY) -m pip install -q -e '.[test,bench]'
+	$(PY) -m pip install -q $(EDITABLE) '.[test,bench]'
 	touch $@
 
 install: $(VENV)/.installed

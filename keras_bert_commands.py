@@ -1,15 +1,17 @@
 """`keras-bert COMMAND [flags]` (or `python -m keras_bert COMMAND`): the recipe and export scripts by name.
 
 A command is a script of `recipes/` or `export/` with a `__main__` block; it runs as `python -m recipes.X`
-does (same module names, same preamble, same exit status). `keras-bert` alone or `--help` lists them.
+does (the module run as `__main__` by runpy: same module names, same flags, same exit status).
+`keras-bert` alone or `--help` lists them.
 
 Where the scripts are: a wheel carries them as `keras_bert/_scripts/{recipes,export}` (setup.py's
 package_dir), so that no top-level `recipes`/`export` package lands in site-packages; a source checkout has
-them beside `keras_bert/`. Either folder goes first on sys.path, so `from recipes import ...` resolves to the
-scripts of the keras_bert that runs.
+them beside `keras_bert/`. A command puts that folder first on sys.path, so `from recipes import ...`
+resolves to the scripts of the keras_bert that runs (docs/scripts.md).
 
-Standard library only (no keras_bert import of its own): the listing stays instant and a command's
-preamble runs before TensorFlow loads (the console script loads this file without keras_bert's __init__).
+Standard library only and outside keras_bert (whose __init__ imports TensorFlow): the listing stays instant,
+and `quiet_if_script` sets a script's quiet logs before TensorFlow loads; keras_bert's __init__ and the
+`recipes` package import this module first for that.
 """
 
 import ast
@@ -71,26 +73,41 @@ def _put_first(root):
         sys.path.insert(0, root)
 
 
-def _located_by_dash_m():
-    """True while `python -m keras_bert` locates keras_bert: its __init__ runs before __main__, with
-    sys.argv[0] "-m" (the interpreter's own arguments, sys.orig_argv, name the module)."""
+def _dash_m_module():
+    """The module `python -m` is locating (its package's __init__ runs before sys.argv[0] is set from "-m":
+    the interpreter's own arguments, sys.orig_argv, name it), or None."""
     if sys.argv[:1] != ["-m"]:
-        return False
+        return None
     for i, arg in enumerate(sys.orig_argv[1:], 1):
         if arg.startswith("-m"):
-            return (arg[2:] or "".join(sys.orig_argv[i + 1:i + 2])) == "keras_bert"
-    return False
+            return arg[2:] or "".join(sys.orig_argv[i + 1:i + 2])
+    return None
 
 
-def quiet_if_command():
-    """Under `python -m keras_bert COMMAND`: the command's quiet logs (recipes/logs.py) set up before
-    keras_bert's __init__ imports TensorFlow, as the script's preamble does for `python -m recipes.X`."""
-    if not _located_by_dash_m():
-        return
+def _running_a_script(root):
+    """True when the program is one of the scripts: `python -m keras_bert COMMAND`, `python -m recipes.X` /
+    `export.X`, or `python recipes/X.py` / `export/X.py` (the `__main__` module's file in their folders)."""
+    module = _dash_m_module()
+    if module == "keras_bert":
+        return sys.argv[1:2] != [] and sys.argv[1] in commands(root)
+    if module is not None:
+        return module.split(".")[0] in SCRIPT_PACKAGES
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    folders = {os.path.realpath(os.path.join(root, package)) for package in SCRIPT_PACKAGES}
+    return bool(main_file) and os.path.dirname(os.path.realpath(main_file)) in folders
+
+
+def _quiet(root):
+    _put_first(root)
+    importlib.import_module("recipes.logs").quiet("__main__")
+
+
+def quiet_if_script():
+    """A script's quiet logs (recipes/logs.py), set before TensorFlow loads: keras_bert's __init__ and the
+    `recipes` package import this module first, whichever a script imports first."""
     root = scripts_root()
-    if sys.argv[1:2] and sys.argv[1] in commands(root):
-        _put_first(root)
-        importlib.import_module("recipes.logs").quiet("__main__")
+    if _running_a_script(root):
+        _quiet(root)
 
 
 def main(argv=None):
@@ -107,10 +124,10 @@ def main(argv=None):
         print(f"error: unknown command {name!r}; `{PROGRAM} --help` lists the commands: {', '.join(table)}",
               file=sys.stderr)
         return 2
-    _put_first(root)
+    _quiet(root)
     sys.argv = [PROGRAM, *argv[2:]]  # runpy sets argv[0] to the script's path, as `python -m recipes.X` does
     runpy.run_module(f"{table[name][0]}.{name}", run_name="__main__", alter_sys=True)
     return 0
 
 
-quiet_if_command()  # keras_bert's __init__ imports this module first, before TensorFlow
+quiet_if_script()

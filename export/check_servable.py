@@ -17,11 +17,6 @@ import json
 import os
 import sys
 
-if __package__:  # python -m export.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python export/x.py
-    import preamble  # noqa: F401
-
 import numpy as np
 from absl import flags
 

@@ -12,11 +12,6 @@ outputs (logits) as JSON; --raw prints the server's response as it came.
 import json
 import urllib.request
 
-if __package__:  # python -m export.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python export/x.py
-    import preamble  # noqa: F401
-
 from absl import app, flags
 
 from recipes import flags as shared_flags

@@ -16,14 +16,8 @@ directory is written atomically under --export_dir; the path is printed.
 """
 
 import os
-import sys
-
-if __package__:  # python -m export.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python export/x.py
-    import preamble  # noqa: F401
-
 import subprocess
+import sys
 
 from absl import app, flags
 

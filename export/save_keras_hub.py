@@ -10,11 +10,6 @@ and renamed into place; the directory is printed.
 """
 
 
-if __package__:  # python -m export.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python export/x.py
-    import preamble  # noqa: F401
-
 from absl import flags
 
 from recipes import common, logs

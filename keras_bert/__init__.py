@@ -4,10 +4,13 @@ Models take and return dicts with the TF Hub BERT names: `input_word_ids`, `inpu
 -> `sequence_output`, `pooled_output`, `encoder_outputs`.
 """
 
-# `commands` first: under `python -m keras_bert COMMAND` it quiets the logs before TensorFlow loads.
+# keras_bert_commands first: when a script is the program (`python -m keras_bert COMMAND`, a recipe) it
+# quiets the logs before TensorFlow loads.
+import keras_bert_commands  # noqa: F401, I001
+
 # text, training for their registrations too: .keras files of fine-tuned models name our optimizer,
 # schedule and text layers, which must be registered before keras.models.load_model reads them.
-from keras_bert import commands, text, training
+from keras_bert import text, training
 from keras_bert.checkpoints import (
     find_vocab_file,
     save_google_checkpoint,
@@ -35,7 +38,6 @@ __all__ = [
     "BertPretrainer",
     "BertSpanLabeler",
     "BertTokenClassifier",
-    "commands",
     "find_vocab_file",
     "load_encoder",
     "load_pretrained_model",

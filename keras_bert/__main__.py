@@ -1,7 +1,7 @@
-"""`python -m keras_bert COMMAND [flags]`: a recipe or export script by name (keras_bert/commands.py)."""
+"""`python -m keras_bert COMMAND [flags]`: a recipe or export script by name (keras_bert_commands.py)."""
 
 import sys
 
-from keras_bert import commands
+import keras_bert_commands
 
-sys.exit(commands.main())
+sys.exit(keras_bert_commands.main())

@@ -7,11 +7,6 @@ The vocab starts with [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4), then single char
 "##" forms, most frequent first), then learned pieces in the order they were learned.
 """
 
-if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python recipes/x.py
-    import preamble  # noqa: F401
-
 from absl import flags, logging
 
 from keras_bert.text import vocab as vocab_lib

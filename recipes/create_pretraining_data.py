@@ -14,15 +14,9 @@ whatever --num_workers. Without --input_file it uses the default corpus (docstri
 packages).
 """
 
-import os
-
-if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python recipes/x.py
-    import preamble  # noqa: F401
-
 import contextlib
 import json
+import os
 import time
 
 from absl import flags

@@ -18,11 +18,6 @@ Writes to --output_dir: model.keras (the student: serves and exports like any cl
 with the same flags, resumes from the last).
 """
 
-if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python recipes/x.py
-    import preamble  # noqa: F401
-
 import os
 
 from absl import flags

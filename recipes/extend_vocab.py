@@ -8,11 +8,6 @@ rows start as the mean of the rows of the pieces the old vocab split them into. 
 weights + config in the input's format (heads kept), ready for `recipes.pretrain --init_checkpoint=OUT`.
 """
 
-if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python recipes/x.py
-    import preamble  # noqa: F401
-
 from absl import flags
 
 from recipes import common, logs

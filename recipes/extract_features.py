@@ -10,11 +10,6 @@ for every packed token ([CLS], pieces, [SEP]; padding dropped), values rounded t
 the last transformer layer, 0 the first.
 """
 
-if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python recipes/x.py
-    import preamble  # noqa: F401
-
 from absl import flags
 
 from recipes import common, logs

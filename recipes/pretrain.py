@@ -14,14 +14,8 @@ Outputs in --model_dir: checkpoints/, logs/ (TensorBoard), eval_results.json, pr
 bert_config.json + vocab.txt, loadable by `from_pretrained`).
 """
 
-import os
-
-if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python recipes/x.py
-    import preamble  # noqa: F401
-
 import math
+import os
 import tempfile
 
 from absl import flags

@@ -14,18 +14,12 @@ here can be copied and rerun):
 Then prints where everything went and what the loss did. Rerunning resumes/reuses finished steps.
 """
 
-import os
-import sys
-
-if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python recipes/x.py
-    import preamble  # noqa: F401
-
 import glob
 import json
+import os
 import shlex
 import subprocess
+import sys
 import time
 
 from absl import flags

@@ -16,11 +16,6 @@ the predictions (GLUE: the submission file, e.g. MNLI-m.tsv / AX.tsv; custom: pr
 `index<TAB>prediction`), model.keras (the fine-tuned BertClassifier) and labels.json.
 """
 
-if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python recipes/x.py
-    import preamble  # noqa: F401
-
 import contextlib
 
 from absl import flags

@@ -10,11 +10,6 @@ Writes to --output_dir: eval_results.json (accuracy, eval_loss), eval_prediction
 
 import os
 
-if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python recipes/x.py
-    import preamble  # noqa: F401
-
 from absl import flags
 
 from recipes import common, logs

@@ -16,12 +16,6 @@ input of conlleval.pl), model.keras and labels.json (the tag list).
 
 import os
 
-if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python recipes/x.py
-    import preamble  # noqa: F401
-
-import tensorflow as tf
 from absl import flags
 
 from recipes import common, logs
@@ -39,6 +33,8 @@ shared_flags.define("stride")
 
 def main(argv):
     del argv
+    import tensorflow as tf
+
     from keras_bert.data import conll, features
     from keras_bert.tasks.finetuning import check_num_classes
     from keras_bert.tasks.labels import read_labels

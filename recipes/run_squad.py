@@ -16,12 +16,6 @@ predicts with `--init_checkpoint=runs/squad/model.keras --do_train=false --do_pr
 v2.0 adds HasAns/NoAns splits and the best null threshold).
 """
 
-if __package__:  # python -m recipes.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python recipes/x.py
-    import preamble  # noqa: F401
-
-import tensorflow as tf
 from absl import flags
 
 from keras_bert.tasks.squad.answers import AnswerRules
@@ -39,6 +33,8 @@ shared_flags.define_fields(AnswerRules)
 
 def main(argv):
     del argv
+    import tensorflow as tf
+
     from keras_bert.data import features
     from keras_bert.tasks.squad import task as squad
     from keras_bert.tasks.squad.model import BertSpanLabeler

@@ -4,6 +4,11 @@ import gc
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Scripts the tests run as files (`python recipes/X.py`) import `recipes` and `keras_bert` from the checkout
+# under test, as `make install`'s editable install has them (docs/scripts.md), whichever checkout the
+# environment's install points at.
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
