@@ -131,3 +131,6 @@ def main(argv=None):
 
 
 quiet_if_script()
+
+if __name__ == "__main__":  # python -m keras_bert_commands COMMAND: a command without keras_bert's __init__
+    sys.exit(main())

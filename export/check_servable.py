@@ -2,13 +2,14 @@
 
     keras-bert check_servable --export_dir=/models/bert_classifier/1 \
         [--text="a sentence" --text="another"] [--text_b=...] [--signature=serving_default] \
-        [--question="who?" --context="a paragraph"] \
+        [--input=question="who?" --input=context="a paragraph"] \
         [--expected=expected.npz] [--serving_version=2.20]
 
 Runs in this fresh process without keras or keras_bert (nor TensorFlow's Python package): the installed
 wheel's C API (`libtensorflow_cc.so.2`) with the tensorflow-text kernels registered by TF_LoadLibrary, the
 session-based TF_LoadSessionFromSavedModel loader, the warmup requests, then serving_default on --text (or
-on the inputs of --expected, an .npz from `servability.save_check_arrays`, compared to its outputs). Prints
+on the inputs of --expected, an .npz from `servability.save_check_arrays`, compared to its outputs). The
+inputs are named as the signature names them: --text / --text_b, or --input=NAME=TEXT for any input. Prints
 the signatures, every non-core op with the first TF Serving release that has it, and the outputs as JSON.
 """
 
@@ -24,13 +25,9 @@ from recipes import flags as shared_flags
 from recipes import logs
 
 FLAGS = flags.FLAGS
-flags.DEFINE_multi_string("export_dir", None, "Version directory (holds saved_model.pb); repeat for several.")
-flags.DEFINE_multi_string("text", [], "Raw text fed as the `text` input of --signature.")
-flags.DEFINE_multi_string("text_b", [], "Second segments, fed as `text_b` (one per --text).")
-flags.DEFINE_multi_string("question", [], "Span labeler: questions, fed as `question` (answers are checked "
-                          "to be context[answer_start:answer_end]).")
-flags.DEFINE_multi_string("context", [], "Span labeler: contexts, fed as `context` (one per --question).")
-flags.DEFINE_string("signature", "serving_default", "Signature to run.")
+shared_flags.define_one("export_dir", help="Version directory (holds saved_model.pb); repeat for several.")
+shared_flags.define("signature")
+shared_flags.define_served_inputs()
 flags.DEFINE_string("expected", None, ".npz of inputs and expected outputs (servability.save_check_arrays).")
 shared_flags.check("expected", shared_flags.existing_file)
 flags.DEFINE_float("atol", 1e-4, "Largest allowed |output - expected|.")
@@ -71,14 +68,9 @@ def main(argv):
     runs = []
     if FLAGS.expected:
         runs.append((FLAGS.signature, *servability.load_check_arrays(FLAGS.expected)))
-    elif FLAGS.text:
-        inputs = {"text": np.array([t.encode() for t in FLAGS.text], dtype=object)}
-        if FLAGS.text_b:
-            inputs["text_b"] = np.array([t.encode() for t in FLAGS.text_b], dtype=object)
-        runs.append((FLAGS.signature, inputs, None))
-    elif FLAGS.question:
+    elif shared_flags.served_inputs():
         inputs = {name: np.array([t.encode() for t in values], dtype=object)
-                  for name, values in (("question", FLAGS.question), ("context", FLAGS.context))}
+                  for name, values in shared_flags.served_inputs().items()}
         runs.append((FLAGS.signature, inputs, None))
     api = servability.TensorFlowCApi()
     failed = False

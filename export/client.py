@@ -1,8 +1,11 @@
 """Sends text to a running TF Serving model server and prints the answers, one text at a time.
 
     keras-bert client --model=bert_classifier --text="a great movie" --text="a dull movie"
-    keras-bert client --model=bert_squad --question="Who built it?" --context="Steve built it." \\
+    keras-bert client --model=bert_squad --input=question="Who built it?" --input=context="Steve built it." \\
         --protocol=grpc
+
+The inputs are named as the model's signature names them: --text / --text_b (every raw-text signature), or
+--input=NAME=TEXT for any input (a span labeler's `question` and `context`).
 
 REST (port 8501) needs nothing beyond the standard library; gRPC (port 8500) needs `tensorflow-serving-api`.
 Entities, span answers, labels, the chosen ending and sentence embeddings print as one line each; other
@@ -21,12 +24,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("host", "localhost", "Model server host.")
 flags.DEFINE_integer("port", None, "Port; default 8501 for REST, 8500 for gRPC.")
 flags.DEFINE_string("model", None, "Model name (as in the model config / MODEL_NAME).")
-flags.DEFINE_integer("version", None, "Model version; default: the server's latest.")
-flags.DEFINE_string("signature", "serving_default", "Signature name.")
-flags.DEFINE_multi_string("text", [], "Texts to send (the `text` input).")
-flags.DEFINE_multi_string("text_b", [], "Second segments (the `text_b` input), one per --text.")
-flags.DEFINE_multi_string("question", [], "Questions (the `question` input of a question-answering model).")
-flags.DEFINE_multi_string("context", [], "Contexts (the `context` input), one per --question.")
+shared_flags.define_one("version", help="Model version; default: the server's latest.")
+shared_flags.define("signature")
+shared_flags.define_served_inputs()
 flags.DEFINE_enum("protocol", "rest", ["rest", "grpc"], "REST :predict or gRPC PredictionService/Predict.")
 flags.DEFINE_enum("rest_format", "instances", ["instances", "inputs"],
                   "Row (instances) or columnar (inputs).")
@@ -34,32 +34,16 @@ flags.DEFINE_float("timeout", 30.0, "Seconds to wait for the server.")
 flags.DEFINE_bool("raw", False, "Print the response JSON instead of one readable block per text.")
 shared_flags.required("model")
 shared_flags.check("port", shared_flags.within(1, 65535))
-shared_flags.check("version", shared_flags.at_least(1))
 shared_flags.check("timeout", shared_flags.above(0))
 
 
-def request_inputs(texts, texts_b):
-    """{input name: list of str} for the raw-text signatures."""
-    if texts_b and len(texts_b) != len(texts):
-        raise app.UsageError(f"{len(texts_b)} --text_b for {len(texts)} --text; expected one per --text")
-    inputs = {"text": list(texts)}
-    if texts_b:
-        inputs["text_b"] = list(texts_b)
-    return inputs
-
-
-def question_inputs(questions, contexts):
-    """{input name: list of str} for a span labeler's decoded-answer signature."""
-    if len(contexts) != len(questions):
-        raise app.UsageError(f"{len(contexts)} --context for {len(questions)} --question; expected one per "
-                             "--question")
-    return {"question": list(questions), "context": list(contexts)}
-
-
-def answer_lines(questions, result):
-    """Readable lines of answers to questions: the question, then its answer's line (a task's `describe`)."""
-    return [f"Q: {question}\nA: {describe(example)[0]}" for question, example
-            in zip(questions, per_example(result), strict=True)]
+def example_lines(inputs, result):
+    """Readable lines of each example: its inputs (`name: 'value'`), then its answer's lines (`describe`)."""
+    lines = []
+    for i, example in enumerate(per_example(result)):
+        lines += [f"{name}: {values[i]!r}" for name, values in inputs.items()]
+        lines += [f"  {line}" for line in describe(example)]
+    return lines
 
 
 def rest_body(inputs, signature, rest_format):
@@ -141,12 +125,9 @@ def describe(example):
 
 def main(argv):
     del argv
-    if not (FLAGS.text or FLAGS.question):
-        raise app.UsageError("pass at least one --text (or --question with --context)")
-    if FLAGS.question:
-        inputs = question_inputs(FLAGS.question, FLAGS.context)
-    else:
-        inputs = request_inputs(FLAGS.text, FLAGS.text_b)
+    inputs = shared_flags.served_inputs()
+    if not inputs:
+        raise app.UsageError("pass at least one --text (or --input=NAME=TEXT, NAME an input of --signature)")
     if FLAGS.protocol == "grpc":
         target = f"{FLAGS.host}:{FLAGS.port or 8500}"
         result = predict_grpc(target, FLAGS.model, FLAGS.version, FLAGS.signature, inputs, FLAGS.timeout)
@@ -157,13 +138,7 @@ def main(argv):
     if FLAGS.raw:
         print(json.dumps(result, indent=1, default=_str))
         return
-    if FLAGS.question:
-        print("\n".join(answer_lines(FLAGS.question, result)))
-        return
-    for text, example in zip(inputs["text"], per_example(result), strict=True):
-        print(f"text: {text!r}")
-        for line in describe(example):
-            print(f"  {line}")
+    print("\n".join(example_lines(inputs, result)))
 
 
 if __name__ == "__main__":

@@ -28,20 +28,21 @@ from recipes import logs
 
 FLAGS = flags.FLAGS
 shared_flags.define("model_path")
-flags.DEFINE_string("export_dir", None, "Model base path TF Serving watches; the version goes below it.")
+shared_flags.define_one("export_dir", help="Model base path TF Serving watches; the version goes below it.")
+shared_flags.check("export_dir", shared_flags.one_value)
 shared_flags.required("model_path", "export_dir")
-flags.DEFINE_integer("version", None, "Version number; default: one more than the largest existing one.")
-shared_flags.check("version", shared_flags.at_least(1))
+shared_flags.define_one("version", help="Version number; default: one more than the largest existing one.")
 shared_flags.define_one("vocab_file", help="WordPiece vocab.txt; default: the model's own, else the "
                         "vocab.txt beside --model_path.")
 shared_flags.define_one("do_lower_case", None, help="Lower-case and strip accents (uncased models); default: "
                         "the model's own casing, else true.")
 shared_flags.define_one("max_seq_length", None, help="Packed sequence length of the raw-text signatures; "
                         "default: the model's own, else 128.")
-flags.DEFINE_enum("signature", None, ["text", "text_pair", "token_ids",
-                                      *(form for spec in registry.specs() for form in spec.forms)],
-                  "What serving_default takes; default: the model's first input form (e.g. text; decoded "
-                  "answers for a question-answering model, text_pair for multiple choice).")
+FORMS = ("text", "text_pair", "token_ids", *(form for spec in registry.specs() for form in spec.forms))
+shared_flags.define_one("signature", None, help=f"What serving_default takes: {', '.join(FORMS)}; default: "
+                        "the model's first input form (e.g. text; decoded answers for a question-answering "
+                        "model, text_pair for multiple choice).")
+shared_flags.check("signature", shared_flags.one_of(FORMS))
 flags.DEFINE_enum("format", "serving", ["serving", "tfhub"],
                   "serving: one SavedModel; tfhub: <export_dir>/preprocess and <export_dir>/encoder.")
 flags.DEFINE_bool("warmup", True, "Write assets.extra/tf_serving_warmup_requests.")
@@ -133,24 +134,24 @@ def main(argv):
         raise app.UsageError(f"--model_path={FLAGS.model_path} has no preprocessor and no vocab.txt beside "
                              "it; pass --vocab_file (or --signature=token_ids for a token-id-only export)")
     if FLAGS.format == "tfhub":
-        exported = list(export_tfhub(model, preprocessor, FLAGS.export_dir, FLAGS.version))
+        exported = list(export_tfhub(model, preprocessor, FLAGS.export_dir[0], FLAGS.version))
     else:
         pooling, normalize = sentence_pooling_flags(FLAGS.model_path)
         options = shared_flags.given_options(OPTION_CLASSES,
                                              {"pooling": pooling, "normalize": normalize or None})
         # The overrides, checked above, become the model's own: the export runs it without checking it again.
         model.preprocessor = preprocessor
-        exported = [export_saved_model(model, FLAGS.export_dir, None, FLAGS.version, FLAGS.signature,
+        exported = [export_saved_model(model, FLAGS.export_dir[0], None, FLAGS.version, FLAGS.signature,
                                        FLAGS.warmup,
                                        example_seq_length=FLAGS.max_seq_length or DEFAULT_SEQ_LENGTH,
                                        quantize=FLAGS.quantize, dtype=FLAGS.dtype,
                                        calibration_texts=calibration_texts, **options)]
     for path in exported:
         print(path)
-    if FLAGS.check:
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_servable.py")
+    if FLAGS.check:  # the command in a fresh process: neither keras nor keras_bert imported there
         for path in exported:
-            subprocess.run([sys.executable, script, f"--export_dir={path}"], check=True)
+            command = ["-m", "keras_bert_commands", "check_servable", f"--export_dir={path}"]
+            subprocess.run([sys.executable, *command], check=True)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
 shared_flags.define("model_path")
-flags.DEFINE_string("output_dir", None, "The KerasHub preset directory to write.")
+shared_flags.define_one("output_dir", help="The KerasHub preset directory to write.")
 shared_flags.required("model_path", "output_dir")
 shared_flags.define("overwrite")
 

@@ -14,12 +14,10 @@ from keras_bert.text import vocab_learner
 from recipes import common, logs
 from recipes import flags as shared_flags
 
-flags.DEFINE_list("input_files", None, "Comma-separated text files or globs, one example per line.")
-shared_flags.check("input_files", shared_flags.matching_files)
+shared_flags.define("input_files")
 shared_flags.define_one("output_file", help="Where to write vocab.txt.")
 shared_flags.required("input_files", "output_file")
-flags.DEFINE_integer("vocab_size", 30522, "Number of tokens in the vocab (reserved tokens included).")
-shared_flags.check("vocab_size", shared_flags.at_least(6))  # the 5 reserved tokens and one more
+shared_flags.define("vocab_size")
 shared_flags.define("do_lower_case", "max_lines", "min_frequency", "overwrite")
 flags.DEFINE_integer("max_unique_chars", 1000, "Keep only the most frequent characters.")
 shared_flags.check("max_unique_chars", shared_flags.at_least(1))

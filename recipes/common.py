@@ -15,7 +15,7 @@ import tensorflow as tf
 from absl import flags
 
 from keras_bert import compat
-from keras_bert.config import PRESETS, BertConfig
+from keras_bert.config import BertConfig
 from keras_bert.errors import UserInputError
 from keras_bert.training import distribute, optimization
 from recipes import flags as shared_flags
@@ -33,8 +33,7 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
     # Model and vocabulary.
     shared_flags.define("bert_config_file", "init_checkpoint", "vocab_file", "do_lower_case",
                         max_seq_length=max_seq_length)
-    flags.DEFINE_enum("preset", preset, sorted(PRESETS), "Architecture when neither --bert_config_file nor "
-                      "--init_checkpoint is given; vocab_size comes from the vocab file.")
+    shared_flags.define(preset=preset)
     # Optimization.
     shared_flags.define("clip_global_norm", "gradient_accumulation_steps", train_batch_size=train_batch_size,
                         learning_rate=learning_rate, num_warmup_steps=num_warmup_steps,
@@ -192,7 +191,7 @@ def define_finetuning_flags(output_dir, learning_rate=5e-5, train_batch_size=32,
     --do_train/eval/predict, and with a `task_head` --fresh_head."""
     define_flags(model_dir=output_dir, learning_rate=learning_rate, train_batch_size=train_batch_size,
                  max_seq_length=max_seq_length)
-    flags.DEFINE_alias("output_dir", "model_dir")
+    shared_flags.define_one("output_dir", alias_of="model_dir")
     shared_flags.define("eval_batch_size", "num_train_epochs", "warmup_proportion", "lora_rank",
                         *(("fresh_head",) if task_head else ()))
     flags.DEFINE_bool("do_train", True, "Fine-tune on the training data.")

@@ -25,9 +25,8 @@ from recipes import common, logs
 from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("input_file", None,
-                    "Comma-separated input text files/globs (default: the default corpus).")
-shared_flags.check("input_file", shared_flags.matching_files)
+shared_flags.define_one("input_file", help="Comma-separated input text files/globs (default: the default "
+                        "corpus).")
 shared_flags.define_one("output_file", "runs/pretraining_data/train.tfrecord",
                         help="Comma-separated output TFRecord files; each is one shard.")
 flags.DEFINE_integer("num_output_shards", 1,

@@ -27,17 +27,14 @@ from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
 common.define_execution_flags(model_dir="runs/distill")
-flags.DEFINE_alias("output_dir", "model_dir")
+shared_flags.define_one("output_dir", alias_of="model_dir")
 shared_flags.define("teacher", "student_layers", "student_preset", "student_config", "temperature", "alpha",
                     "hidden_weight", "unlabeled_file", "cache_teacher", "augment", "num_train_epochs",
                     "eval_batch_size",
                     "warmup_proportion", "num_warmup_steps", "weight_decay", "clip_global_norm",
                     "save_checkpoints_steps", "learning_rate", train_batch_size=32)
 shared_flags.required("teacher")
-flags.DEFINE_string("task_name", None, "A GLUE task (CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI) "
-                    "read from --data_dir, or 'custom' (the default) for --train_file/--eval_file.")
-flags.DEFINE_string("data_dir", None, "GLUE task directory (train.tsv, dev.tsv, ...).")
-shared_flags.check("data_dir", shared_flags.existing_dir)
+shared_flags.define("task_name", "data_dir")
 for _name, _help in (("train_file", "Custom task: training CSV/TSV (text[,text_b],label)."),
                      ("eval_file", "Custom task: evaluation CSV/TSV (with labels).")):
     flags.DEFINE_string(_name, None, _help)

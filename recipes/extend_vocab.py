@@ -14,11 +14,10 @@ from recipes import common, logs
 from recipes import flags as shared_flags
 
 shared_flags.define_one("init_checkpoint", help="The checkpoint to extend (any format), vocab.txt beside it.")
-flags.DEFINE_list("input_files", None, "Comma-separated domain text files or globs.")
-shared_flags.check("input_files", shared_flags.matching_files)
+shared_flags.define_one("input_files", help="Comma-separated domain text files or globs.")
 flags.DEFINE_integer("num_new_tokens", 1000, "How many WordPieces to add.")
 shared_flags.check("num_new_tokens", shared_flags.at_least(1))
-flags.DEFINE_string("output_dir", None, "Where to write the extended checkpoint.")
+shared_flags.define_one("output_dir", help="Where to write the extended checkpoint.")
 shared_flags.required("init_checkpoint", "input_files", "output_dir")
 shared_flags.define("do_lower_case", "max_lines", "min_frequency", "overwrite")
 FLAGS = flags.FLAGS

@@ -17,8 +17,8 @@ from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
 common.define_finetuning_flags(output_dir="runs/features", max_seq_length=128, task_head=False)
-flags.DEFINE_string("input_file", None, "Text file: one example per line, `text` or `text_a ||| text_b`.")
-shared_flags.check("input_file", shared_flags.existing_file)
+shared_flags.define_one("input_file", help="Comma-separated text files or globs: one example per line, "
+                        "`text` or `text_a ||| text_b`.")
 shared_flags.define_one("output_file", help="JSON lines output.")
 shared_flags.required("input_file", "output_file")
 flags.DEFINE_list("layers", ["-1", "-2", "-3", "-4"], "Encoder layers to output (negative: from the last).")
@@ -51,8 +51,9 @@ def _extract(output_file):
     layers = [int(layer) for layer in FLAGS.layers]
     with common.flag_errors("layers"):
         feature_extraction.check_layers(layers, encoder.config.num_hidden_layers)
+    files = common.flag_files("input_file")
     with common.flag_errors("input_file"):
-        pairs = feature_extraction.read_lines(FLAGS.input_file)
+        pairs = [pair for path in files for pair in feature_extraction.read_lines(path)]
     feature_extraction.write_features(encoder, BertPreprocessor(tokenizer, FLAGS.max_seq_length), pairs,
                                       layers, output_file, FLAGS.batch_size)
     return pairs

@@ -14,6 +14,7 @@ import dataclasses
 import glob
 import os
 import sys
+from collections.abc import Callable
 
 from absl import flags
 
@@ -24,14 +25,15 @@ _TYPED = {}  # flag name -> `--name=value` as the command line being parsed spel
 
 @dataclasses.dataclass(frozen=True)
 class Concept:
-    """One flag: its absl type ("string", "integer", "float", "bool", "enum", "list"), default, help text,
-    and `checks`, functions of the value returning what is wrong with it (a phrase) or None."""
+    """One flag: its absl type ("string", "integer", "float", "bool", "enum", "list", "multi_string"),
+    default, help text, and `checks`, functions of the value returning what is wrong with it (a phrase) or
+    None."""
 
     kind: str
     default: object
     help: str
     checks: tuple = ()
-    choices: tuple = ()
+    choices: tuple | Callable = ()  # an enum's; a function returning them where they come from keras_bert
 
 
 def at_least(low):
@@ -116,6 +118,22 @@ def output_file(value):
     return None
 
 
+def one_of(choices):
+    listed = ", ".join(choices)
+    return lambda value: None if value is None or value in choices else f"expected one of {listed}"
+
+
+def one_value(values):
+    """A multi_string flag given once (a script that takes one of what other scripts take several)."""
+    return None if not values or len(values) == 1 else f"given {len(values)} times; expected one"
+
+
+def _presets():
+    from keras_bert.config import PRESETS
+
+    return sorted(PRESETS)
+
+
 POSITIVE = (at_least(1),)
 NON_NEGATIVE = (at_least(0),)
 
@@ -137,6 +155,8 @@ CONCEPTS = {
                              "casing the checkpoint states, else true."),
     "max_seq_length": Concept("integer", 128, "Packed sequence length in pieces, [CLS] and [SEP] included.",
                               (at_least(3),)),
+    "preset": Concept("enum", "tiny", "Architecture when neither --bert_config_file nor --init_checkpoint is "
+                      "given; vocab_size comes from the vocab file.", choices=_presets),
     "dtype": Concept("enum", "float32", "The Keras dtype policy the model is built under: mixed_bfloat16 / "
                      "mixed_float16 compute in 16 bits with float32 weights, bfloat16 keeps the weights in "
                      "bf16 too; LayerNorm, softmax, losses and heads stay float32.",
@@ -204,21 +224,45 @@ CONCEPTS = {
     "masked_lm_prob": Concept("float", 0.15, "Fraction of tokens masked.", (within(0, 1),)),
     "short_seq_prob": Concept("float", 0.1, "Probability of a shorter target length.", (within(0, 1),)),
     "do_whole_word_mask": Concept("bool", False, "Mask all the WordPieces of a word together."),
+    # Corpora and data sets.
+    "input_file": Concept("string", None, "Comma-separated input text files or globs.", (matching_files,)),
+    "input_files": Concept("list", None, "Comma-separated text files or globs, one example per line.",
+                           (matching_files,)),
+    "task_name": Concept("string", None, "A GLUE task (CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI) "
+                         "read from --data_dir, or 'custom' (the default) for --train_file/--eval_file/"
+                         "--predict_file."),
+    "data_dir": Concept("string", None, "GLUE task directory (train.tsv, dev.tsv, test.tsv, ...).",
+                        (existing_dir,)),
+    "tfds_name": Concept("string", None, "A prepared TFDS dataset (never downloaded), e.g. glue/sst2 or "
+                         "wikipedia/20230601.en."),
+    "tfds_data_dir": Concept("string", None, "TFDS data_dir holding --tfds_name.", (existing_dir,)),
     # Corpora (vocab learning).
+    "vocab_size": Concept("integer", 30522, "Number of tokens in the learned vocab (reserved tokens "
+                          "included).", (at_least(6),)),  # the 5 reserved tokens and one more
     "max_lines": Concept("integer", None, "Read at most this many lines (default: all).", POSITIVE),
     "min_frequency": Concept("integer", 2, "A learned piece must occur at least this many times.", POSITIVE),
     # Outputs.
+    "output_dir": Concept("string", None, "The directory to write."),
     "output_file": Concept("string", None, "The file to write.", (output_file,)),
     "overwrite": Concept("bool", False, "Replace an existing output (a file, or a non-empty directory that "
                          "holds no resumable run of this recipe) whole; without it such an output is "
                          "refused."),
+    # Exports and the served models' inputs.
+    "export_dir": Concept("multi_string", None, "SavedModel directory."),
+    "version": Concept("integer", None, "Model version number.", POSITIVE),
+    "signature": Concept("string", "serving_default", "Signature to run."),
+    "text": Concept("multi_string", [], "Raw text, the `text` input of --signature; one per example."),
+    "text_b": Concept("multi_string", [], "Second segments, the `text_b` input; one per --text."),
+    "input": Concept("multi_string", [], "NAME=TEXT: TEXT fed as the input NAME of --signature (one per "
+                     "example; e.g. --input=question=Who? --input=context=...): any input the signature "
+                     "takes, by its name."),
     # Windows over long text.
     "stride": Concept("integer", None, "Pieces between the windows of a text longer than --max_seq_length; "
                       "default: half a window.", POSITIVE),
 }
 
 _DEFINE = {"string": flags.DEFINE_string, "integer": flags.DEFINE_integer, "float": flags.DEFINE_float,
-           "bool": flags.DEFINE_bool, "list": flags.DEFINE_list}
+           "bool": flags.DEFINE_bool, "list": flags.DEFINE_list, "multi_string": flags.DEFINE_multi_string}
 _UNSET = object()
 
 
@@ -230,14 +274,19 @@ def define(*names, **defaults):
         define_one(name, default)
 
 
-def define_one(name, default=_UNSET, help=None, choices=None):  # noqa: A002  (absl's word)
+def define_one(name, default=_UNSET, help=None, choices=None, alias_of=None):  # noqa: A002  (absl's word)
     """Defines concept `name` (`default`: this script's); `help` replaces its text where the script resolves
-    the default its own way; `choices` narrows an enum's to those this script takes."""
+    the default its own way; `choices` narrows an enum's to those this script takes; `alias_of`: the flag
+    is another name of that one (as --output_dir of --model_dir in the fine-tuning recipes)."""
     concept = CONCEPTS[name]
     default = concept.default if default is _UNSET else default
     text = help or concept.help
+    if alias_of:
+        flags.DEFINE_alias(name, alias_of, module_name=_script())
+        return
     if concept.kind == "enum":
-        flags.DEFINE_enum(name, default, list(choices or concept.choices), text, module_name=_script())
+        listed = choices or (concept.choices() if callable(concept.choices) else concept.choices)
+        flags.DEFINE_enum(name, default, list(listed), text, module_name=_script())
     else:
         _DEFINE[concept.kind](name, default, text, module_name=_script())
     check(name, *concept.checks)
@@ -314,6 +363,41 @@ def _needs(step, name, files, optional):
         return f"--do_{step} needs --{name}" if wanted and not values[name] else None
 
     return problem
+
+
+SERVED_INPUTS = ("text", "text_b", "input")
+
+
+def define_served_inputs():
+    """--text, --text_b and --input=NAME=TEXT: a served model's inputs by the names its signature gives them
+    (`served_inputs`); each NAME=TEXT, one value of each input per example, checked when parsed."""
+    define(*SERVED_INPUTS)
+    check("input", _named)
+    check_together(list(SERVED_INPUTS), _one_per_example)
+
+
+def served_inputs():
+    """{input name: [str]} of --text, --text_b and --input (`define_served_inputs`), in the order given."""
+    inputs = {name: list(FLAGS[name].value) for name in SERVED_INPUTS[:2] if FLAGS[name].value}
+    for value in FLAGS.input:
+        name, _, text = value.partition("=")
+        inputs.setdefault(name, []).append(text)
+    return inputs
+
+
+def _named(values):
+    bad = next((value for value in values or () if not value.partition("=")[0] or "=" not in value), None)
+    return None if bad is None else f"{bad!r} is not NAME=TEXT (NAME an input of the signature)"
+
+
+def _one_per_example(values):
+    counts = {name: len(values[name]) for name in SERVED_INPUTS[:2] if values[name]}
+    for value in values["input"] or ():
+        name = value.partition("=")[0]
+        counts[name] = counts.get(name, 0) + 1
+    if len(set(counts.values())) <= 1:
+        return None
+    return "one value of each input per example; got " + ", ".join(f"{n} x{c}" for n, c in counts.items())
 
 
 def define_fields(cls):

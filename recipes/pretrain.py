@@ -27,14 +27,12 @@ from recipes import flags as shared_flags
 FLAGS = flags.FLAGS
 common.define_flags(model_dir="runs/pretrain", learning_rate=1e-4, train_batch_size=32, max_seq_length=128,
                     num_warmup_steps=100)
-flags.DEFINE_string("input_files", None, "Comma-separated files/globs: pre-training TFRecords or text files.")
+shared_flags.define_one("input_files", help="Comma-separated files/globs: pre-training TFRecords or text "
+                        "files.")
 flags.DEFINE_string("eval_input_files", None, "Evaluation files (same kinds); default: the training input "
                     "(or the held-out documents of the default corpus / --tfds_eval_split).")
-for _name in ("input_files", "eval_input_files"):
-    shared_flags.check(_name, shared_flags.matching_files)
-flags.DEFINE_string("tfds_name", None, "A prepared TFDS text dataset, e.g. wikipedia/20230601.en.")
-flags.DEFINE_string("tfds_data_dir", None, "TFDS data_dir holding --tfds_name.")
-shared_flags.check("tfds_data_dir", shared_flags.existing_dir)
+shared_flags.check("eval_input_files", shared_flags.matching_files)
+shared_flags.define("tfds_name", "tfds_data_dir")
 flags.DEFINE_string("tfds_text_key", "text", "The feature of --tfds_name holding a document's text.")
 flags.DEFINE_string("tfds_split", "train", "TFDS split to train on.")
 flags.DEFINE_string("tfds_eval_split", None, "TFDS split to evaluate on (default: --tfds_split).")

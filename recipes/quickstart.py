@@ -29,9 +29,8 @@ from recipes import logs
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", "runs/quickstart", "Where every output goes.")
-flags.DEFINE_integer("vocab_size", 8192, "Size of the learned WordPiece vocab.")
-flags.DEFINE_enum("preset", "tiny", ["tiny", "mini", "small"], "Architecture to pre-train.")
-shared_flags.check("vocab_size", shared_flags.at_least(6))  # the 5 reserved tokens and one more
+shared_flags.define(vocab_size=8192)
+shared_flags.define_one("preset", choices=("tiny", "mini", "small"), help="Architecture to pre-train.")
 shared_flags.define_one("num_train_steps", 600, help="Pre-training steps.")
 shared_flags.define_one("max_seq_length", help="Pre-training sequence length.")
 shared_flags.define_one("train_batch_size", help="Pre-training global batch size.")

@@ -26,15 +26,10 @@ from recipes import flags as shared_flags
 FLAGS = flags.FLAGS
 common.define_finetuning_flags(output_dir="runs/classifier", learning_rate=2e-5, train_batch_size=32,
                                max_seq_length=128)
-flags.DEFINE_string("task_name", None, "A GLUE task (CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI) "
-                    "read from --data_dir, or 'custom' for --train_file/--eval_file/--predict_file.")
-flags.DEFINE_string("data_dir", None, "GLUE task directory (train.tsv, dev.tsv, test.tsv, ...).")
+shared_flags.define("task_name", "data_dir", "tfds_name", "tfds_data_dir")
 flags.DEFINE_string("ax_data_dir", None, "With --task_name=MNLI --do_predict: directory of the AX "
                     "diagnostic.tsv, also predicted (AX.tsv).")
-flags.DEFINE_string("tfds_name", None, "A prepared TFDS GLUE dataset, e.g. glue/sst2 (never downloaded).")
-flags.DEFINE_string("tfds_data_dir", None, "TFDS data_dir holding --tfds_name.")
-for _name in ("data_dir", "ax_data_dir", "tfds_data_dir"):
-    shared_flags.check(_name, shared_flags.existing_dir)
+shared_flags.check("ax_data_dir", shared_flags.existing_dir)
 shared_flags.define_data_files({"train_file": "Custom task: training CSV/TSV (text[,text_b],label).",
                                 "eval_file": "Custom task: evaluation CSV/TSV (with labels).",
                                 "predict_file": "Custom task: CSV/TSV to predict (label column optional)."},

@@ -10,11 +10,11 @@ import sysconfig
 
 import pytest
 
-from keras_bert import commands
+import keras_bert_commands as commands
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Modules of recipes/ and export/ that are not commands.
-HELPERS = ("common", "flags", "logs", "preamble", "run_dir")
+HELPERS = ("common", "flags", "logs", "run_dir")
 
 
 def test_every_script_is_a_command():
@@ -47,18 +47,30 @@ def test_unknown_command(capsys):
     assert "run_classifier" in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("argv0, orig_argv, expected", [
-    ("-m", ["python", "-m", "keras_bert", "build_vocab"], True),
-    ("-m", ["python", "-X", "dev", "-mkeras_bert", "build_vocab"], True),
-    ("-m", ["python", "-m", "keras_bert.commands"], False),
-    ("-m", ["python", "-m", "pytest", "tests"], False),
-    ("/usr/bin/keras-bert", ["python", "/usr/bin/keras-bert", "build_vocab"], False),
+@pytest.mark.parametrize("argv, orig_argv, main_file, expected", [
+    (["-m", "build_vocab"], ["python", "-m", "keras_bert", "build_vocab"], None, True),
+    (["-m", "build_vocab"], ["python", "-X", "dev", "-mkeras_bert", "build_vocab"], None, True),
+    (["-m", "--help"], ["python", "-m", "keras_bert", "--help"], None, False),
+    (["-m", "--helpfull"], ["python", "-m", "recipes.run_ner", "--helpfull"], None, True),
+    (["-m"], ["python", "-m", "export.client"], None, True),
+    (["-m"], ["python", "-m", "keras_bert.commands"], None, False),
+    (["-m", "tests"], ["python", "-m", "pytest", "tests"], None, False),
+    (["recipes/run_ner.py"], ["python", "recipes/run_ner.py"], "recipes/run_ner.py", True),
+    (["export/client.py"], ["python", "export/client.py"], "export/client.py", True),
+    (["/usr/bin/keras-bert", "build_vocab"], ["python", "/usr/bin/keras-bert", "build_vocab"],
+     "/usr/bin/keras-bert", False),
+    (["benchmarks/run_all.py"], ["python", "benchmarks/run_all.py"], "benchmarks/run_all.py", False),
 ])
-def test_located_by_dash_m(argv0, orig_argv, expected, monkeypatch):
-    """keras_bert's __init__ quiets the logs only while `python -m keras_bert` locates the package."""
-    monkeypatch.setattr(sys, "argv", [argv0, "build_vocab"])
+def test_running_a_script(argv, orig_argv, main_file, expected, monkeypatch):
+    """Quiet logs are set up (before TensorFlow) only when a script is the program; `keras-bert COMMAND`
+    sets them up itself (`main`)."""
+    monkeypatch.setattr(sys, "argv", argv)
     monkeypatch.setattr(sys, "orig_argv", orig_argv)
-    assert commands._located_by_dash_m() is expected
+    main = type(sys)("__main__")
+    if main_file:
+        main.__file__ = os.path.join(REPO, main_file)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    assert commands._running_a_script(REPO) is expected
 
 
 def _venv_path(python, key):

@@ -114,7 +114,7 @@ def test_export_compares_against_no_task():
 # heads) may be spelled as a string in that folder only.
 REPO_ROOT = PACKAGE_ROOT.parent
 SHARED_CODE = ("keras_bert", "export", "recipes/common.py", "recipes/flags.py", "recipes/run_dir.py",
-               "recipes/preamble.py", "recipes/logs.py", "tests/harness.py")
+               "recipes/__init__.py", "recipes/logs.py", "keras_bert_commands.py", "tests/harness.py")
 EXPORTS = ("keras_bert/__init__.py", "keras_bert/tasks/registry.py")  # the task models; the task folders
 
 

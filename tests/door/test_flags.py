@@ -94,8 +94,15 @@ BAD = [
      "no such file"),
     ("--predict_file={dir}", ("run_classifier", "run_squad", "run_ner", "run_multiple_choice"),
      "is a directory; expected a file"),
-    ("--input_file={dir}", ("extract_features",), "is a directory; expected a file"),
-    ("--input_file={missing}", ("create_pretraining_data",), "no file matches"),
+    ("--input_file={dir}", ("extract_features", "create_pretraining_data"), "names no file"),
+    ("--input_file={missing}", ("extract_features", "create_pretraining_data"), "no file matches"),
+    ("--data_dir={missing}", ("run_classifier", "distill"), "no such directory"),
+    ("--tfds_data_dir={missing}", ("run_classifier", "pretrain"), "no such directory"),
+    ("--vocab_size=5", ("build_vocab", "quickstart"), "must be at least 6"),
+    ("--preset=huge", (*TRAINING, "quickstart"), "value should be one of"),
+    ("--export_dir={dir}", ("export.export_saved_model",), "given 2 times; expected one"),
+    ("--signature=texts", ("export.export_saved_model",), "expected one of text, text_pair, token_ids"),
+    ("--input=question", ("export.client", "export.check_servable"), "'question' is not NAME=TEXT"),
     ("--input_files={missing}", ("build_vocab", "pretrain", "extend_vocab"), "no file matches"),
     ("--output_file={dir}", ("build_vocab", "create_pretraining_data", "extract_features"),
      "is a directory; expected a file name"),
@@ -185,3 +192,46 @@ def test_an_unknown_flag_is_one_line(run_in_process, tmp_path):
     status, stderr = run_in_process("run_ner", *argv, "--trian_file=x")
     assert status == 1 and stderr.count("\n") == 1
     assert stderr.startswith("error: Unknown command line flag 'trian_file'")
+
+
+SCRIPTS = ("recipes", "export")
+
+
+def flag_definitions(files):
+    """{flag name: ["path:line"]} of every absl DEFINE_* call with a literal name in `files` ({path:
+    source})."""
+    import ast
+
+    found = {}
+    for path, source in files.items():
+        for node in ast.walk(ast.parse(source)):
+            name = getattr(getattr(node, "func", None), "attr", "")
+            if isinstance(node, ast.Call) and name.startswith("DEFINE") and node.args and isinstance(
+                    node.args[0], ast.Constant):
+                found.setdefault(node.args[0].value, []).append(f"{path}:{node.lineno}")
+    return found
+
+
+def _script_sources():
+    import glob
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = [p for folder in SCRIPTS for p in sorted(glob.glob(os.path.join(root, folder, "*.py")))]
+    return {os.path.relpath(p, root): open(p, encoding="utf-8").read() for p in paths}
+
+
+def test_every_flag_is_defined_once():
+    """A flag name is defined in one place: recipes/flags.py's CONCEPTS (shared by name through `define`), or
+    the one script that alone takes it."""
+    from recipes import flags as shared_flags
+
+    definitions = flag_definitions(_script_sources())
+    twice = {name: where for name, where in definitions.items()
+             if len(where) > 1 or name in shared_flags.CONCEPTS}
+    assert not twice, f"flags defined in more than one place (make them recipes/flags.py concepts): {twice}"
+
+
+def test_the_definition_count_catches_a_second_definition():
+    found = flag_definitions({"recipes/a.py": 'flags.DEFINE_string("output_dir", None, "x")\n',
+                              "export/b.py": 'import absl\nabsl.flags.DEFINE_list("output_dir", [], "y")\n'})
+    assert found == {"output_dir": ["recipes/a.py:1", "export/b.py:2"]}

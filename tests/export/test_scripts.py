@@ -67,7 +67,7 @@ def test_tfhub_export_from_checkpoint_and_check_servable_cli(tmp_path):
 
 
 def test_client_request_bodies():
-    inputs = client.request_inputs(["q1", "q2"], ["c1", "c2"])
+    inputs = {"text": ["q1", "q2"], "text_b": ["c1", "c2"]}
     assert client.rest_body(inputs, "serving_default", "instances") == {
         "signature_name": "serving_default",
         "instances": [{"text": "q1", "text_b": "c1"}, {"text": "q2", "text_b": "c2"}]}
@@ -76,14 +76,15 @@ def test_client_request_bodies():
 
 
 def test_client_prints_answers_of_row_and_columnar_responses():
-    assert client.question_inputs(["q1"], ["c1"]) == {"question": ["q1"], "context": ["c1"]}
+    inputs = {"question": ["Where?", "Who?"], "context": ["It is in Zürich.", "Nobody."]}
     rows = {"predictions": [{"answer": "Zürich", "answer_start": 22, "answer_end": 28, "score": 1.25,
                              "no_answer_score": -0.5, "has_answer": True},
                             {"answer": "", "answer_start": 0, "answer_end": 0, "score": 0.0,
                              "no_answer_score": 2.0, "has_answer": False}]}
     columns = {"outputs": {name: [row[name] for row in rows["predictions"]]
                            for name in rows["predictions"][0]}}
-    want = ["Q: Where?\nA: 'Zürich' [22:28]  score 1.250  no-answer score -0.500",
-            "Q: Who?\nA: (none)  score 0.000  no-answer score 2.000"]
-    assert client.answer_lines(["Where?", "Who?"], rows) == want
-    assert client.answer_lines(["Where?", "Who?"], columns) == want
+    want = ["question: 'Where?'", "context: 'It is in Zürich.'",
+            "  'Zürich' [22:28]  score 1.250  no-answer score -0.500",
+            "question: 'Who?'", "context: 'Nobody.'", "  (none)  score 0.000  no-answer score 2.000"]
+    assert client.example_lines(inputs, rows) == want
+    assert client.example_lines(inputs, columns) == want

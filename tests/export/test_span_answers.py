@@ -94,8 +94,9 @@ def test_served_answers_equal_run_squad_predictions(tmp_path):
     assert ("serving input `question` must be tf.string of shape [batch]; got shape [4 1]"
             in reports[3]["error"])
     assert "Traceback" not in reports[2]["error"]
-    lines = client.answer_lines(QUESTIONS, {"outputs": reports[1]["runs"][0]["outputs"]})
-    assert lines[0].startswith(f"Q: {QUESTIONS[0]}\nA: ") and "no-answer score" in lines[0]
+    inputs = {"question": list(QUESTIONS), "context": list(CONTEXTS)}
+    lines = client.example_lines(inputs, {"outputs": reports[1]["runs"][0]["outputs"]})
+    assert lines[0] == f"question: {QUESTIONS[0]!r}" and "no-answer score" in lines[2]
 
 
 def test_export_refuses_rules_without_room_and_non_span_labelers(tmp_path):
