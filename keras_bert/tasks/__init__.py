@@ -5,8 +5,9 @@ Garden's official/nlp/tasks), so that the recipes only turn flags into these cal
                          spec.py (its serving Options, its names, its transformers / KerasHub heads),
                          served.py (checks of its served answers), task.py (data files, metrics,
                          prediction files of a run), its readers and metrics: classification/ (GLUE,
-                         CSV/TSV), squad/, ner/ (CoNLL), multiple_choice/ (SWAG)
-  registry.py            finds the task folders: shared code loops over their `TaskSpec`s
+                         CSV/TSV, the default task's data), squad/, ner/ (CoNLL), multiple_choice/ (SWAG)
+  registry.py            lists the task folders: shared code loops over their `TaskSpec`s (task_spec.py),
+                         and the checkpoint converters get their heads (keras_bert/checkpoints/heads.py)
   finetuning.py          which model to build from which checkpoint, the checks of a model against the
                          vocab / sequence length / classes, the step arithmetic of a fine-tuning run, and
                          `served_batches`: every prediction file is written from `model.serve`
