@@ -97,17 +97,19 @@ def _running_a_script(root):
     return bool(main_file) and os.path.dirname(os.path.realpath(main_file)) in folders
 
 
-def _quiet(root):
-    _put_first(root)
+def _quiet():
     importlib.import_module("recipes.logs").quiet("__main__")
 
 
 def quiet_if_script():
     """A script's quiet logs (recipes/logs.py), set before TensorFlow loads: keras_bert's __init__ and the
-    `recipes` package import this module first, whichever a script imports first."""
+    `recipes` package import this module first, whichever a script imports first. Under `python -m
+    keras_bert COMMAND` the scripts' folder goes first on sys.path here (`main` runs the command from it)."""
     root = scripts_root()
     if _running_a_script(root):
-        _quiet(root)
+        if _dash_m_module() == "keras_bert":
+            _put_first(root)
+        _quiet()
 
 
 def main(argv=None):
@@ -124,7 +126,8 @@ def main(argv=None):
         print(f"error: unknown command {name!r}; `{PROGRAM} --help` lists the commands: {', '.join(table)}",
               file=sys.stderr)
         return 2
-    _quiet(root)
+    _put_first(root)
+    _quiet()
     sys.argv = [PROGRAM, *argv[2:]]  # runpy sets argv[0] to the script's path, as `python -m recipes.X` does
     runpy.run_module(f"{table[name][0]}.{name}", run_name="__main__", alter_sys=True)
     return 0
