@@ -76,7 +76,8 @@ def test_save_huggingface_pretrainer_loads_in_transformers(tiny_hf_pretraining, 
 def test_save_pretrained_round_trip_is_identical(tiny_hf_pretraining, tiny_batch, tmp_path):
     pretrainer = load_pretrainer(tiny_hf_pretraining[0])
     vocab = tmp_path / "vocab.txt"
-    vocab.write_text("".join(f"tok{i}\n" for i in range(TINY["vocab_size"])))
+    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # the vocab beside a checkpoint is read too
+    vocab.write_text("".join(f"{token}\n" for token in special + [f"tok{i}" for i in range(5, TINY["vocab_size"])]))
     save_pretrained(pretrainer, str(tmp_path / "ours"), vocab_file=str(vocab))
     assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == ["bert_config.json", "model.keras",
                                                                      "vocab.txt"]
