@@ -29,7 +29,8 @@ from keras_bert.checkpoints import CheckpointError
 from keras_bert.checkpoints.huggingface_tokenizer import write_tokenizer_files
 from keras_bert.export import servability
 from keras_bert.tasks import finetuning
-from keras_bert.text import BertTokenizer
+from keras_bert.text import BertPreprocessor, BertTokenizer
+from tests.checkpoints.conftest import randomize
 from tests.checkpoints.test_names import cache_hf_snapshot, caches  # noqa: F401  (fixture)
 from tests.recipes.conftest import run_in_process, write_vocab  # noqa: F401  (fixture)
 
@@ -49,20 +50,31 @@ def hf_classifier(tmp_path_factory):
     config = transformers.BertConfig(vocab_size=size, hidden_size=16, num_hidden_layers=2,
                                      num_attention_heads=2, intermediate_size=32, max_position_embeddings=32,
                                      id2label=dict(enumerate(LABELS)), label2id={"neg": 0, "pos": 1})
-    model = transformers.BertForSequenceClassification(config).eval()
-    torch.nn.init.normal_(model.classifier.weight, std=2.0)  # logits that tell the texts apart
+    model = randomize(transformers.BertForSequenceClassification(config))
+    # A head that tells ROWS' labels apart: along the difference of the two labels' mean pooled outputs.
+    preprocessor = BertPreprocessor(BertTokenizer(str(directory / "vocab.txt")), 16)
+    inputs = _torch_inputs(preprocessor(tf.constant(TEXTS)))
+    with torch.no_grad():
+        pooled = model.bert(**inputs).pooler_output
+        gold = torch.tensor([LABELS.index(label) for _, label in ROWS])
+        high, low = pooled[gold == 1].mean(0), pooled[gold == 0].mean(0)
+        weight = (high - low) / (high - low).norm() ** 2 * 4  # class means 4 apart in logit difference
+        model.classifier.weight.copy_(torch.stack([-weight, weight]) / 2)
+        model.classifier.bias.copy_(torch.tensor([1.0, -1.0]) * (weight @ (high + low)) / 4)
     model.save_pretrained(directory)
     return str(directory), model
 
 
+def _torch_inputs(inputs):
+    names = (("input_ids", "input_word_ids"), ("attention_mask", "input_mask"),
+             ("token_type_ids", "input_type_ids"))
+    return {name: torch.tensor(inputs[key].numpy(), dtype=torch.long) for name, key in names}
+
+
 def _reference(hf_model, model):
     """transformers' logits and label names of TEXTS, on the ids `model`'s preprocessor packs."""
-    inputs = model.preprocessor(tf.constant(TEXTS))
     with torch.no_grad():
-        logits = hf_model(input_ids=torch.tensor(inputs["input_word_ids"].numpy(), dtype=torch.long),
-                          attention_mask=torch.tensor(inputs["input_mask"].numpy(), dtype=torch.long),
-                          token_type_ids=torch.tensor(inputs["input_type_ids"].numpy(), dtype=torch.long)
-                          ).logits.numpy()
+        logits = hf_model(**_torch_inputs(model.preprocessor(tf.constant(TEXTS)))).logits.numpy()
     return logits, [hf_model.config.id2label[i] for i in logits.argmax(-1)]
 
 
