@@ -1,8 +1,8 @@
 """Reading and writing BERT weights: Google TF1 checkpoints, Hugging Face directories and our own saves.
 
-This floor knows no model class: `read_checkpoint(path)` returns `(config, weights)` and the models
-(`BertEncoder.from_pretrained`, `BertPretrainer.from_pretrained`, one floor up) build themselves and copy
-the weights in with `assign_encoder` / `assign_heads`. The format of `path` is detected:
+This floor knows no model class: `read_checkpoint(path)` returns `(config, weights)`, checked to agree
+(`check_config_fits`), and the one assembly one floor up (`keras_bert.models.assembly.assemble`) builds the
+model and copies the weights in with `assign_encoder` / `assign_heads`. The format of `path` is detected:
   - Google TF1: a prefix such as `.../bert_model.ckpt`, or a directory holding it, with `bert_config.json`;
   - Hugging Face: a directory with `config.json` + `model.safetensors` (or `pytorch_model.bin`), or
     sharded: `model.safetensors.index.json` (or `pytorch_model.bin.index.json`) + the shards it lists;

@@ -2,7 +2,7 @@
 reads what it states (config, KerasHub classifier head, text preprocessing: vocab, casing, KerasHub or
 Google rules, sequence length; label names) into a frozen `Pretrained`, before any model is built. The
 models' `from_pretrained`, the recipes' --init_checkpoint and the export CLIs' --model_path all go
-through it; the weights are read by `keras_bert.checkpoints.read_checkpoint` when a model is built. This
+through it; `keras_bert.models.assembly.assemble` then reads the weights (once) and builds the model. This
 module knows no model class."""
 
 from __future__ import annotations
