@@ -191,9 +191,9 @@ def _under_dtype(saved, dtype, path):
     """The `.keras` model `saved`, rebuilt under the dtype policy `dtype` when it was built under another:
     its encoder (and pre-training heads) from their float weights, its task head's layers copied by
     name."""
-    if dtype is None or saved.dtype_policy.name == dtype:
-        return saved
     encoder, pretrainer = split_model(saved)
+    if dtype is None or encoder.embeddings.dtype_policy.name == dtype:  # the policy its layers were built in
+        return saved
     weights = CheckpointWeights(path=path, arrays=collect_weights(encoder, pretrainer))
     rebuilt = type(encoder)(encoder.config, dtype=dtype, preprocessor=encoder.preprocessor)
     assign_encoder(rebuilt, weights)

@@ -234,3 +234,18 @@ def test_the_casing_of_tokenizer_json_is_read_beside_vocab_txt(classifier_copy):
     os.remove(os.path.join(directory, "tokenizer_config.json"))  # tokenizer.json alone states the casing
     tokenizer = load_pretrained_model(directory).preprocessor.tokenizer
     assert not tokenizer.lower_case and tokenizer.vocab_file == os.path.join(directory, "vocab.txt")
+
+
+def test_a_saved_task_model_under_another_dtype_keeps_its_head(hf_classifier, tmp_path):
+    """A `.keras` of another dtype policy is rebuilt under the one asked for, its trained head and labels
+    copied (it used to come back as a fresh head on the rebuilt encoder)."""
+    saved = BertClassifier.from_pretrained(hf_classifier[0])
+    saved.save(tmp_path / "clf.keras")
+    for load in (BertClassifier.from_pretrained, load_pretrained_model):
+        model = load(str(tmp_path / "clf.keras"), dtype="mixed_bfloat16")
+        assert type(model) is BertClassifier and model.labels == LABELS
+        assert model.encoder.embeddings.dtype_policy.name == "mixed_bfloat16"
+        np.testing.assert_array_equal(model.get_layer("classifier").kernel.numpy(),
+                                      saved.get_layer("classifier").kernel.numpy())
+        np.testing.assert_array_equal(model.encoder.pooler.kernel.numpy(),
+                                      saved.encoder.pooler.kernel.numpy())
