@@ -38,14 +38,14 @@ def finetune(lora_rank, save_path):
     tf = common.configure_tensorflow()
     import keras
 
+    from keras_bert.models.encoder import load_encoder
     from keras_bert.models.lora import count_parameters
     from keras_bert.tasks.classification.model import BertClassifier
-    from keras_bert.tasks.finetuning import build_encoder
     from keras_bert.training import create_optimizer
 
     keras.utils.set_random_seed(0)
     train_texts, train_labels, dev_texts, dev_labels, labels = read_task()
-    model = BertClassifier(build_encoder(minilm_dir()), labels=labels,
+    model = BertClassifier(load_encoder(minilm_dir()), labels=labels,
                            preprocessor=_preprocessor(minilm_dir()))
     if lora_rank:
         model.enable_lora(lora_rank)

@@ -3,10 +3,12 @@
     keras-bert export_saved_model --model_path=runs/classifier/model.keras \
         --export_dir=/models/bert_classifier [--signature=text_pair] [--check]
 
---model_path is a `.keras` file (any keras_bert model: encoder or task model) or a checkpoint directory in
-any format `BertEncoder.from_pretrained` reads (Google TF1, Hugging Face, keras_bert), which exports the
-encoder; a sentence-transformers directory (modules.json) also serves its `sentence_embedding`, pooled and
-normalized as its modules.json says (--pooling / --normalize override). A model saved with its preprocessor
+--model_path is a `.keras` file (any keras_bert model: encoder or task model) or a checkpoint in any
+format `from_pretrained` reads (Google TF1, Hugging Face, KerasHub, keras_bert, or a hub name), which
+exports the model it holds (`keras_bert.load_pretrained_model`): a Hugging Face BertFor* or KerasHub task
+preset as its task model with its trained head and label names, any other as its encoder; a
+sentence-transformers directory (modules.json) also serves its `sentence_embedding`, pooled and normalized
+as its modules.json says (--pooling / --normalize override). A model saved with its preprocessor
 (fine-tuning recipes, `from_pretrained`, `preprocessor=`) exports with no other flag; --vocab_file,
 --do_lower_case and --max_seq_length then override its parts, and one that contradicts the model (another
 vocab or casing) is refused. The serving-option flags are generated from the models' Options dataclasses
@@ -72,16 +74,14 @@ shared_flags.define_options(OPTION_CLASSES)
 
 def load_model(path):
     """The keras_bert model of --model_path (`keras_bert.load_pretrained_model`): a .keras file's model as it
-    is, or the encoder of a checkpoint directory (with the preprocessor of the vocab.txt beside it, cased and
-    packed as the flags say, unless --vocab_file replaces it)."""
+    is, a task checkpoint's task model with its trained head, else the encoder of a checkpoint directory
+    (with the preprocessor of --vocab_file or the vocab.txt beside it, cased and packed as the flags say)."""
     import keras_bert
     from keras_bert.checkpoints import keras_file
 
-    with_flags = not keras_file(path)  # a .keras model's own preprocessor: the flags override it later
-    if with_flags and FLAGS.vocab_file:
-        return keras_bert.load_encoder(path)
-    return keras_bert.load_pretrained_model(path, FLAGS.max_seq_length if with_flags else None,
-                                            FLAGS.do_lower_case if with_flags else None)
+    if keras_file(path):  # a .keras model's own preprocessor: the flags override it later
+        return keras_bert.load_pretrained_model(path)
+    return keras_bert.load_pretrained_model(path, FLAGS.max_seq_length, FLAGS.do_lower_case, FLAGS.vocab_file)
 
 
 def read_calibration_file(path):

@@ -3,8 +3,9 @@
     keras-bert save_keras_hub --model_path=runs/classifier/model.keras --output_dir=presets/my_bert
 
 --model_path is a `.keras` file (any keras_bert model; a BertClassifier also becomes a BertTextClassifier
-task preset) or a checkpoint directory in any format `BertEncoder.from_pretrained` reads (its encoder, with
-the vocab.txt beside it as the tokenizer). --output_dir may not be, hold or lie inside --model_path; an
+task preset) or a checkpoint in any format `from_pretrained` reads: the model it holds
+(`keras_bert.load_pretrained_model`: a task checkpoint's task model with its head, else its encoder), with
+the vocab.txt beside it as the tokenizer. --output_dir may not be, hold or lie inside --model_path; an
 existing non-empty one is refused unless --overwrite (then replaced whole). The preset is written beside it
 and renamed into place; the directory is printed.
 """

@@ -145,12 +145,15 @@ def bert_config(vocab_size):
 
 
 def build_encoder(vocab_size):
-    """A BertEncoder: loaded from --init_checkpoint if given, else fresh from the config flags."""
-    from keras_bert.tasks.finetuning import build_encoder
+    """A BertEncoder: the one --init_checkpoint holds (`keras_bert.models.assembly.assemble` of
+    `checkpoint()`), else fresh from the config flags."""
+    from keras_bert.models.assembly import assemble
+    from keras_bert.models.encoder import BertEncoder
 
-    config = None if FLAGS.init_checkpoint else bert_config(vocab_size)
+    if not FLAGS.init_checkpoint:
+        return BertEncoder(bert_config(vocab_size), dtype=FLAGS.dtype)
     with flag_errors("init_checkpoint"):
-        return build_encoder(FLAGS.init_checkpoint, config, FLAGS.dtype)
+        return assemble(checkpoint(), BertEncoder, FLAGS.dtype)
 
 
 def build_optimizer(num_train_steps, num_warmup_steps=None):
@@ -188,12 +191,12 @@ def define_finetuning_flags(output_dir, learning_rate=5e-5, train_batch_size=32,
                             task_head=True):
     """The shared flags (as `define_flags`) plus those of the paper's fine-tuning scripts: --output_dir
     (alias of --model_dir), --eval_batch_size, --num_train_epochs, --warmup_proportion,
-    --do_train/eval/predict, and with a `task_head` --fresh_head."""
+    --do_train/eval/predict, and with a `task_head` --head."""
     define_flags(model_dir=output_dir, learning_rate=learning_rate, train_batch_size=train_batch_size,
                  max_seq_length=max_seq_length)
     shared_flags.define_one("output_dir", alias_of="model_dir")
     shared_flags.define("eval_batch_size", "num_train_epochs", "warmup_proportion", "lora_rank",
-                        *(("fresh_head",) if task_head else ()))
+                        *(("head",) if task_head else ()))
     flags.DEFINE_bool("do_train", True, "Fine-tune on the training data.")
     flags.DEFINE_bool("do_eval", True, "Score the evaluation data; writes eval_results.json.")
     flags.DEFINE_bool("do_predict", False, "Predict the test data; writes the predictions file.")
@@ -303,20 +306,19 @@ def finetuning_tokenizer(model_class=None):
     return BertTokenizer(vocab_file(), lower_case=lower_case())
 
 
-def build_task_model(tokenizer, model_class, make_model, classes=None):
-    """The task model of --init_checkpoint (`keras_bert.tasks.finetuning.build_task_model`, the loader
+def build_task_model(tokenizer, model_class, head_args=None):
+    """The task model of --init_checkpoint (`keras_bert.tasks.finetuning.build_task_model`, the assembly
     `from_pretrained` uses: a fine-tuned `model_class` continues as it is; a KerasHub or Hugging Face head of
-    this task whose classes are `classes` (label list or count) is loaded into `make_model(encoder)`, other
-    classes are refused unless --fresh_head), or `make_model` on a fresh encoder of the config flags. Call it
-    inside `strategy.scope()`. Checks the vocab and --max_seq_length against it."""
+    this task whose classes are those of `head_args` (labels or num_classes) is loaded, other classes are
+    refused unless --head=fresh), or `model_class(encoder, **head_args)` on a fresh encoder of the config
+    flags. Call it inside `strategy.scope()`. Checks the vocab and --max_seq_length against it."""
     from keras_bert.tasks import finetuning
 
     config = None if FLAGS.init_checkpoint else bert_config(tokenizer.vocab_size)
     with flag_errors("init_checkpoint"), remat_scope():
         model = finetuning.build_task_model(
-            model_class, make_model, FLAGS.init_checkpoint, config, FLAGS.dtype, classes,
-            fresh_head=FLAGS.fresh_head, pretrained=FLAGS.init_checkpoint and checkpoint(),
-            hint="--fresh_head")
+            model_class, head_args, FLAGS.init_checkpoint, config, FLAGS.dtype, FLAGS.head,
+            pretrained=FLAGS.init_checkpoint and checkpoint(), hint="--head=fresh")
     config = model.encoder.config
     with flag_errors("init_checkpoint", "vocab_file"):
         finetuning.check_vocab_size(config, tokenizer.vocab_size, tokenizer.vocab_file)

@@ -52,8 +52,9 @@ shared_flags.check_together(["task_name", "data_dir", "train_file"], lambda valu
 
 
 def load_teacher():
-    """The fine-tuned model of --teacher (through `load_pretrained_model`), frozen; a model without a task
-    (an encoder, a checkpoint) or without a preprocessor is refused naming the flag."""
+    """The fine-tuned model of --teacher (`load_pretrained_model`: a `.keras` task model, or the task model of
+    a checkpoint holding a trained task head); a model without a task (an encoder, a checkpoint without a
+    task head) or without a preprocessor is refused naming the flag."""
     from keras_bert.models.encoder import load_pretrained_model
 
     with common.flag_errors("teacher"):

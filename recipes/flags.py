@@ -83,7 +83,7 @@ def _is_name(value):
     return is_checkpoint_name(value)
 
 
-CHECKPOINT_FLAGS = ("init_checkpoint", "model_path")  # paths that may be hub names
+CHECKPOINT_FLAGS = ("init_checkpoint", "model_path", "teacher")  # paths that may be hub names
 
 
 def resolve_names():
@@ -188,9 +188,10 @@ CONCEPTS = {
     "lora_rank": Concept("integer", 0, "LoRA: freeze the encoder and train rank-R updates of its projections "
                          "(plus the task head); the saved model has them merged. 0: full fine-tuning.",
                          NON_NEGATIVE),
-    "fresh_head": Concept("bool", False, "Start the task head fresh although --init_checkpoint holds a "
-                          "trained one of this task (by default it is loaded when its classes are the "
-                          "task's, and other classes or label names are refused)."),
+    "head": Concept("enum", "checkpoint", "The task head: checkpoint (the trained head of this task that "
+                    "--init_checkpoint holds, when it has one; a head of other classes or label names is "
+                    "refused) or fresh (a fresh head on the checkpoint's encoder).",
+                    choices=("checkpoint", "fresh")),
     "seed": Concept("integer", 42, "Seed for weights init, dropout and data order."),
     "worker_wait_s": Concept("float", 600, "multi_worker_mirrored: seconds to wait for every TF_CONFIG "
                              "worker to start before giving up with an error.", (above(0),)),
@@ -198,7 +199,8 @@ CONCEPTS = {
                                       "steps; a killed run resumes from the last.", POSITIVE),
     # Distillation.
     "teacher": Concept("string", None, "The fine-tuned task model to distil: a .keras of run_classifier (or "
-                       "of another task model).", (existing_path,)),
+                       "of another task model), or a checkpoint holding a trained task head (a Hugging Face "
+                       "BertFor*, a KerasHub task preset) or its hub name.", (existing_path,)),
     "student_layers": Concept("integer", None, "Student: the teacher with this many of its layers, "
                               "spread over its depth (first and last kept), the rest of the model copied.",
                               POSITIVE),

@@ -95,9 +95,10 @@ def main(argv):
     with strategy.scope():
         with common.remat_scope():
             if FLAGS.init_checkpoint:
-                from keras_bert.models.pretrainer import load_pretrainer
+                from keras_bert.models.assembly import assemble
 
-                model = load_pretrainer(FLAGS.init_checkpoint, dtype=FLAGS.dtype)
+                with common.flag_errors("init_checkpoint"):
+                    model = assemble(common.checkpoint(), BertPretrainer, FLAGS.dtype)
                 with common.flag_errors("init_checkpoint", "vocab_file"):
                     check_vocab_size(model.encoder.config, tokenizer.vocab_size, tokenizer.vocab_file)
             else:  # common.bert_config checks the config flags against the vocab

@@ -98,9 +98,9 @@ def main(argv):
         return task.served(model, examples, FLAGS.eval_batch_size, preprocessor)
 
     with strategy.scope():
-        model = common.build_task_model(tokenizer, BertClassifier,
-                                        lambda encoder: BertClassifier(encoder, task.num_classes),
-                                        task.label_list or task.num_classes)
+        model = common.build_task_model(
+            tokenizer, BertClassifier,
+            {"labels": task.label_list} if task.label_list else {"num_classes": task.num_classes})
         with common.flag_errors("init_checkpoint"):
             check_num_classes(model, task.num_classes)
         loss, loss_weights = model.task_loss()

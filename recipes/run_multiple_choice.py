@@ -49,8 +49,7 @@ def main(argv):
         return multiple_choice.served(model, examples, FLAGS.eval_batch_size, preprocessor)
 
     with strategy.scope():
-        model = common.build_task_model(tokenizer, BertMultipleChoice,
-                                        lambda encoder: BertMultipleChoice(encoder, NUM_CHOICES))
+        model = common.build_task_model(tokenizer, BertMultipleChoice, {"num_choices": NUM_CHOICES})
         loss, loss_weights = model.task_loss()
         common.compile_task(model, strategy, loss, "auto", len(train) if train else None, loss_weights)
     if train:

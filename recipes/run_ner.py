@@ -54,8 +54,7 @@ def main(argv):
                 read[flag] = conll.read_conll_file(FLAGS[flag].value, tag_list=tags)
 
     with strategy.scope():
-        model = common.build_task_model(tokenizer, BertTokenClassifier,
-                                        lambda encoder: BertTokenClassifier(encoder, labels=tags), tags)
+        model = common.build_task_model(tokenizer, BertTokenClassifier, {"labels": tags})
         with common.flag_errors("init_checkpoint"):
             check_num_classes(model, tags)
         loss, loss_weights = model.task_loss()

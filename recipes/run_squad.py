@@ -62,7 +62,7 @@ def main(argv):
               f"offset), {train.num_windows} windows")
 
     with strategy.scope():
-        model = common.build_task_model(tokenizer, BertSpanLabeler, BertSpanLabeler)
+        model = common.build_task_model(tokenizer, BertSpanLabeler)
         loss, loss_weights = model.task_loss()
         common.compile_task(model, strategy, loss, num_train_examples=train.num_windows if train else None,
                             loss_weights=loss_weights)

@@ -1,8 +1,8 @@
 """Reading and writing BERT weights: Google TF1 checkpoints, Hugging Face directories and our own saves.
 
-This floor knows no model class: `read_checkpoint(path)` returns `(config, weights)` and the models
-(`BertEncoder.from_pretrained`, `BertPretrainer.from_pretrained`, one floor up) build themselves and copy
-the weights in with `assign_encoder` / `assign_heads`. The format of `path` is detected:
+This floor knows no model class: `read_checkpoint(path)` returns `(config, weights)`, checked to agree
+(`check_config_fits`), and the one assembly one floor up (`keras_bert.models.assembly.assemble`) builds the
+model and copies the weights in with `assign_encoder` / `assign_heads`. The format of `path` is detected:
   - Google TF1: a prefix such as `.../bert_model.ckpt`, or a directory holding it, with `bert_config.json`;
   - Hugging Face: a directory with `config.json` + `model.safetensors` (or `pytorch_model.bin`), or
     sharded: `model.safetensors.index.json` (or `pytorch_model.bin.index.json`) + the shards it lists;
@@ -19,6 +19,7 @@ from keras_bert.checkpoints.files import find_lower_case, find_vocab_file
 from keras_bert.checkpoints.google import (
     checkpoint_prefix,
     google_config,
+    google_config_file,
     read_google_checkpoint,
     save_google_checkpoint,
 )
@@ -45,6 +46,7 @@ from keras_bert.checkpoints.mapping import (
     CheckpointWeights,
     assign_encoder,
     assign_heads,
+    check_config_fits,
     split_model,
 )
 from keras_bert.checkpoints.ours import (
@@ -119,19 +121,33 @@ def detect_format(path: str) -> str:
         f"model.weights.h5) or a keras_bert save (model.keras)")
 
 
-def read_checkpoint(path) -> tuple[BertConfig, CheckpointWeights]:
-    """(config, weights under Google's names) of the checkpoint at `path`, in any supported format. Knows
-    no model class: a model builds itself from `config` and copies `weights` with `assign_encoder` /
-    `assign_heads`."""
+def read_checkpoint(path, fmt=None, config=None) -> tuple[BertConfig, CheckpointWeights]:
+    """(config, weights under Google's names) of the checkpoint at `path`, in any supported format (`fmt`,
+    default `detect_format(path)`; `config`: its config when read already). Knows no model class: a model
+    builds itself from `config` and copies `weights` with `assign_encoder` / `assign_heads`. Raises
+    CheckpointError naming both files when the config states other layers or widths than the weights hold
+    (`check_config_fits`)."""
     path = os.fspath(path)
-    fmt = detect_format(path)
+    fmt = fmt or detect_format(path)
     if fmt == "keras":
-        return read_keras(path)
-    if fmt == "huggingface":
-        return read_huggingface(path)
-    if fmt == "keras_hub":
-        return read_keras_hub(path)
-    return read_google_checkpoint(checkpoint_prefix(path))
+        config, weights = read_keras(path)
+    elif fmt == "huggingface":
+        config, weights = read_huggingface(path, config)
+    elif fmt == "keras_hub":
+        config, weights = read_keras_hub(path, config)
+    else:
+        config, weights = read_google_checkpoint(checkpoint_prefix(path), config)
+    check_config_fits(config, weights, config_file(path, fmt))
+    return config, weights
+
+
+def config_file(path, fmt) -> str:
+    """The file that states the config of the checkpoint at `path` of format `fmt`."""
+    if fmt == "keras":
+        return keras_file(path)
+    if fmt == "google":
+        return google_config_file(checkpoint_prefix(path))
+    return os.path.join(path, "config.json")
 
 
 def read_config(path, fmt=None) -> BertConfig:
@@ -148,9 +164,11 @@ def read_config(path, fmt=None) -> BertConfig:
     return google_config(checkpoint_prefix(path))
 
 
-def report_unused(weights: CheckpointWeights, used: set[str]) -> None:
-    """Logs, in one line, the checkpoint variables a model did not take."""
-    ignored = weights.ignored + sorted(weights.file_name(n) for n in weights.arrays if n not in used)
+def report_unused(weights: CheckpointWeights, used: set[str], taken=()) -> None:
+    """Logs, in one line, the checkpoint variables a model did not take (`taken`: file names of those a
+    head took beside `used`)."""
+    ignored = [name for name in weights.ignored if name not in taken]
+    ignored += sorted(weights.file_name(n) for n in weights.arrays if n not in used)
     if ignored:
         logger.info("%s: %d checkpoint variables not used by the model: %s", weights.path, len(ignored),
                     ", ".join(ignored[:6]) + (", ..." if len(ignored) > 6 else ""))

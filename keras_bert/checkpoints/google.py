@@ -37,9 +37,13 @@ def checkpoint_prefix(path: str) -> str | None:
     return indexes[0][: -len(".index")] if len(indexes) == 1 else None
 
 
+def google_config_file(prefix: str) -> str:
+    return os.path.join(checkpoint_directory(prefix), CONFIG_FILE)
+
+
 def google_config(prefix: str) -> BertConfig:
     """The `bert_config.json` beside the TF1 checkpoint `prefix`; CheckpointError naming the file."""
-    config_file = os.path.join(checkpoint_directory(prefix), CONFIG_FILE)
+    config_file = google_config_file(prefix)
     if not os.path.isfile(config_file):
         raise CheckpointError(f"{prefix}: TF1 checkpoint without {CONFIG_FILE}; expected {config_file}")
     try:
@@ -48,9 +52,10 @@ def google_config(prefix: str) -> BertConfig:
         raise CheckpointError(str(e)) from None
 
 
-def read_google_checkpoint(prefix: str) -> tuple[BertConfig, CheckpointWeights]:
-    """Reads `bert_config.json` beside `prefix` and every non-optimizer variable of the checkpoint."""
-    config = google_config(prefix)
+def read_google_checkpoint(prefix: str, config=None) -> tuple[BertConfig, CheckpointWeights]:
+    """Reads `bert_config.json` beside `prefix` (unless its `config` is given) and every non-optimizer
+    variable of the checkpoint."""
+    config = config or google_config(prefix)
     arrays, ignored = {}, []
     try:
         reader = tf.train.load_checkpoint(prefix)

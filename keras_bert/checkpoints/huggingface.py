@@ -165,10 +165,11 @@ def huggingface_key(name: str) -> tuple[str, bool]:
 
 def huggingface_head(directory: str) -> dict | None:
     """{"task_kind", "layer" (our head layer's name), "kernel" [hidden, n], "bias" [n], "dropout" (None: the
-    encoder's), and for (token) classification "num_classes" and "labels" (id2label's names; None for
-    regression: problem_type "regression" or one label)} of the BertFor* task checkpoint in `directory`
-    (its config.json `architectures`), or None for another architecture. Raises CheckpointError naming the
-    file when its head weights or id2label are missing or do not agree."""
+    encoder's), "names" (the state-dict keys of kernel and bias), and for (token) classification
+    "num_classes" and "labels" (id2label's names; None for regression: problem_type "regression" or one
+    label)} of the BertFor* task checkpoint in `directory` (its config.json `architectures`), or None for
+    another architecture. Raises CheckpointError naming the file when its head weights or id2label are
+    missing or do not agree, or when the task refuses the head (a problem_type it does not serve)."""
     config_file = os.path.join(directory, CONFIG_FILE)
     values = read_json(config_file)
     known = huggingface_heads()
@@ -184,10 +185,13 @@ def huggingface_head(directory: str) -> dict | None:
                               f"that {config_file} names in architectures")
     head = {"task_kind": kind, "layer": head_of.layer,
             "kernel": np.ascontiguousarray(state[f"{prefix}.weight"].T), "bias": state[f"{prefix}.bias"],
-            "dropout": values.get("classifier_dropout")}
+            "dropout": values.get("classifier_dropout"), "names": (f"{prefix}.weight", f"{prefix}.bias")}
     if head_of.labelled:
         count = head["kernel"].shape[1]
-        unnamed = head_of.unnamed is not None and head_of.unnamed(values, count)
+        try:
+            unnamed = head_of.unnamed is not None and head_of.unnamed(values, count)
+        except CheckpointError as e:  # a head the task refuses, e.g. a problem_type it does not serve
+            raise CheckpointError(f"{config_file}: {e}") from None
         head.update(num_classes=count, labels=None if unnamed else _id2label(values, count, config_file))
     return head
 
@@ -239,9 +243,10 @@ def huggingface_config(directory: str) -> BertConfig:
     return config
 
 
-def read_huggingface(directory: str) -> tuple[BertConfig, CheckpointWeights]:
-    """Reads `config.json` and the weights of a Hugging Face BERT directory."""
-    config = huggingface_config(directory)
+def read_huggingface(directory: str, config=None) -> tuple[BertConfig, CheckpointWeights]:
+    """Reads `config.json` (unless its `config` is given) and the weights of a Hugging Face BERT
+    directory."""
+    config = config or huggingface_config(directory)
     path = weights_file(directory)
     state = _load_state_dict(path)
     prefix = "bert." if any(key.startswith("bert.") for key in state) else ""

@@ -192,12 +192,15 @@ def keras_hub_config(directory) -> BertConfig:
                               f"{e}") from None
 
 
-def read_keras_hub(directory) -> tuple[BertConfig, CheckpointWeights]:
-    """(config, weights under Google's names) of a KerasHub BERT preset directory's backbone."""
-    config = keras_hub_config(directory)
+def read_keras_hub(directory, config=None) -> tuple[BertConfig, CheckpointWeights]:
+    """(config, weights under Google's names) of a KerasHub BERT preset directory's backbone (`config`: its
+    config.json's, when read already). Every transformer layer the weights file holds is read, so a config
+    stating fewer is told apart (`check_config_fits`) from one stating more."""
+    config = config or keras_hub_config(directory)
     files = _weight_files(directory)
     stored = _read_arrays(files)
-    table = variable_table(config.num_hidden_layers)
+    blocks = {path.split("/")[1] for path in stored if path.startswith("layers/transformer_encoder")}
+    table = variable_table(max(len(blocks), config.num_hidden_layers))
     arrays, file_names = {}, {}
     for path, name, layout in table:
         file_names[name] = path

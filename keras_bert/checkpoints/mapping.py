@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Callable
 
 import keras
@@ -125,6 +126,31 @@ def head_slots(pretrainer) -> dict[str, list[Slot]]:
             Slot(("cls/seq_relationship/output_bias",), nsp.bias),
         ],
     }
+
+
+def _layer_count(arrays):
+    indexes = {int(match.group(1)) for name in arrays
+               if (match := re.match(r"bert/encoder/layer_(\d+)/", name)) is not None}
+    return max(indexes) + 1 if indexes else 0
+
+
+def check_config_fits(config, weights: CheckpointWeights, config_file: str) -> None:
+    """Raises CheckpointError naming `config_file` and `weights.path` (and both values) when the config
+    states another number of transformer layers (more or fewer), hidden size or vocab size than the
+    weights hold: a config that disagrees with its weights never loads as another model."""
+    layers = _layer_count(weights.arrays)
+    if layers != config.num_hidden_layers:
+        raise CheckpointError(f"{config_file} states num_hidden_layers={config.num_hidden_layers} but "
+                              f"{weights.path} holds {layers} transformer layers")
+    table = weights.arrays.get("bert/embeddings/word_embeddings")
+    if table is None:
+        return  # named as missing when the encoder is assigned
+    for key, value, axis in (("vocab_size", config.vocab_size, 0), ("hidden_size", config.hidden_size, 1)):
+        if table.ndim == 2 and table.shape[axis] != value:
+            raise CheckpointError(
+                f"{config_file} states {key}={value} but {weights.path} holds word embeddings of "
+                f"{table.shape[axis]} (variable {weights.file_name('bert/embeddings/word_embeddings')!r}, "
+                f"shape {tuple(table.shape)})")
 
 
 def _slot_value(slot: Slot, weights: CheckpointWeights) -> np.ndarray:

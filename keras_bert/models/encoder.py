@@ -1,25 +1,16 @@
 """BertEncoder: the BERT network as a functional Keras model with TF Hub input/output names."""
 
 import dataclasses
-import os
 
 import keras
 import tensorflow as tf
 
-from keras_bert.checkpoints import (
-    assign_encoder,
-    detect_format,
-    load_keras,
-    load_keras_model,
-    read_checkpoint,
-    report_unused,
-    split_model,
-)
 from keras_bert.config import BertConfig
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.transformer import TransformerBlock, attention_bias
 from keras_bert.models import options
+from keras_bert.models.assembly import assemble, register
 from keras_bert.models.float_form import from_quantized_config, quantization_config
 from keras_bert.models.pretrained import resolve_pretrained
 from keras_bert.models.serving import INPUT_NAMES, Serving
@@ -70,6 +61,7 @@ def encoder_inputs(seq_length=None, prefix_shape=()):
             for name in INPUT_NAMES}
 
 
+@register
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertEncoder(Serving, TextTask, keras.Model):
     """The bidirectional transformer encoder of Devlin et al. (2018).
@@ -205,14 +197,12 @@ class BertEncoder(Serving, TextTask, keras.Model):
     @classmethod
     def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None):
         """Loads an encoder from a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset or our
-        own save, with the preprocessor `resolve_pretrained(path, seq_length, lower_case)` gives (a saved
-        model's own, else the `vocab.txt` beside `path`, cased as the checkpoint states, else `lower_case`,
-        default True; packed to `seq_length`, default min(128, max_position_embeddings)), so `predict` also
-        takes raw text; None without a vocab. `dtype`: the Keras dtype policy to build with."""
-        pretrained = resolve_pretrained(path, seq_length, lower_case)
-        _, encoder = load_pretrained(pretrained, dtype)
-        encoder.preprocessor = pretrained.preprocessor
-        return encoder
+        own save (`assemble`), with the preprocessor `resolve_pretrained(path, seq_length, lower_case)`
+        gives (a saved model's own, else the `vocab.txt` beside `path`, cased as the checkpoint states, else
+        `lower_case`, default True; packed to `seq_length`, default min(128, max_position_embeddings)), so
+        `predict` also takes raw text; None without a vocab. `dtype`: the Keras dtype policy to build
+        with."""
+        return assemble(resolve_pretrained(path, seq_length, lower_case), cls, dtype)
 
 
 def sentence_embedding(sequence_output, input_mask, pooling, normalize):
@@ -230,36 +220,21 @@ def sentence_embedding(sequence_output, input_mask, pooling, normalize):
     return pooled
 
 
-def load_pretrained(pretrained, dtype=None):
-    """(saved, encoder) of a `Pretrained` (`resolve_pretrained`): `saved` is the whole keras_bert model of a
-    `.keras` save (None for the other formats, and with a `dtype`, which rebuilds the encoder); `encoder`
-    its encoder, else `load_encoder(pretrained.path, dtype)`."""
-    saved = load_keras_model(pretrained.path) if pretrained.format == "keras" and dtype is None else None
-    encoder = split_model(saved)[0] if saved is not None else load_encoder(pretrained.path, dtype=dtype)
-    return saved, encoder
-
-
-def load_pretrained_model(path, seq_length=None, lower_case=None, dtype=None):
-    """The model at `path` as it is: a `.keras` save's whole model (any keras_bert class), else the
-    `BertEncoder` of the checkpoint (any format); with the preprocessor `resolve_pretrained(path,
-    seq_length, lower_case)` gives. What the export and KerasHub CLIs' --model_path loads."""
-    pretrained = resolve_pretrained(path, seq_length, lower_case)
-    saved, encoder = load_pretrained(pretrained, dtype)
-    model = encoder if saved is None else saved
-    model.preprocessor = pretrained.preprocessor
-    return model
+def load_pretrained_model(path, seq_length=None, lower_case=None, dtype=None, vocab_file=None):
+    """The model the checkpoint at `path` holds (`assemble` with no class): a `.keras` save's whole model
+    (any keras_bert class), the task model of a Hugging Face BertFor* or KerasHub task preset with its
+    trained head and label names, else the `BertEncoder`; with the preprocessor `resolve_pretrained(path,
+    seq_length, lower_case, vocab_file)` gives. What the export and KerasHub CLIs' --model_path and
+    distill's --teacher load."""
+    return assemble(resolve_pretrained(path, seq_length, lower_case, vocab_file), dtype=dtype)
 
 
 def load_encoder(path, dtype=None):
-    """A `BertEncoder` with the weights at `path` (any supported format; heads in the checkpoint are
-    ignored). `dtype` is the Keras dtype policy to build with (e.g. "mixed_bfloat16"); default float32.
-    Raises CheckpointError naming the variable on a missing or misshapen encoder variable."""
-    if dtype is None and detect_format(path) == "keras":
-        return load_keras(os.fspath(path))[0]
-    config, weights = read_checkpoint(path)
-    encoder = BertEncoder(config, dtype=dtype)
-    report_unused(weights, assign_encoder(encoder, weights))
-    return encoder
+    """The `BertEncoder` of the checkpoint at `path` (any supported format, or a hub name; heads in the
+    checkpoint are not used), with the preprocessor of the vocab beside it (None without one). `dtype` is
+    the Keras dtype policy to build with (e.g. "mixed_bfloat16"); default float32. Raises CheckpointError
+    naming the variable on a missing or misshapen encoder variable."""
+    return assemble(resolve_pretrained(path), BertEncoder, dtype)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

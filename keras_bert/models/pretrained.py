@@ -2,7 +2,7 @@
 reads what it states (config, KerasHub classifier head, text preprocessing: vocab, casing, KerasHub or
 Google rules, sequence length; label names) into a frozen `Pretrained`, before any model is built. The
 models' `from_pretrained`, the recipes' --init_checkpoint and the export CLIs' --model_path all go
-through it; the weights are read by `keras_bert.checkpoints.read_checkpoint` when a model is built. This
+through it; `keras_bert.models.assembly.assemble` then reads the weights (once) and builds the model. This
 module knows no model class."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import keras
 
 from keras_bert.checkpoints import (
+    CheckpointError,
     detect_format,
     find_lower_case,
     find_vocab_file,
@@ -25,6 +26,7 @@ from keras_bert.checkpoints import (
     read_config,
     saved_config,
 )
+from keras_bert.checkpoints.files import TOKENIZER_CONFIG_FILE, checkpoint_directory
 from keras_bert.checkpoints.names import local_checkpoint
 from keras_bert.config import BertConfig
 from keras_bert.text import BertPreprocessor, BertTokenizer
@@ -97,8 +99,7 @@ def resolve_pretrained(path, seq_length=None, lower_case=None, vocab_file=None) 
         head = keras_hub_head(path)
     elif fmt == "huggingface":
         head = huggingface_head(path)
-        # A fast tokenizer.json when there is no vocab.txt (None: neither).
-        stated = huggingface_text(path) if vocab_file is None and find_vocab_file(path) is None else None
+        stated = _huggingface_tokenizer(path) if vocab_file is None else None
     else:
         stated, head = None, None
     casing = checkpoint_lower_case(path, lower_case, stated)
@@ -139,6 +140,32 @@ def saved_labels(model_file, values):
     if not isinstance(labels, dict) or not isinstance(labels.get("labels"), list):
         raise ValueError(f'{labels_file}: expected {{"labels": [...]}}')
     return labels["labels"]
+
+
+def _huggingface_tokenizer(path):
+    """`huggingface_text` of the tokenizer.json in the Hugging Face directory `path` (None: there is none),
+    checked against the vocab.txt and tokenizer_config.json beside it: another vocabulary, or another
+    casing, is a CheckpointError naming both files."""
+    stated = huggingface_text(path)
+    if stated is None:
+        return None
+    vocab_file = find_vocab_file(path)
+    if vocab_file is not None:
+        vocab, other = load_vocab(vocab_file), stated["vocabulary"]
+        if vocab != other:
+            index = next((i for i, (a, b) in enumerate(zip(vocab, other, strict=False)) if a != b),
+                         min(len(vocab), len(other)))
+            found = [f"{tokens[index]!r} at id {index}" if index < len(tokens) else f"{len(tokens)} tokens"
+                     for tokens in (vocab, other)]
+            raise CheckpointError(f"{vocab_file} has {found[0]} but {stated['source']} has {found[1]}; "
+                                  f"expected the same vocabulary in both")
+    lower_case = find_lower_case(path)
+    if lower_case is not None and lower_case != stated["lower_case"]:
+        raise CheckpointError(f"{os.path.join(checkpoint_directory(path), TOKENIZER_CONFIG_FILE)} states "
+                              f"do_lower_case={lower_case} but {stated['source']} states "
+                              f"normalizer.lowercase={stated['lower_case']}; expected the same casing in "
+                              "both")
+    return stated
 
 
 def checkpoint_lower_case(path, lower_case=None, keras_hub=None):
@@ -215,62 +242,3 @@ def check_agrees(model_preprocessor, preprocessor):
     if other.lower_case != own.lower_case:
         raise ValueError(f"lower_case={other.lower_case} but the model was trained with "
                          f"lower_case={own.lower_case}")
-
-
-def head_args(pretrained, model_class, kwargs):
-    """`kwargs` (a task model's head arguments) completed with what the checkpoint's head of
-    `model_class`'s `task_kind` states (those of its `stated_head_args`: num_classes, labels, dropout); the
-    stated class count and labels only when `kwargs` names none (neither `num_classes` nor `labels`)."""
-    head = pretrained.head
-    if head is None or head["task_kind"] != model_class.task_kind:
-        return kwargs
-    stated = {name: head[name] for name in model_class.stated_head_args if head.get(name) is not None}
-    if "num_classes" in kwargs or "labels" in kwargs:
-        stated = {name: value for name, value in stated.items() if name not in ("num_classes", "labels")}
-    return {**stated, **kwargs}
-
-
-def load_head(model, pretrained, kwargs):
-    """Copies the checkpoint's task head (a KerasHub BertTextClassifier's, a Hugging Face BertFor*'s) into
-    `model` when it is of the model's task kind; a different class count (from `kwargs`' num_classes or
-    labels) keeps the fresh head, with a warning naming both counts."""
-    head = pretrained.head
-    if head is None or head["task_kind"] != model.task_kind:
-        return
-    if "num_classes" in head and head["num_classes"] != getattr(model, "num_classes", None):
-        asked = (f"labels={list(kwargs['labels'])} ({len(kwargs['labels'])} classes)" if "labels" in kwargs
-                 else f"num_classes={model.num_classes}")
-        logger.warning("%s holds a %d-class %s; %s asked for, so the head starts fresh",
-                       pretrained.path, head["num_classes"], model.task_kind, asked)
-        return
-    layer = model.get_layer(head["layer"])
-    layer.kernel.assign(head["kernel"])
-    layer.bias.assign(head["bias"])
-
-
-def named_labels(labels):
-    """`labels` as a list of str, or None when they name nothing: absent, or transformers' default id2label
-    names LABEL_0, LABEL_1, ... (what a BertFor* saved without label names states)."""
-    if labels is None:
-        return None
-    labels = [str(label) for label in labels]
-    return None if labels == [f"LABEL_{i}" for i in range(len(labels))] else labels
-
-
-def check_head_classes(source, kind, stated_count, stated_labels, classes, hint="fresh_head=True"):
-    """Raises ValueError naming both when a trained `kind` head of `source` (its `stated_count` outputs and
-    `stated_labels`, None: unnamed) does not predict the task's `classes` (a label list in id order, or a
-    class count; None: nothing to check): another class count, or other label names (or order). Unnamed
-    labels of the same count agree. `hint` names how to start a fresh head instead."""
-    if classes is None or stated_count is None:
-        return
-    count = classes if isinstance(classes, int) else len(classes)
-    names = None if isinstance(classes, int) else named_labels(classes)
-    stated_labels = named_labels(stated_labels)
-    if stated_count == count and (names is None or stated_labels is None or stated_labels == names):
-        return
-    stated = f"labels {stated_labels}" if stated_labels else f"{stated_count} unnamed classes"
-    asked = f"labels {names}" if names else f"{count} classes"
-    raise ValueError(f"{source} holds a trained {kind} head of {stated} but the task has {asked}; pass "
-                     f"{hint} to start a fresh head")
-

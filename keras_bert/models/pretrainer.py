@@ -1,25 +1,15 @@
 """BertPretrainer: masked-LM + next-sentence prediction on a BertEncoder, with its own losses."""
 
-import os
-
 import keras
 import numpy as np
 import tensorflow as tf
 from keras import ops
 
 from keras_bert import compat
-from keras_bert.checkpoints import (
-    assign_encoder,
-    assign_heads,
-    detect_format,
-    load_keras,
-    read_checkpoint,
-    report_missing_heads,
-    report_unused,
-)
 from keras_bert.layers.heads import MaskedLMHead
 from keras_bert.layers.initializers import truncated_normal
-from keras_bert.models.encoder import INPUT_NAMES, BertEncoder, encoder_inputs
+from keras_bert.models.assembly import assemble, register
+from keras_bert.models.encoder import INPUT_NAMES, encoder_inputs
 from keras_bert.models.pretrained import resolve_pretrained
 from keras_bert.models.task_base import EncoderTaskModel
 
@@ -36,6 +26,7 @@ def _global_sum(value):
     return value
 
 
+@register
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertPretrainer(EncoderTaskModel):
     """BERT's pre-training model: the encoder, a masked-LM head tied to the word embeddings, and a
@@ -204,35 +195,13 @@ class BertPretrainer(EncoderTaskModel):
     @classmethod
     def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None):
         """Loads encoder and heads from a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset
-        or our save (see `load_pretrainer`), with a preprocessor as `BertEncoder.from_pretrained` gives
-        one."""
-        pretrained = resolve_pretrained(path, seq_length, lower_case)
-        model = load_pretrainer(pretrained.path, dtype=dtype)  # a hub name resolved
-        model.preprocessor = pretrained.preprocessor
-        return model
+        or our save (`assemble`: a head the checkpoint lacks, e.g. an encoder-only `BertModel`'s, is
+        initialised and reported in one warning line; a head present in part, or any encoder mismatch,
+        raises CheckpointError), with a preprocessor as `BertEncoder.from_pretrained` gives one."""
+        return assemble(resolve_pretrained(path, seq_length, lower_case), cls, dtype)
 
 
 def load_pretrainer(path, dtype=None):
-    """A `BertPretrainer` with encoder and heads from `path`. A head the checkpoint does not have (e.g.
-    an encoder-only Hugging Face `BertModel`) is initialised and reported in one warning line; a head
-    present only in part, or any encoder mismatch, raises CheckpointError."""
-    if dtype is None and detect_format(path) == "keras":
-        # Our own save is returned as loaded, without a second build.
-        encoder, pretrainer = load_keras(os.fspath(path))
-        if pretrainer is None:
-            pretrainer = BertPretrainer(encoder)
-            report_missing_heads(path, ["masked_lm", "next_sentence"])
-        return pretrainer
-    return pretrainer_from_weights(*read_checkpoint(path), dtype=dtype)
-
-
-def pretrainer_from_weights(config, weights, dtype=None):
-    """A `BertPretrainer` of `config` (built with the dtype policy `dtype`) holding `weights` (a
-    `CheckpointWeights`), its heads as `load_pretrainer` takes them."""
-    encoder = BertEncoder(config, dtype=dtype)
-    used = assign_encoder(encoder, weights)
-    pretrainer = BertPretrainer(encoder)
-    head_names, missing = assign_heads(pretrainer, weights)
-    report_missing_heads(weights.path, missing)
-    report_unused(weights, used | head_names)
-    return pretrainer
+    """`BertPretrainer.from_pretrained(path, dtype=dtype)`: a `BertPretrainer` with encoder and heads from
+    `path`."""
+    return BertPretrainer.from_pretrained(path, dtype=dtype)

@@ -5,10 +5,10 @@ import keras
 
 from keras_bert.execution import ChoosesExecution
 from keras_bert.models.accumulation import GradientAccumulation
-from keras_bert.models.encoder import load_pretrained
+from keras_bert.models.assembly import CHECKPOINT_HEAD, assemble
 from keras_bert.models.float_form import from_quantized_config, quantization_config
 from keras_bert.models.lora import LoraAdaptation
-from keras_bert.models.pretrained import head_args, load_head, resolve_pretrained
+from keras_bert.models.pretrained import resolve_pretrained
 from keras_bert.models.serving import Serving
 from keras_bert.models.text_task import TextTask
 
@@ -56,23 +56,26 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
         return from_quantized_config(build, config)
 
     @classmethod
-    def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None, lora_rank=None, **kwargs):
-        """This task model on the encoder of the checkpoint at `path`, ready for raw text.
+    def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None, lora_rank=None,
+                        head=CHECKPOINT_HEAD, **kwargs):
+        """This task model on the encoder of the checkpoint at `path`, ready for raw text (`assemble`).
 
         Args:
             path: a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset or our own save
-                (`.keras` or directory); a `.keras` of this same class loads as it is (head and labels
-                included); the head of a KerasHub BertTextClassifier or of a Hugging Face BertFor* of this
-                task (with its id2label names) is taken when its class count is asked for (or none is:
-                `labels=` / `num_classes=` of another count start a fresh head, with a warning).
+                (`.keras` or directory), or a hub name; a `.keras` of this same class loads as it is (head
+                and labels included); the head of a KerasHub BertTextClassifier or of a Hugging Face BertFor*
+                of this task (with its id2label names) is loaded.
             seq_length: packed length of the preprocessor (default: a saved model's own, else
                 min(128, max_position_embeddings)).
             lower_case: casing when the checkpoint does not state it (a saved tokenizer, HF
-                tokenizer_config.json `do_lower_case`, KerasHub tokenizer.json; a contradicting value is a
+                tokenizer_config.json `do_lower_case`, tokenizer.json; a contradicting value is a
                 ValueError naming both); default True.
             dtype: Keras dtype policy to build with (e.g. "mixed_bfloat16"); default float32.
             lora_rank: when given, `enable_lora(lora_rank)`: the encoder frozen, rank-R updates of its
                 projections trained with the head (merged again by `save` and the export).
+            head: "checkpoint": the checkpoint's trained head of this task where it holds one, and
+                `labels=` / `num_classes=` of other classes are a ValueError naming both; "fresh": a fresh
+                head on the checkpoint's encoder (`keras_bert.models.assembly.HEADS`).
             **kwargs: the head's constructor arguments, e.g. `labels=["neg", "pos"]` or `num_classes=3`.
 
         The preprocessor is a saved model's own, else the `vocab.txt` (or Hugging Face `tokenizer.json`)
@@ -84,29 +87,10 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
             raise ValueError(f"{path}: no vocab.txt or tokenizer.json beside the checkpoint, so "
                              f"{cls.__name__} cannot take raw text; add the checkpoint's vocab.txt (or build "
                              f"{cls.__name__}(load_encoder(path), ...) for token ids)")
-        saved, encoder = load_pretrained(pretrained, dtype)
-        if isinstance(saved, cls):
-            for name in cls.head_arg_names:
-                if name in kwargs and getattr(saved, name, None) != _plain(kwargs[name]):
-                    raise ValueError(f"{path} holds a {cls.__name__} with {name}={getattr(saved, name)} but "
-                                     f"{name}={kwargs[name]} was asked for")
-            model = saved
-        else:
-            model = cls(encoder, **head_args(pretrained, cls, kwargs))
-            load_head(model, pretrained, kwargs)  # a KerasHub task preset's head, where it maps onto ours
-        model.preprocessor = pretrained.preprocessor
-        return _with_lora(model, lora_rank)
-
-
-def _with_lora(model, lora_rank):
-    if lora_rank:
-        model.enable_lora(lora_rank)
-    return model
-
-
-def _plain(value):
-    """Labels as the model stores them (a list of str); other arguments unchanged."""
-    return [str(item) for item in value] if isinstance(value, (list, tuple)) else value
+        model = assemble(pretrained, cls, dtype, head, kwargs)
+        if lora_rank:
+            model.enable_lora(lora_rank)
+        return model
 
 
 def dense_head(units, initializer_range, name, dtype=None):

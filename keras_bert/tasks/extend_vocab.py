@@ -8,17 +8,16 @@ import tempfile
 
 from keras_bert import outputs
 from keras_bert.checkpoints import (
-    assign_encoder,
-    detect_format,
     read_checkpoint,
     save_google_checkpoint,
     save_huggingface,
     save_pretrained,
 )
 from keras_bert.checkpoints.vocab_resize import resize_vocab
+from keras_bert.models.assembly import assemble
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.pretrained import resolve_pretrained
-from keras_bert.models.pretrainer import pretrainer_from_weights
+from keras_bert.models.pretrainer import BertPretrainer
 from keras_bert.text import vocab as vocab_lib
 from keras_bert.text.vocab_extension import choose_new_tokens, extend_vocab, tokens_per_word
 from keras_bert.text.vocab_learner import count_words
@@ -81,17 +80,15 @@ def _extend(init_checkpoint, pretrained, files_or_lines, num_new_tokens, output_
             min_frequency):
     """`extend_checkpoint_vocab` once its output is claimed (`pretrained`: its `resolve_pretrained`)."""
     vocab = list(pretrained.preprocessor.tokenizer.vocab)
-    config, weights = read_checkpoint(init_checkpoint)
+    config, weights = read_checkpoint(init_checkpoint, pretrained.format, pretrained.config)
     word_counts = count_words(files_or_lines, lower_case=pretrained.lower_case, max_lines=max_lines)
     chosen = dict(choose_new_tokens(word_counts, vocab, num_new_tokens, min_frequency=min_frequency))
     extension = extend_vocab(vocab, list(chosen), tokens_saved=chosen)
     config, weights = resize_vocab(config, weights, len(extension.vocab), extension.pieces)
-    if any(name.startswith("cls/") for name in weights.arrays):
-        model = pretrainer_from_weights(config, weights)
-    else:
-        model = BertEncoder(config)
-        assign_encoder(model, weights)
-    path = _save(model, detect_format(init_checkpoint), output_dir, extension.vocab, overwrite)
+    model_class = BertPretrainer if any(name.startswith("cls/") for name in weights.arrays) else BertEncoder
+    resized = dataclasses.replace(pretrained, config=config, preprocessor=None, head=None)
+    model = assemble(resized, model_class, weights=weights)
+    path = _save(model, pretrained.format, output_dir, extension.vocab, overwrite)
     logger.info("%s: %d new tokens (%d in [unusedK] slots, %d appended), vocab_size %d -> %d",
                 path, len(chosen), extension.num_unused_filled, len(chosen) - extension.num_unused_filled,
                 len(vocab), len(extension.vocab))

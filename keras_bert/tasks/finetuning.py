@@ -6,87 +6,29 @@ import logging
 
 import numpy as np
 
-from keras_bert.checkpoints import keras_file, load_keras_model
-from keras_bert.models.encoder import BertEncoder, load_encoder
-from keras_bert.models.pretrained import (
-    check_head_classes,
-    check_seq_length,
-    check_vocab_size,
-    load_head,
-    named_labels,
-    resolve_pretrained,
-)
+from keras_bert.models.assembly import CHECKPOINT_HEAD, FRESH_HEAD, assemble
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.models.pretrained import check_seq_length, check_vocab_size, resolve_pretrained
 
 logger = logging.getLogger("keras_bert")
 
-__all__ = ["build_encoder", "build_task_model", "check_num_classes", "check_seq_length", "check_vocab_size",
+__all__ = ["build_task_model", "check_num_classes", "check_seq_length", "check_vocab_size",
            "finetuning_steps"]
 
 
-def build_task_model(model_class, make_model, init_checkpoint=None, config=None, dtype=None, classes=None,
-                     fresh_head=False, pretrained=None, hint="fresh_head=True"):
-    """The model to fine-tune, its head trained where the checkpoint holds one of this task. Call it inside
-    `strategy.scope()`. Logs one line saying where the encoder and the head come from.
-
-    Args:
-        model_class: the task model class, e.g. `BertClassifier`.
-        make_model: `encoder -> model_class instance` (the task's head on a given encoder).
-        init_checkpoint: None, or a checkpoint in any format (`resolve_pretrained`). A `.keras` save of a
-            `model_class` (the same `task_kind`) is returned as it is, so a fine-tuned model continues with
-            its head; the head of a KerasHub task preset or a Hugging Face BertFor* of this task
-            (`Pretrained.head`) is copied into `make_model(encoder)`, as `from_pretrained` does.
-        config: the `BertConfig` of a fresh encoder when `init_checkpoint` is None.
-        dtype: the Keras dtype policy of an encoder built here.
-        classes: the task's label list (id order) or class count; a trained head of other classes or label
-            names is a ValueError naming both (`check_head_classes`), unless `fresh_head`.
-        fresh_head: the head starts fresh whatever the checkpoint holds (its encoder is kept).
-        pretrained: the `Pretrained` of `init_checkpoint` when resolved already.
-        hint: how the error tells the user to start a fresh head (a recipe: its flag).
-    """
+def build_task_model(model_class, head_args=None, init_checkpoint=None, config=None, dtype=None,
+                     head=CHECKPOINT_HEAD, pretrained=None, hint=f'head="{FRESH_HEAD}"'):
+    """The model to fine-tune: `model_class(encoder, **head_args)` on a fresh encoder of the `BertConfig`
+    `config`, or the model `assemble` builds of `init_checkpoint` (any format or a hub name, resolved by
+    `resolve_pretrained` unless its `pretrained` is given): a `.keras` save of this task continues as it is,
+    a KerasHub or Hugging Face head of this task is loaded, under the head policy `head` ("checkpoint": a
+    head of other classes than `head_args`' is a ValueError naming both, ending with `hint`; "fresh").
+    Call it inside `strategy.scope()`. Logs one line saying where the encoder and the head come from."""
     if not init_checkpoint:
         logger.info("model: a fresh encoder and %s head", model_class.task_kind)
-        return make_model(BertEncoder(config, dtype=dtype))
-    if keras_file(init_checkpoint):
-        loaded = load_keras_model(init_checkpoint)
-        if getattr(loaded, "task_kind", None) == model_class.task_kind:
-            if fresh_head:
-                return _fresh(make_model, loaded.encoder, init_checkpoint, "fresh_head")
-            check_head_classes(init_checkpoint, loaded.task_kind, getattr(loaded, "num_classes", None),
-                               loaded.labels, classes, hint)
-            logger.info("model: %s continues with its trained %s head%s", init_checkpoint, loaded.task_kind,
-                        _labels_note(loaded.labels))
-            return loaded
+        return model_class(BertEncoder(config, dtype=dtype), **(head_args or {}))
     pretrained = pretrained or resolve_pretrained(init_checkpoint)
-    encoder = build_encoder(init_checkpoint, config, dtype)
-    head = pretrained.head
-    if head is None or head["task_kind"] != model_class.task_kind or fresh_head:
-        reason = "fresh_head" if head is not None and fresh_head else "it holds no trained head of this task"
-        return _fresh(make_model, encoder, init_checkpoint, reason)
-    check_head_classes(init_checkpoint, head["task_kind"], head.get("num_classes"), head.get("labels"),
-                       classes, hint)
-    model = make_model(encoder)
-    load_head(model, pretrained, {})
-    logger.info("model: the encoder and trained %s head of %s%s", head["task_kind"], init_checkpoint,
-                _labels_note(named_labels(head.get("labels"))))
-    return model
-
-
-def _fresh(make_model, encoder, init_checkpoint, reason):
-    model = make_model(encoder)
-    logger.info("model: the encoder of %s and a fresh %s head (%s)", init_checkpoint, model.task_kind, reason)
-    return model
-
-
-def _labels_note(labels):
-    return f" (labels {list(labels)})" if labels else ""
-
-
-def build_encoder(init_checkpoint=None, config=None, dtype=None):
-    """The `BertEncoder` of `init_checkpoint` (any format; heads ignored), else a fresh one of the
-    `BertConfig` `config`; built with the Keras dtype policy `dtype`."""
-    if init_checkpoint:
-        return load_encoder(init_checkpoint, dtype=dtype)
-    return BertEncoder(config, dtype=dtype)
+    return assemble(pretrained, model_class, dtype, head, head_args, hint)
 
 
 def check_num_classes(model, labels):

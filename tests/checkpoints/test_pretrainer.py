@@ -76,7 +76,9 @@ def test_save_huggingface_pretrainer_loads_in_transformers(tiny_hf_pretraining, 
 def test_save_pretrained_round_trip_is_identical(tiny_hf_pretraining, tiny_batch, tmp_path):
     pretrainer = load_pretrainer(tiny_hf_pretraining[0])
     vocab = tmp_path / "vocab.txt"
-    vocab.write_text("".join(f"tok{i}\n" for i in range(TINY["vocab_size"])))
+    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # the vocab beside a checkpoint is read too
+    tokens = special + [f"tok{i}" for i in range(len(special), TINY["vocab_size"])]
+    vocab.write_text("".join(f"{token}\n" for token in tokens))
     save_pretrained(pretrainer, str(tmp_path / "ours"), vocab_file=str(vocab))
     assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == ["bert_config.json", "model.keras",
                                                                      "vocab.txt"]

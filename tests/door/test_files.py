@@ -163,21 +163,18 @@ def test_a_binary_calibration_file_names_its_line(run_in_process, cased_preset, 
     assert f"--calibration_file={calibration}" in stderr and not os.path.exists(tmp_path / "export")
 
 
-def test_labels_of_another_class_count_start_a_fresh_head_like_num_classes(cased_preset, caplog):
+def test_labels_of_another_class_count_are_refused_unless_head_fresh(cased_preset):
     kernel = BertClassifier.from_pretrained(cased_preset).get_layer("classifier").kernel.numpy()
     same = BertClassifier.from_pretrained(cased_preset, labels=["x", "y", "z"])
     assert same.labels == ["x", "y", "z"]
     np.testing.assert_array_equal(same.get_layer("classifier").kernel.numpy(), kernel)
-    with caplog.at_level("WARNING", logger="keras_bert"):
-        by_labels = BertClassifier.from_pretrained(cased_preset, labels=["a", "b"])
-        by_count = BertClassifier.from_pretrained(cased_preset, num_classes=2)
-    assert by_labels.num_classes == by_count.num_classes == 2 and by_labels.labels == ["a", "b"]
-    warnings = [record.getMessage() for record in caplog.records if "holds a" in record.getMessage()]
-    assert warnings == [f"{cased_preset} holds a 3-class classifier; labels=['a', 'b'] (2 classes) asked "
-                        "for, so the head starts fresh",
-                        f"{cased_preset} holds a 3-class classifier; num_classes=2 asked for, so the head "
-                        "starts fresh"]
-    assert by_labels.get_layer("classifier").kernel.shape == (8, 2)
+    for asked, named in (({"labels": ["a", "b"]}, "labels ['a', 'b']"), ({"num_classes": 2}, "2 classes")):
+        with pytest.raises(ValueError) as raised:
+            BertClassifier.from_pretrained(cased_preset, **asked)
+        assert str(raised.value) == (f"{cased_preset} holds a trained classifier head of 3 unnamed classes "
+                                     f'but the task has {named}; pass head="fresh" to start a fresh head')
+        fresh = BertClassifier.from_pretrained(cased_preset, head="fresh", **asked)
+        assert fresh.num_classes == 2 and fresh.get_layer("classifier").kernel.shape == (8, 2)
 
 
 def test_a_preset_copy_without_its_task_loads_as_an_encoder(cased_preset, tmp_path):

@@ -1,6 +1,6 @@
 """A recipe's --init_checkpoint of a task checkpoint goes through the loader `from_pretrained` uses
 (`resolve_pretrained` -> `Pretrained.head`, `labels`): a trained head of the task's labels is loaded; other
-labels are refused naming both lists, and start fresh only with --fresh_head."""
+labels are refused naming both lists, and start fresh only with --head=fresh."""
 
 import os
 
@@ -63,17 +63,19 @@ def test_the_recipe_keeps_a_trained_head_of_the_task_labels(run_in_process, hf_c
     np.testing.assert_allclose(recipe.predict(TEXTS, verbose=0), library.predict(TEXTS, verbose=0), atol=1e-5)
 
 
-def test_other_labels_are_refused_naming_both_unless_fresh_head(run_in_process, hf_classifier, tmp_path):
+def test_other_labels_are_refused_naming_both_unless_head_fresh(run_in_process, hf_classifier, tmp_path):
     train = _train_file(tmp_path, ["bad", "good", "good", "bad"])
     status, stderr = _run(run_in_process, hf_classifier, train, tmp_path / "refused")
     assert status == 1 and len(stderr.splitlines()) == 1, stderr
     assert (f"{hf_classifier} holds a trained classifier head of labels ['neg', 'pos'] but the task has "
-            "labels ['bad', 'good']; pass --fresh_head to start a fresh head" in stderr)
+            "labels ['bad', 'good']; pass --head=fresh to start a fresh head" in stderr)
     assert not os.path.exists(tmp_path / "refused" / "model.keras")
-    status, stderr = _run(run_in_process, hf_classifier, train, tmp_path / "fresh", "--fresh_head")
+    status, stderr = _run(run_in_process, hf_classifier, train, tmp_path / "fresh", "--head=fresh")
     assert not status, stderr
     fresh = keras.saving.load_model(str(tmp_path / "fresh" / "model.keras"), compile=False)
     trained = BertClassifier.from_pretrained(hf_classifier, seq_length=SEQ_LENGTH)
+    library = BertClassifier.from_pretrained(hf_classifier, labels=["bad", "good"], head="fresh")
+    assert library.labels == fresh.labels  # the library's words are the flag's
     assert fresh.labels == ["bad", "good"]
     assert not np.allclose(fresh.get_layer("classifier").kernel.numpy(),
                            trained.get_layer("classifier").kernel.numpy(), atol=1e-3)

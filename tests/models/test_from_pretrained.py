@@ -76,8 +76,13 @@ def test_saved_task_model_loads_as_it_is(checkpoint, tmp_path):
     texts = ["good movie", "bad film!"]
     np.testing.assert_array_equal(loaded.predict(texts, verbose=0), clf.predict(texts, verbose=0))
     assert BertClassifier.from_pretrained(path, seq_length=12).preprocessor.seq_length == 12
-    with pytest.raises(ValueError, match=r"labels=\['neg', 'pos'\] but labels=\['a', 'b'\]"):
+    with pytest.raises(ValueError, match=r"head of labels \['neg', 'pos'\] but the task has labels \['a', "
+                       r"'b'\]; pass head=\"fresh\" to start a fresh head"):
         BertClassifier.from_pretrained(path, labels=["a", "b"])
+    fresh = BertClassifier.from_pretrained(path, labels=["a", "b"], head="fresh")
+    assert fresh.labels == ["a", "b"] and fresh.preprocessor.seq_length == 8
+    assert not np.allclose(fresh.get_layer("classifier").kernel.numpy(),
+                           loaded.get_layer("classifier").kernel.numpy())
     # Another task's head on the saved encoder keeps the saved preprocessor.
     assert BertSpanLabeler.from_pretrained(path).preprocessor.tokenizer.vocab == WORDS
 

@@ -11,7 +11,14 @@ logger = logging.getLogger("keras_bert")
 
 
 def _regression(values, count):
-    """Whether transformers' config.json `values` of a `count`-output head state a regression."""
+    """Whether transformers' config.json `values` of a `count`-output head state a regression. A
+    multi-label classifier (independent sigmoids) is refused: BertClassifier serves one label by softmax
+    (BUILD.md, "Hugging Face checkpoints")."""
+    if values.get("problem_type") == "multi_label_classification":
+        raise CheckpointError("problem_type='multi_label_classification': a multi-label classifier (an "
+                              "independent sigmoid per label) is not served by keras_bert, whose "
+                              "BertClassifier picks one label by softmax; expected 'single_label_"
+                              "classification' or 'regression'")
     return values.get("problem_type") == "regression" or count == 1
 
 

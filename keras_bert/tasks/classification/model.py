@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.layers.dropout import HashDropout
+from keras_bert.models.assembly import register
 from keras_bert.models.buckets import model_outputs
 from keras_bert.models.encoder import encoder_inputs
 from keras_bert.models.serving import class_outputs, with_label_names
@@ -13,6 +14,7 @@ from keras_bert.tasks.classification.spec import Options
 from keras_bert.text.windows import piece_windows
 
 
+@register
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertClassifier(EncoderTaskModel):
     """Dropout + dense on `pooled_output`, as the paper's GLUE models.

@@ -6,6 +6,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert.layers.dropout import HashDropout
+from keras_bert.models.assembly import register
 from keras_bert.models.encoder import INPUT_NAMES, encoder_inputs
 from keras_bert.models.serving import class_outputs, text_spec
 from keras_bert.models.task_base import HEAD_ARGS, EncoderTaskModel, dense_head
@@ -13,6 +14,7 @@ from keras_bert.tasks.multiple_choice.spec import SPEC
 from keras_bert.text.packer import pack_choices
 
 
+@register
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertMultipleChoice(EncoderTaskModel):
     """The paper's SWAG model: a score per choice from its pooled output, softmax over choices.

@@ -3,6 +3,7 @@
 import keras
 
 from keras_bert.layers.dropout import HashDropout
+from keras_bert.models.assembly import register
 from keras_bert.models.encoder import encoder_inputs
 from keras_bert.models.serving import class_outputs
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
@@ -11,6 +12,7 @@ from keras_bert.tasks.ner.entities import entity_outputs
 from keras_bert.tasks.ner.spec import Options
 
 
+@register
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertTokenClassifier(EncoderTaskModel):
     """Dropout + dense on every position of `sequence_output`.

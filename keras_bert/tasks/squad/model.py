@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_bert.models.assembly import register
 from keras_bert.models.encoder import encoder_inputs
 from keras_bert.models.serving import Endpoint, checked_inputs
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
@@ -16,6 +17,7 @@ _FLOAT_OUTPUTS = ("score", "no_answer_score", "nbest_start_logit", "nbest_end_lo
                   "null_end_logit")
 
 
+@register
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertSpanLabeler(EncoderTaskModel):
     """One dense layer mapping each token to (start, end) scores, as the paper's SQuAD model.
