@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.tasks.squad.reader import is_max_context
 from keras_bert.text.windows import pick_max_context, piece_windows
+from tests.data.squad_reference import is_max_context
 
 
 @pytest.mark.parametrize("num_pieces, window, stride",
