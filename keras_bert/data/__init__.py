@@ -1,5 +1,5 @@
-"""Data: corpus files, TFRecords, and the readers of the fine-tuning formats (GLUE, SQuAD, CoNLL, SWAG,
-CSV/TSV).
+"""Data: corpus files, TFRecords, and the readers of the classification formats (GLUE, CSV/TSV); SQuAD,
+CoNLL and SWAG are read in their task's folder (`keras_bert/tasks/<task>/`).
 
 Submodules are imported where used (`from keras_bert.data import glue`) so that reading a CSV does not import
 TensorFlow Datasets.
