@@ -38,8 +38,8 @@ def predict_sentences(model, sentences, preprocessor, tags, output_path, batch_s
     more than `preprocessor.seq_length - 2` pieces is read in windows `stride` pieces apart (default half a
     window), each piece taking the logits of the window where it has the most context (the windows
     `windows.training_windows` trains on), and a token takes the tag of its first piece ("O" when it has
-    none); `tags[i]` names tag id i. Returns (sentences, predicted tags per sentence,
-    the task loss over the tokens' first pieces)."""
+    none); `tags[i]` names tag id i. Returns (sentences, predicted tags per sentence, the task loss over the
+    tokens' first pieces)."""
     predicted, first_logits, first_labels = [], [], []
     tag_ids = {tag: index for index, tag in enumerate(tags)}
     texts = {"text": [" ".join(sentence.tokens) for sentence in sentences]}
