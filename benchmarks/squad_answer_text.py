@@ -69,12 +69,11 @@ def _golds(tokenizer, context, count, rng):
 
 def measure(contexts, tokenizer, questions_per_context, seed):
     """{"questions", "differ", "em_old", "em_new", "f1_old", "f1_new", "examples"} over the gold spans."""
-    from keras_bert.data import features
     from keras_bert.tasks.squad import reader as squad
     from keras_bert.tasks.squad.metrics import exact_match_score, f1_score
     from tests.data import squad_reference
 
-    lookup = features.WordPieceLookup(tokenizer)
+    tokenize = squad_reference.tokenize_words(tokenizer)
     rng = random.Random(seed)
     totals = {"questions": 0, "differ": 0, "em_old": 0.0, "em_new": 0.0, "f1_old": 0.0, "f1_new": 0.0,
               "examples": []}
@@ -85,7 +84,7 @@ def measure(contexts, tokenizer, questions_per_context, seed):
         for gold, start in _golds(tokenizer, context, questions_per_context, rng):
             example = squad.SquadExample("q", "", context, doc_tokens, char_to_word, [gold], gold, start,
                                          char_to_word[start], char_to_word[start + len(gold) - 1])
-            windows = squad.make_squad_features(example, 0, lookup, 512, 128, 64, True)
+            windows = squad_reference.make_squad_features(example, 0, tokenize, 512, 128, 64, True)
             if len(windows) != 1 or windows[0].is_impossible:
                 continue
             window = windows[0]

@@ -24,7 +24,6 @@ shared_flags.define_data_files({"train_file": "SWAG train.csv.", "eval_file": "S
 
 def main(argv):
     del argv
-    from keras_bert.data import features
     from keras_bert.tasks.multiple_choice import task as multiple_choice
     from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
     from keras_bert.tasks.multiple_choice.swag import NUM_CHOICES, read_swag_examples
@@ -42,7 +41,7 @@ def main(argv):
     predicted = read_swag_examples(FLAGS.predict_file) if FLAGS.do_predict else None
 
     def dataset(examples, batch_size, shuffle=False):
-        return common.without_padding(features.multiple_choice_dataset(
+        return common.without_padding(multiple_choice.training_dataset(
             examples, preprocessor, batch_size, shuffle=shuffle, seed=FLAGS.seed))
 
     def served(examples):  # what an export of the model would answer, packed as in training

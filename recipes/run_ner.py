@@ -6,8 +6,9 @@ predicted at the word's first WordPiece).
 
 Files: `token ... tag` per line, blank lines between sentences, -DOCSTART- lines ignored; tags IOB1 or IOB2
 (IOBES with --iobes). The tag set is the training file's ("O" first); an unknown tag in another file is an
-error naming its line. A sentence longer than --max_seq_length is predicted in windows --stride pieces apart
-(each piece from the window where it has the most context), as the exported model serves entities.
+error naming its line. A sentence longer than --max_seq_length is read in windows --stride pieces apart, in
+training as in prediction (each piece labelled and predicted in the window where it has the most context),
+as the exported model serves entities.
 
 Writes to --output_dir: eval_results.json (entity-level precision/recall/F1 with conlleval's chunk rules,
 token accuracy, eval_loss), eval_predictions.txt / test_predictions.txt (`token gold predicted` lines, the
@@ -35,15 +36,17 @@ def main(argv):
     del argv
     import tensorflow as tf
 
-    from keras_bert.data import conll, features
     from keras_bert.tasks.finetuning import check_num_classes
     from keras_bert.tasks.labels import read_labels
+    from keras_bert.tasks.ner import conll
     from keras_bert.tasks.ner import task as ner
     from keras_bert.tasks.ner.model import BertTokenClassifier
+    from keras_bert.tasks.ner.windows import training_windows
+    from keras_bert.text import BertPreprocessor
 
     strategy = common.setup()
     tokenizer = common.finetuning_tokenizer(BertTokenClassifier)
-    lookup = features.WordPieceLookup(tokenizer)
+    preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
     with common.flag_errors("train_file", "init_checkpoint"):
         train, tags = ner.tag_list(FLAGS.train_file, read_labels(FLAGS.init_checkpoint))
     # Every input is parsed before the first training step: a bad eval or predict file fails in seconds.
@@ -52,27 +55,30 @@ def main(argv):
         if wanted:
             with common.flag_errors(flag):
                 read[flag] = conll.read_conll_file(FLAGS[flag].value, tag_list=tags)
+    if FLAGS.do_train:
+        with common.flag_errors("stride", "max_seq_length"):
+            inputs, labels, weights = training_windows(train, preprocessor, tags, FLAGS.stride)
+        print(f"Training: {len(train)} sentences, {len(labels)} windows")
 
     with strategy.scope():
         model = common.build_task_model(tokenizer, BertTokenClassifier, {"labels": tags})
         with common.flag_errors("init_checkpoint"):
             check_num_classes(model, tags)
         loss, loss_weights = model.task_loss()
-        common.compile_task(model, strategy, loss, num_train_examples=len(train) if FLAGS.do_train else None,
+        common.compile_task(model, strategy, loss, num_train_examples=len(labels) if FLAGS.do_train else None,
                             loss_weights=loss_weights)
     if FLAGS.do_train:
-        inputs, labels, weights, _ = features.ner_arrays(train, lookup, tags, FLAGS.max_seq_length)
-        dataset = tf.data.Dataset.from_tensor_slices((inputs, labels, weights)).shuffle(len(train),
+        dataset = tf.data.Dataset.from_tensor_slices((inputs, labels, weights)).shuffle(len(labels),
                                                                                         seed=FLAGS.seed)
         batches = common.without_padding(dataset.batch(FLAGS.train_batch_size), per_token_labels=True)
-        common.fit_task(model, batches, len(train))
+        common.fit_task(model, batches, len(labels))
         common.save_task_model(model, strategy, tags, tokenizer)
 
     if model.labels is None:  # a saved tagger without tag names: served entities and word tags need them
         model.labels = list(tags)
 
     def predict(flag, name):
-        return ner.predict_sentences(model, read[flag], lookup, tags, FLAGS.max_seq_length,
+        return ner.predict_sentences(model, read[flag], preprocessor, tags,
                                      os.path.join(FLAGS.output_dir, f"{name}_predictions.txt"),
                                      FLAGS.eval_batch_size, FLAGS.stride)
 

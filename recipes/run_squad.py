@@ -5,11 +5,12 @@
         --output_dir=runs/squad
     keras-bert run_squad --version_2_with_negative --null_score_diff_threshold=-1.0 ...
 
-Contexts longer than a window are split into windows `doc_stride` pieces apart; each answer is predicted in
-the window where its tokens have the most context, as the characters of the context its pieces came from
-(`keras_bert.tasks.squad.answers`, the decoding an exported span labeler serves). Training questions whose
-answer text is not found at its offset are skipped (their number is logged). A saved span labeler
-predicts with `--init_checkpoint=runs/squad/model.keras --do_train=false --do_predict`.
+Contexts longer than a window are split into windows `doc_stride` pieces apart, in training as the exported
+model serves them (a window that does not hold the whole answer is trained to point at [CLS]); each answer is
+predicted in the window where its tokens have the most context, as the characters of the context its pieces
+came from (`keras_bert.tasks.squad.answers`, the decoding an exported span labeler serves). Training
+questions whose answer text is not found at its offset are skipped (their number is logged). A saved span
+labeler predicts with `--init_checkpoint=runs/squad/model.keras --do_train=false --do_predict`.
 
 --do_predict writes predictions.json, nbest_predictions.json (and null_odds.json for v2.0) for
 --predict_file; --do_eval also scores them with the official v1.1 / v2.0 EM and F1 (eval_results.json;
@@ -35,13 +36,11 @@ def main(argv):
     del argv
     import tensorflow as tf
 
-    from keras_bert.data import features
     from keras_bert.tasks.squad import task as squad
     from keras_bert.tasks.squad.model import BertSpanLabeler
 
     strategy = common.setup()
     tokenizer = common.finetuning_tokenizer(BertSpanLabeler)
-    lookup = features.WordPieceLookup(tokenizer)
     settings = squad.SquadSettings(
         max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
         max_query_length=FLAGS.max_query_length,
@@ -57,7 +56,7 @@ def main(argv):
     train = None
     if FLAGS.do_train:
         with common.flag_errors("train_file", "max_seq_length", "doc_stride", "max_query_length"):
-            train = squad.training_windows(FLAGS.train_file, lookup, settings)
+            train = squad.training_windows(FLAGS.train_file, tokenizer, settings)
         print(f"Training: {train.num_questions} questions ({train.num_skipped} skipped: answer not at its "
               f"offset), {train.num_windows} windows")
 
@@ -75,7 +74,8 @@ def main(argv):
     if predict_examples is None:
         return
     with common.flag_errors("predict_file", "max_seq_length", "doc_stride", "max_query_length"):
-        num_windows, result = squad.predict(model, predict_examples, lookup, settings, FLAGS.eval_batch_size)
+        num_windows, result = squad.predict(model, predict_examples, tokenizer, settings,
+                                            FLAGS.eval_batch_size)
     print("Predictions: " + ", ".join(result.save(FLAGS.output_dir)))
     if FLAGS.do_eval:
         scores = squad.evaluate(FLAGS.predict_file, result, settings)

@@ -1,10 +1,7 @@
-"""Examples of the fine-tuning readers -> model inputs, with THE `BertTokenizer` / `BertPacker` of the text
-package (no second tokenizer):
-
-  - sentence (pair) classification and multiple choice: strings go into tf.data and a `BertPreprocessor`
-    runs inside `ds.map`, as it will in the exported serving graph;
-  - SQuAD and NER work on word lists (windows, first-piece labels), so `WordPieceLookup` runs the same
-    tokenizer eagerly on batches of words and hands Python lists to the readers' featurizers.
+"""Raw text -> model inputs in tf.data, with THE `BertTokenizer` / `BertPacker` of the text package (no
+second tokenizer): strings go into tf.data and a `BertPreprocessor` runs inside `ds.map`, as it will in the
+exported serving graph. Sentence (pair) classification's examples are here; every other task builds its
+training inputs in its folder with the function its `serve` runs (`keras_bert/tasks/<task>/`).
 
 Raw text is {"text": ..., "text_b": ...} everywhere (`TEXT_KEYS`: fit, the recipes, `serve`, the export);
 `text_dataset` is the one raw text -> model inputs path of `fit` / `evaluate` / `predict` and the recipes,
@@ -21,9 +18,8 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data import conll, padding
+from keras_bert.data import padding
 from keras_bert.data.options import steady
-from keras_bert.text.packer import pack_choices
 
 TEXT_KEYS = ("text", "text_b")  # raw text's keys in every path
 
@@ -149,131 +145,3 @@ def featurized(batches, featurize, pad_to_multiple_of=0):
     if featurize is not None:
         batches = batches.map(featurize, num_parallel_calls=tf.data.AUTOTUNE)
     return steady(padding.trim_dataset(batches, pad_to_multiple_of).prefetch(tf.data.AUTOTUNE))
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Multiple choice (SWAG)
-# ------------------------------------------------------------------------------------------------------------
-
-
-def multiple_choice_dataset(examples, preprocessor, batch_size=16, shuffle=False, seed=0, with_labels=True):
-    """A tf.data.Dataset of batches for `BertMultipleChoice`: `text_dataset` of each example's contexts and
-    endings, {"text": [n, choices], "text_b": [n, choices]}, packed by `pack_choices`.
-
-    Args:
-      examples: `SwagExample`s; each gives `num_choices` pairs (context, start + ending).
-      preprocessor: a `BertPreprocessor`.
-      with_labels: yield `(inputs, label)` with int32 [b] labels (examples must have labels).
-
-    Returns:
-      dataset of dicts of int32 [b, num_choices, seq_length] (and labels).
-    """
-    if not examples:
-        raise ValueError("no examples to build a dataset from")
-    choice_pairs = [example.choice_pairs() for example in examples]
-    texts = {"text": [[a for a, _ in pairs] for pairs in choice_pairs],
-             "text_b": [[b for _, b in pairs] for pairs in choice_pairs]}
-    labels = ()
-    if with_labels:
-        unlabeled = [example.swag_id for example in examples if example.label is None]
-        if unlabeled:
-            raise ValueError(f"{len(unlabeled)} examples have no label, e.g. {unlabeled[0]}")
-        labels = (np.asarray([example.label for example in examples], np.int32),)
-    return text_dataset(texts, lambda batch: pack_choices(preprocessor, batch["text"], batch["text_b"]),
-                        labels, batch_size, shuffle, seed)
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Word lists through the tokenizer (SQuAD, NER)
-# ------------------------------------------------------------------------------------------------------------
-
-
-class WordPieceLookup:
-    """Runs a `BertTokenizer` eagerly on batches of strings and caches the result per string.
-
-    The SQuAD and NER featurizers need WordPieces of single words as Python lists; this gives them the
-    exact pieces the tokenizer layer produces, one batched TF call per `batch_size` distinct strings.
-
-    Args:
-      tokenizer: a `keras_bert.text.BertTokenizer`.
-      batch_size: strings per tokenizer call.
-    """
-
-    def __init__(self, tokenizer, batch_size=8192):
-        self.tokenizer = tokenizer
-        self.batch_size = batch_size
-        self._vocab = tokenizer.vocab
-        self._ids = {}
-
-    def ids(self, strings):
-        """list of str -> list of lists of int WordPiece ids (one list per string)."""
-        missing = [s for s in dict.fromkeys(strings) if s not in self._ids]
-        for begin in range(0, len(missing), self.batch_size):
-            chunk = missing[begin : begin + self.batch_size]
-            self._ids.update(zip(chunk, self.tokenizer(tf.constant(chunk)).to_list(), strict=True))
-        return [self._ids[s] for s in strings]
-
-    def pieces(self, strings):
-        """list of str -> list of lists of WordPiece strings (the callable `make_squad_features` takes)."""
-        return [[self._vocab[i] for i in ids] for ids in self.ids(strings)]
-
-    __call__ = pieces
-
-    def token_ids(self, tokens):
-        """WordPiece strings (e.g. a packed SQuAD window) -> list of int ids."""
-        return [self.tokenizer.token_to_id(token) for token in tokens]
-
-
-def empty_inputs(count, seq_length):
-    """Zero int32 model inputs of `count` rows of `seq_length` (filled by the word-list featurizers)."""
-    return {name: np.zeros((count, seq_length), np.int32)
-            for name in ("input_word_ids", "input_mask", "input_type_ids")}
-
-
-# ------------------------------------------------------------------------------------------------------------
-# NER (CoNLL)
-# ------------------------------------------------------------------------------------------------------------
-
-
-def ner_arrays(sentences, lookup, tag_list, max_seq_length):
-    """CoNLL sentences -> model arrays with each word's tag on its first WordPiece.
-
-    Args:
-      sentences: `ConllSentence`s.
-      lookup: a `WordPieceLookup`.
-      tag_list: tags in class-id order.
-      max_seq_length: packed length; pieces past `max_seq_length - 2` are cut (their words are
-        predicted "O"; see `conll.word_predictions`).
-
-    Returns:
-      (inputs, labels, weights, pieces_per_word): inputs a dict of int32 [n, max_seq_length]; labels
-      int32 [n, max_seq_length] (tag id on first pieces, 0 elsewhere); weights float32 [n, max_seq_length]
-      (1.0 exactly on the labeled pieces); pieces_per_word a list (per sentence) of piece counts per word.
-    """
-    tag_ids = {tag: index for index, tag in enumerate(tag_list)}
-    lookup.ids([token for sentence in sentences for token in sentence.tokens])
-    tokenizer = lookup.tokenizer
-    inputs = empty_inputs(len(sentences), max_seq_length)
-    labels = np.zeros((len(sentences), max_seq_length), np.int32)
-    weights = np.zeros((len(sentences), max_seq_length), np.float32)
-    pieces_per_word = []
-    budget = max_seq_length - 2
-    for row, sentence in enumerate(sentences):
-        unknown = [tag for tag in sentence.tags if tag not in tag_ids]
-        if unknown:
-            raise ValueError(f"{sentence.guid} (line {sentence.line}): unknown tag {unknown[0]!r}; "
-                             f"expected one of {list(tag_list)}")
-        word_ids = lookup.ids(list(sentence.tokens))
-        counts = [len(ids) for ids in word_ids]
-        pieces_per_word.append(counts)
-        piece_ids = [i for ids in word_ids for i in ids][:budget]
-        piece_labels = conll.first_subtoken_labels(counts, [tag_ids[t] for t in sentence.tags])[:budget]
-        length = len(piece_ids) + 2
-        inputs["input_word_ids"][row, :length] = [tokenizer.cls_id, *piece_ids, tokenizer.sep_id]
-        inputs["input_mask"][row, :length] = 1
-        for position, label in enumerate(piece_labels, start=1):
-            if label >= 0:
-                labels[row, position] = label
-                weights[row, position] = 1.0
-    return inputs, labels, weights, pieces_per_word
-

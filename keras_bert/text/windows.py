@@ -4,6 +4,7 @@ the window where it has the most context.
     windows = piece_windows(ids, window_length=seq_length - 2, stride=64)   # ragged [W, (<= window_length)]
     logits = model(packer(windows.pieces))                                  # one row per window
     per_piece = pick_max_context(windows, token_logits[:, 1:])              # ragged [batch, (pieces), C]
+    owned = max_context_positions(windows)     # ragged bool [W, (length)]: where training labels a piece
 
 A text of n pieces has `1 + ceil(max(0, n - window_length) / stride)` windows starting at 0, stride,
 2 * stride, ... (the last one may be shorter); a text without pieces has one empty window. The
@@ -58,16 +59,10 @@ def piece_windows(pieces, window_length, stride):
     return Windows(windowed, row, start, pieces.row_splits)
 
 
-def pick_max_context(windows, values):
-    """For every piece of the windowed batch, `values` at its position in its max-context window.
-
-    Args:
-        windows: `Windows` from `piece_windows`.
-        values: dense [num_windows, >= window length, ...]: per window, one entry per window position
-            (e.g. token logits without the [CLS] column).
-
-    Returns ragged [batch, (pieces), ...]: row i has one entry per piece of input row i, in order.
-    """
+def _max_context_pairs(windows):
+    """(window, position) of every window position of `windows` (int64 [pairs] each, in window order: the
+    order of `windows.pieces.flat_values`) and, for every piece of the batch, the pair it is read from
+    (int64 [pieces], the index of its max-context pair)."""
     positions = tf.ragged.range(windows.pieces.row_lengths())  # [W, (length)]
     length = tf.cast(windows.pieces.row_lengths(), tf.int64)
     pair_window = positions.value_rowids()
@@ -81,9 +76,31 @@ def pick_max_context(windows, values):
     # winning pair.
     num_pairs = tf.size(pair_position, out_type=tf.int64)
     key = (100 * context + pair_length) * num_pairs + (num_pairs - 1 - tf.range(num_pairs))
-    num_pieces = windows.row_splits[-1]
-    best = tf.math.unsorted_segment_max(key, piece, num_pieces)
-    best_pair = num_pairs - 1 - best % tf.maximum(num_pairs, 1)
+    best = tf.math.unsorted_segment_max(key, piece, windows.row_splits[-1])
+    return pair_window, pair_position, num_pairs - 1 - best % tf.maximum(num_pairs, 1)
+
+
+def pick_max_context(windows, values):
+    """For every piece of the windowed batch, `values` at its position in its max-context window.
+
+    Args:
+        windows: `Windows` from `piece_windows`.
+        values: dense [num_windows, >= window length, ...]: per window, one entry per window position
+            (e.g. token logits without the [CLS] column).
+
+    Returns ragged [batch, (pieces), ...]: row i has one entry per piece of input row i, in order.
+    """
+    pair_window, pair_position, best_pair = _max_context_pairs(windows)
     picked = tf.gather_nd(values, tf.stack([tf.gather(pair_window, best_pair),
                                             tf.gather(pair_position, best_pair)], axis=1))
     return tf.RaggedTensor.from_row_splits(picked, windows.row_splits, validate=False)
+
+
+def max_context_positions(windows):
+    """bool ragged [num_windows, (length)], like `windows.pieces`: True where the window is its piece's
+    max-context window, the one `pick_max_context` reads it from (every piece is True in exactly one
+    window)."""
+    _, _, best_pair = _max_context_pairs(windows)
+    num_pairs = tf.size(windows.pieces.flat_values, out_type=tf.int64)
+    chosen = tf.scatter_nd(best_pair[:, None], tf.ones_like(best_pair, tf.int32), [num_pairs]) > 0
+    return tf.RaggedTensor.from_row_splits(chosen, windows.pieces.row_splits, validate=False)

@@ -5,11 +5,11 @@ import json
 import pytest
 
 from keras_bert.config import BertConfig
-from keras_bert.data import conll
 from keras_bert.data.formats import DataFormatError
 from keras_bert.tasks.classification import glue
 from keras_bert.tasks.classification.reader import read_classification_file
 from keras_bert.tasks.multiple_choice.swag import read_swag_examples
+from keras_bert.tasks.ner import conll
 from keras_bert.tasks.squad import reader as squad
 
 SQUAD = {"data": [{"title": "t", "paragraphs": [{"context": "Paris is in France.", "qas": [

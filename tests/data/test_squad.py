@@ -100,16 +100,17 @@ def test_reader_errors(tmp_path):
 
 
 def test_doc_spans_and_max_context():
-    assert squad.doc_spans(10, 4, 3) == [(0, 4), (3, 4), (6, 4)]
-    assert squad.doc_spans(3, 4, 2) == [(0, 3)]
-    assert squad.doc_spans(7, 4, 10) == [(0, 4), (4, 3)]  # stride longer than a window: no gap, no overlap
+    assert squad_reference.doc_spans(10, 4, 3) == [(0, 4), (3, 4), (6, 4)]
+    assert squad_reference.doc_spans(3, 4, 2) == [(0, 3)]
+    # A stride longer than a window: no gap, no overlap.
+    assert squad_reference.doc_spans(7, 4, 10) == [(0, 4), (4, 3)]
     spans = [(0, 4), (3, 4), (6, 4)]
     # Token 3: window 0 gives (3 left, 0 right) -> 0.04; window 1 gives (0, 3) -> 0.04: tie goes to the first.
-    assert squad.is_max_context(spans, 0, 3) and not squad.is_max_context(spans, 1, 3)
+    assert squad_reference.is_max_context(spans, 0, 3) and not squad_reference.is_max_context(spans, 1, 3)
     # Token 4: window 1 has min(1, 2) = 1 against window 0's 0.
-    assert squad.is_max_context(spans, 1, 4) and not squad.is_max_context(spans, 0, 4)
+    assert squad_reference.is_max_context(spans, 1, 4) and not squad_reference.is_max_context(spans, 0, 4)
     with pytest.raises(ValueError, match="no room for document tokens"):
-        squad.doc_spans(10, 0, 3)
+        squad_reference.doc_spans(10, 0, 3)
 
 
 def test_make_features_windows_and_positions(tmp_path, tokenize):
@@ -117,8 +118,8 @@ def test_make_features_windows_and_positions(tmp_path, tokenize):
                                   _qa("q2", "1895", CONTEXT.index("1895"))])
     examples, _ = squad.read_squad_examples(path, is_training=True)
     # Context pieces: the broncos beat steve smith ' s team in 1895 ( in denver ) . -> 15 pieces.
-    features = squad.make_squad_features(examples[0], 0, tokenize, max_seq_length=14, doc_stride=4,
-                                         max_query_length=2, is_training=True)
+    features = squad_reference.make_squad_features(examples[0], 0, tokenize, max_seq_length=14, doc_stride=4,
+                                                   max_query_length=2, is_training=True)
     # Query truncated to 2 pieces ("whose", "team"); 14 - 2 - 3 = 9 document pieces per window.
     assert features[0].tokens[:4] == ["[CLS]", "whose", "team", "[SEP]"]
     # Windows over pieces 0-8, 4-12, 8-14.
@@ -129,8 +130,8 @@ def test_make_features_windows_and_positions(tmp_path, tokenize):
     assert features[2].is_impossible  # pieces 4-6 are not in the third window
     # Window 2 starts at piece 4 ("smith", of word 4 "Smith's"); "team" is word 5.
     assert [features[1].token_to_orig_map[p] for p in (4, 5, 6, 7)] == [4, 4, 4, 5]
-    later = squad.make_squad_features(examples[1], 1, tokenize, max_seq_length=14, doc_stride=4,
-                                      max_query_length=2, is_training=True)
+    later = squad_reference.make_squad_features(examples[1], 1, tokenize, max_seq_length=14, doc_stride=4,
+                                                max_query_length=2, is_training=True)
     assert [(f.start_position, f.end_position) for f in later] == [(0, 0), (9, 9), (5, 5)]  # "1895" = piece 9
     assert later[1].tokens[9] == later[2].tokens[5] == "1895"
     # Piece 9 sits at offsets (5, 3) in window 2 and (1, 5) in window 3: window 2 is its max context.
@@ -151,7 +152,7 @@ def test_postprocess_maps_back_to_original_text(tmp_path, tokenize):
                        name="dev.json")
     examples, _ = squad.read_squad_examples(path, is_training=False)
     features = [f for i, e in enumerate(examples)
-                for f in squad.make_squad_features(e, i, tokenize, 16, 4, 3, is_training=False)]
+                for f in squad_reference.make_squad_features(e, i, tokenize, 16, 4, 3, is_training=False)]
     logits = [_logits_for(f, "steve", "s") if f.example_index == 0 else _logits_for(f, "denver", "denver")
               for f in features]
     result = squad_reference.postprocess_predictions(examples, features, [s for s, _ in logits],
@@ -174,7 +175,8 @@ def test_postprocess_maps_back_to_original_text(tmp_path, tokenize):
 def test_postprocess_v2_null_threshold(tmp_path, tokenize):
     path = _squad_file(tmp_path, [_qa("q1", "Denver", 51)], name="dev.json")
     examples, _ = squad.read_squad_examples(path, is_training=False)
-    (feature,) = squad.make_squad_features(examples[0], 0, tokenize, 32, 8, 8, is_training=False)
+    (feature,) = squad_reference.make_squad_features(examples[0], 0, tokenize, 32, 8, 8,
+                                                     is_training=False)
     starts, ends = _logits_for(feature, "denver", "denver", length=32)
     starts[0], ends[0] = 3.0, 2.0  # null score 5.0 vs span score 7.0 -> diff -2.0
     kwargs = dict(n_best_size=5, max_answer_length=5, version_2_with_negative=True)

@@ -1,5 +1,5 @@
-"""SQuAD answers in TF ops: the windows equal training's, the decoding equals the original rule on the spans
-it picks, answers are exact character spans, and bad input stays defined."""
+"""SQuAD answers in TF ops: the windows equal the original run_squad's, the decoding equals the original rule
+on the spans it picks, answers are exact character spans, and bad input stays defined."""
 
 import re
 import string
@@ -10,9 +10,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder, BertSpanLabeler
-from keras_bert.data import features
 from keras_bert.tasks.squad import reader as squad
-from keras_bert.tasks.squad import windows as squad_windows
 from keras_bert.tasks.squad.answers import AnswerRules, answer_questions, question_context_windows
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.data import squad_reference
@@ -60,12 +58,12 @@ def _examples(questions, contexts):
             for i, (q, c) in enumerate(zip(questions, contexts, strict=True))]
 
 
-def test_windows_are_the_training_windows(model):
+def test_windows_are_the_original_run_squads(model):
     examples = _examples(QUESTIONS, CONTEXTS)
-    lookup = features.WordPieceLookup(model.preprocessor.tokenizer)
-    windows = squad_windows.squad_features(examples, lookup, SEQ_LENGTH, RULES.doc_stride,
-                                           RULES.max_query_length, False)
-    want, _ = squad_windows.squad_arrays(windows, lookup, SEQ_LENGTH)
+    tokenizer = model.preprocessor.tokenizer
+    windows = squad_reference.windows_of(examples, tokenizer, SEQ_LENGTH, RULES.doc_stride,
+                                         RULES.max_query_length, False)
+    want, _ = squad_reference.feature_arrays(windows, tokenizer, SEQ_LENGTH)
     got, found = question_context_windows(model.preprocessor, tf.constant(QUESTIONS), tf.constant(CONTEXTS),
                                           RULES)
     for name, value in want.items():
@@ -84,10 +82,10 @@ def test_same_spans_as_the_original_decoding(model, version_2):
     rules = AnswerRules(doc_stride=8, max_query_length=6, n_best_size=5, max_answer_length=6,
                         version_2_with_negative=version_2)
     examples = _examples(questions, contexts)
-    lookup = features.WordPieceLookup(model.preprocessor.tokenizer)
-    windows = squad_windows.squad_features(examples, lookup, SEQ_LENGTH, rules.doc_stride,
-                                           rules.max_query_length, False)
-    inputs, _ = squad_windows.squad_arrays(windows, lookup, SEQ_LENGTH)
+    tokenizer = model.preprocessor.tokenizer
+    windows = squad_reference.windows_of(examples, tokenizer, SEQ_LENGTH, rules.doc_stride,
+                                         rules.max_query_length, False)
+    inputs, _ = squad_reference.feature_arrays(windows, tokenizer, SEQ_LENGTH)
     logits = model(inputs, training=False)
     old = squad_reference.postprocess_predictions(examples, windows, logits["start_logits"].numpy(),
                                                   logits["end_logits"].numpy(), rules.n_best_size,

@@ -12,12 +12,11 @@ from export import client
 from keras_bert import BertClassifier, BertEncoder, BertMultipleChoice, BertTokenClassifier
 from keras_bert.checkpoints import CheckpointError, find_vocab_file
 from keras_bert.checkpoints.sentence_transformers import sentence_pooling
-from keras_bert.data.conll import read_conll_file
-from keras_bert.data.features import WordPieceLookup
 from keras_bert.export import ExportError, export_saved_model, servability
 from keras_bert.export.servability import ServabilityError
 from keras_bert.export.servability.answers import check_answers
 from keras_bert.tasks.ner import task as ner
+from keras_bert.tasks.ner.conll import read_conll_file
 from keras_bert.tasks.ner.metrics import extract_chunks
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from keras_bert.text.windows import pick_max_context, piece_windows
@@ -102,8 +101,9 @@ def test_served_answers_in_the_c_api(vocab_file, tiny_config, tmp_path):
     conll = tmp_path / "test.conll"
     conll.write_text("\n\n".join("\n".join(f"{t} O" for t in s) for s in SENTENCES) + "\n")
     stride = 5
-    ner.predict_sentences(tagger, read_conll_file(str(conll), tag_list=TAGS), WordPieceLookup(tokenizer),
-                          TAGS, SEQ_LENGTH, str(tmp_path / "pred.txt"), stride=stride)
+    ner.predict_sentences(tagger, read_conll_file(str(conll), tag_list=TAGS),
+                          BertPreprocessor(tokenizer, SEQ_LENGTH), TAGS, str(tmp_path / "pred.txt"),
+                          stride=stride)
     expected = _entities_of_predictions(tmp_path / "pred.txt")
     assert sum(len(e) for _, e in expected) >= 6 and {k for _, e in expected for k, *_ in e} == {"PER", "LOC"}
 

@@ -12,12 +12,12 @@ import tensorflow as tf
 
 from keras_bert import BertEncoder, BertTokenClassifier
 from keras_bert.config import BertConfig
-from keras_bert.data import features
-from keras_bert.data.conll import read_conll_file
 from keras_bert.distillation import TaskDistiller, distillation_dataset, make_student
 from keras_bert.export import export_saved_model, servability
 from keras_bert.tasks.ner import task as ner
+from keras_bert.tasks.ner.conll import read_conll_file
 from keras_bert.tasks.ner.metrics import extract_chunks
+from keras_bert.tasks.ner.windows import training_windows
 from keras_bert.tasks.squad import task as squad_task
 from keras_bert.tasks.squad import windows as squad_windows
 from keras_bert.tasks.squad.answers import AnswerRules
@@ -78,13 +78,11 @@ def test_distilled_students_serve_their_own_answers(tmp_path):
     dev.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}),
                    encoding="utf-8")
     examples = squad_task.read_predict_examples(str(dev), settings)
-    lookup = features.WordPieceLookup(teacher.preprocessor.tokenizer)
-    windows = squad_windows.squad_features(examples, lookup, SEQ_LENGTH, RULES.doc_stride,
-                                           RULES.max_query_length, False)
-    inputs, _ = squad_windows.squad_arrays(windows, lookup, SEQ_LENGTH)
-    zeros = np.zeros(len(windows), np.int32)
-    span_student = _distilled(teacher, inputs, {"start_logits": zeros, "end_logits": zeros})
-    _, result = squad_task.predict(span_student, examples, lookup, settings, batch_size=3)  # run_squad's
+    # No answers: every window's targets are [CLS].
+    inputs, targets = squad_windows.training_arrays(examples, teacher.preprocessor, RULES)
+    span_student = _distilled(teacher, inputs, targets)
+    _, result = squad_task.predict(span_student, examples, teacher.preprocessor.tokenizer, settings,
+                                   batch_size=3)  # run_squad's
 
     # Token classifier: the CoNLL-2003 sentences with their gold tags on each word's first piece.
     conll = tmp_path / "eng.testa"
@@ -93,10 +91,9 @@ def test_distilled_students_serve_their_own_answers(tmp_path):
     sentences = read_conll_file(str(conll), tag_list=TAGS)
     words = [" ".join(sentence.tokens) for sentence in sentences]
     tagger = _teacher_tagger(words)
-    lookup_ner = features.WordPieceLookup(tagger.preprocessor.tokenizer)
-    inputs, labels, weights, _ = features.ner_arrays(sentences, lookup_ner, TAGS, SEQ_LENGTH)
+    inputs, labels, weights = training_windows(sentences, tagger.preprocessor, TAGS)
     tag_student = _distilled(tagger, inputs, labels, weights)
-    ner.predict_sentences(tag_student, sentences, lookup_ner, TAGS, SEQ_LENGTH, str(tmp_path / "pred.txt"))
+    ner.predict_sentences(tag_student, sentences, tagger.preprocessor, TAGS, str(tmp_path / "pred.txt"))
 
     jobs = []
     for name, student, arrays, kwargs in [

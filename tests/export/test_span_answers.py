@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from export import client
-from keras_bert.data import features
 from keras_bert.export import ExportError, export_saved_model, servability
 from keras_bert.tasks.squad import task as squad_task
 from keras_bert.tasks.squad.answers import AnswerRules
@@ -45,14 +44,14 @@ def test_served_answers_equal_run_squad_predictions(tmp_path):
         model = span_labeler(PASSAGES + QUESTIONS, seed=seed)
         settings = squad_task.SquadSettings(max_seq_length=SEQ_LENGTH, version_2_with_negative=version_2,
                                             **RULES)
-        lookup = features.WordPieceLookup(model.preprocessor.tokenizer)
         # What run_squad --do_predict writes to predictions.json for this model.
         examples = squad_task.read_predict_examples(dev, settings)
-        _, result = squad_task.predict(model, examples, lookup, settings, batch_size=3)
+        tokenizer = model.preprocessor.tokenizer
+        _, result = squad_task.predict(model, examples, tokenizer, settings, batch_size=3)
         if version_2:  # a threshold between the null odds, so that some questions get no answer
             threshold = float(np.median(list(result.null_odds.values())))
             settings = dataclasses.replace(settings, null_score_diff_threshold=threshold)
-            _, result = squad_task.predict(model, examples, lookup, settings, batch_size=3)
+            _, result = squad_task.predict(model, examples, tokenizer, settings, batch_size=3)
         predictions[version_2] = result
         version_dir = export_saved_model(model, tmp_path / f"v2_{version_2}", model.preprocessor,
                                          answer_rules=settings.answer_rules())

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from keras_bert.data.conll import iob1_to_iob2
 from keras_bert.tasks.ner import metrics as conll
+from keras_bert.tasks.ner.conll import iob1_to_iob2
 
 
 def test_chunk_rules_iob2_and_iob1():

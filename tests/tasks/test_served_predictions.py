@@ -9,13 +9,12 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertClassifier, BertEncoder, BertMultipleChoice, BertTokenClassifier
-from keras_bert.data.conll import read_conll_file
-from keras_bert.data.features import WordPieceLookup
 from keras_bert.export import ExportError, export_saved_model
 from keras_bert.tasks.classification import task as classification
 from keras_bert.tasks.multiple_choice import task as multiple_choice
 from keras_bert.tasks.multiple_choice.swag import SwagExample
 from keras_bert.tasks.ner import task as ner
+from keras_bert.tasks.ner.conll import read_conll_file
 from keras_bert.tasks.squad import task as squad_task
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.data.test_squad_answers import CONTEXTS, PASSAGES, QUESTIONS, SEQ_LENGTH, span_labeler
@@ -83,8 +82,8 @@ def test_multiple_choice_predictions_are_served(preprocessor, tiny_config, tmp_p
 
 def test_ner_predictions_are_the_served_word_tags(tagger, preprocessor, tmp_path):
     sentences = _conll(tmp_path / "test.conll", SENTENCES)
-    _, predicted, loss = ner.predict_sentences(tagger, sentences, WordPieceLookup(preprocessor.tokenizer),
-                                               TAGS, 16, str(tmp_path / "pred.txt"), batch_size=4, stride=5)
+    _, predicted, loss = ner.predict_sentences(tagger, sentences, preprocessor, TAGS,
+                                               str(tmp_path / "pred.txt"), batch_size=4, stride=5)
     served = tagger.serve({"text": [" ".join(s.tokens) for s in sentences]}, stride=5, word_tags=True)
     lines = [line.split(" ") for line in (tmp_path / "pred.txt").read_text().splitlines() if line]
     # Every token of these sentences is one served word.
@@ -99,10 +98,9 @@ def test_ner_predictions_are_the_served_word_tags(tagger, preprocessor, tmp_path
 
 
 def test_ner_token_without_pieces_is_tagged_o(tagger, preprocessor, tmp_path):
-    # "\u200b" (a format character) has no piece: "O", as conll.word_predictions gives it, and no loss term.
+    # "\u200b" (a format character) has no piece: "O", and no loss term (nor a training label).
     sentences = _conll(tmp_path / "test.conll", [["the", "\u200b", "fox"]])
-    _, predicted, _ = ner.predict_sentences(tagger, sentences, WordPieceLookup(preprocessor.tokenizer), TAGS,
-                                            16, str(tmp_path / "pred.txt"))
+    _, predicted, _ = ner.predict_sentences(tagger, sentences, preprocessor, TAGS, str(tmp_path / "pred.txt"))
     served = tagger.serve({"text": ["the \u200b fox"]}, word_tags=True)
     assert served["word_count"].tolist() == [2] and served["word_start"][0].tolist() == [0, 6]
     tags = [t.decode() for t in served["word_tag"][0]]
@@ -119,8 +117,7 @@ def test_squad_prediction_files_are_served(tmp_path):
     settings = squad_task.SquadSettings(max_seq_length=SEQ_LENGTH, version_2_with_negative=True, doc_stride=8,
                                         max_query_length=6, n_best_size=5, max_answer_length=6)
     examples = squad_task.read_predict_examples(str(tmp_path / "dev.json"), settings)
-    _, result = squad_task.predict(model, examples, WordPieceLookup(model.preprocessor.tokenizer), settings,
-                                   3)
+    _, result = squad_task.predict(model, examples, model.preprocessor.tokenizer, settings, 3)
     served = model.serve({"question": QUESTIONS, "context": CONTEXTS}, answer_rules=settings.answer_rules(),
                          nbest=True)
     assert [result.predictions[f"q{i}"] for i in range(4)] == [a.decode() for a in served["answer"]]

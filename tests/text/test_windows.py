@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.tasks.squad.reader import is_max_context
-from keras_bert.text.windows import pick_max_context, piece_windows
+from keras_bert.text.windows import max_context_positions, pick_max_context, piece_windows
+from tests.data.squad_reference import is_max_context
 
 
 @pytest.mark.parametrize("num_pieces, window, stride",
@@ -21,3 +21,7 @@ def test_each_piece_comes_from_the_window_run_squad_would_pick(num_pieces, windo
     spans = list(zip(starts, lengths, strict=True))
     expected = [next(w for w in range(len(spans)) if is_max_context(spans, w, p)) for p in range(num_pieces)]
     np.testing.assert_array_equal(chosen, expected)
+    # Where training labels a piece: True exactly at the window position it is read from.
+    owned = max_context_positions(windows).to_list()
+    assert owned == [[expected[start + i] == w for i in range(length)]
+                     for w, (start, length) in enumerate(spans)]

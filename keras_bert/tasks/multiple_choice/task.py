@@ -1,23 +1,47 @@
-"""Multiple choice on SWAG: the answers of the model's `serve`, accuracy over labeled questions, and the
-predictions CSV (`swag_id,label,prob0..prob3` per question; label is the predicted ending). The loss is
-the model's (`BertMultipleChoice.task_loss`)."""
+"""Multiple choice on SWAG: the training batches, the answers of the model's `serve`, accuracy over labeled
+questions, and the predictions CSV (`swag_id,label,prob0..prob3` per question; label is the predicted
+ending). Training and `serve` take the same raw texts (`choice_texts`) through the same packing
+(`keras_bert.text.packer.pack_choices`, the model's `text_inputs`). The loss is the model's
+(`BertMultipleChoice.task_loss`)."""
 
 import csv
 
 import numpy as np
 
+from keras_bert.data.features import text_dataset
 from keras_bert.metrics.glue import accuracy
 from keras_bert.tasks.finetuning import serve_all
+from keras_bert.text.packer import pack_choices
+
+
+def choice_texts(examples):
+    """The raw texts of `examples` (`SwagExample`s) as the model takes them: {"text": the contexts [n],
+    "text_b": the start + ending of each choice [n, num_choices]}. Raises ValueError when there are none."""
+    if not examples:
+        raise ValueError("no examples to build a dataset from")
+    pairs = [example.choice_pairs() for example in examples]
+    return {"text": [choices[0][0] for choices in pairs],
+            "text_b": [[b for _, b in choices] for choices in pairs]}
+
+
+def training_dataset(examples, preprocessor, batch_size=16, shuffle=False, seed=0):
+    """A tf.data.Dataset of (inputs, labels) batches for `BertMultipleChoice`: `choice_texts` packed by
+    `pack_choices` (int32 [b, num_choices, seq_length] each) and the int32 [b] labels. Raises ValueError
+    naming an example without a label."""
+    texts = choice_texts(examples)
+    unlabeled = [example.swag_id for example in examples if example.label is None]
+    if unlabeled:
+        raise ValueError(f"{len(unlabeled)} examples have no label, e.g. {unlabeled[0]}")
+    labels = np.asarray([example.label for example in examples], np.int32)
+    return text_dataset(texts, lambda batch: pack_choices(preprocessor, batch["text"], batch["text_b"]),
+                        (labels,), batch_size, shuffle, seed)
 
 
 def served(model, examples, batch_size=32, preprocessor=None):
-    """`model.serve` (signature "text_pair": the context, and the start + ending of each choice; with
-    `preprocessor`, default the model's own) on `examples` (`SwagExample`s): {"logits", "probabilities":
-    float32 [n, num_choices], "choice": int32 [n], ...}."""
-    pairs = [example.choice_pairs() for example in examples]
-    inputs = {"text": [choices[0][0] for choices in pairs],
-              "text_b": [[b for _, b in choices] for choices in pairs]}
-    return serve_all(model, inputs, batch_size, preprocessor, signature="text_pair")
+    """`model.serve` (signature "text_pair": `choice_texts`; with `preprocessor`, default the model's own) on
+    `examples` (`SwagExample`s): {"logits", "probabilities": float32 [n, num_choices], "choice": int32 [n],
+    ...}."""
+    return serve_all(model, choice_texts(examples), batch_size, preprocessor, signature="text_pair")
 
 
 def check_labeled(examples, source):

@@ -23,8 +23,9 @@ import tensorflow as tf
 
 from keras_bert.models.buckets import model_outputs
 from keras_bert.tasks.ner.metrics import chunk_transition, split_tag
+from keras_bert.tasks.ner.windows import text_windows
 from keras_bert.text.ragged_ops import row_ids, shift_right, splits_of_rows
-from keras_bert.text.windows import pick_max_context, piece_windows
+from keras_bert.text.windows import pick_max_context
 
 ENTITY_OUTPUTS = ("entity_text", "entity_type", "entity_start", "entity_end", "entity_count")
 # Row number * this + byte offset sorts the (row, offset) pairs of a batch; texts are far shorter than 2**40.
@@ -62,13 +63,12 @@ def tagged_words(model, preprocessor, text, stride):
     first pieces, `model` (token ids -> logits [b, s, C]) run on windows of `preprocessor.seq_length` moved
     by `stride` pieces. Returns a dict over the batch's words: `row` int64 [w] (the text of each),
     `start` / `end` int64 [w] byte offsets into it, `logits` [w, C], and `splits` int64 [b + 1]."""
-    ids, starts, ends = preprocessor.tokenizer.tokenize_with_offsets(text)
-    windows = piece_windows(ids, preprocessor.seq_length - 2, stride)
-    logits = model_outputs(model, preprocessor.packer(windows.pieces), preprocessor)
+    inputs, windows, starts, ends = text_windows(preprocessor, text, stride)
+    logits = model_outputs(model, inputs, preprocessor)
     piece_logits = pick_max_context(windows, logits[:, 1:]).flat_values
 
     # Words: a piece starts one when it is first in its text or a character separates it from the last.
-    splits = ids.row_splits
+    splits = windows.row_splits
     piece_row = row_ids(splits)
     first_in_row = tf.range(splits[-1]) == tf.gather(splits, piece_row)
     word_first = first_in_row | (starts.flat_values

@@ -80,7 +80,7 @@ class BertTokenClassifier(EncoderTaskModel):
 
     def task_loss(self):
         """Sparse cross-entropy on logits; train with per-piece sample weights that are 1 only on the
-        positions that carry a label (`features.ner_arrays`: each word's first piece)."""
+        positions that carry a label (`windows.training_windows`: each word's first piece)."""
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True), None
 
     def _default_metrics(self):

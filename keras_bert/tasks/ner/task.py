@@ -1,21 +1,21 @@
 """Named-entity recognition on CoNLL files: the tag set, predictions in conlleval's `token gold predicted`
 format (from the token classifier's `serve`), and the entity-level scores with conlleval's chunk rules.
-The loss is the model's (`BertTokenClassifier.task_loss`).
+The training windows are `windows.training_windows` (those `serve` reads); the loss is the model's
+(`BertTokenClassifier.task_loss`).
 
     train, tags = tag_list(train_file="eng.train")
     model = BertTokenClassifier(encoder, labels=tags); model.compile(optimizer)
     sentences = conll.read_conll_file("eng.testa", tag_list=tags)  # before training: bad files fail early
-    sentences, predicted, eval_loss = predict_sentences(model, sentences, lookup, tags, 128,
+    sentences, predicted, eval_loss = predict_sentences(model, sentences, preprocessor, tags,
                                                         "eval_predictions.txt")
     results = eval_results(sentences, predicted, eval_loss)
 """
 
 import numpy as np
 
-from keras_bert.data import conll
 from keras_bert.tasks.finetuning import served_batches
+from keras_bert.tasks.ner import conll
 from keras_bert.tasks.ner.metrics import conlleval
-from keras_bert.text import BertPreprocessor
 
 
 def tag_list(train_file=None, saved_tags=None):
@@ -30,17 +30,16 @@ def tag_list(train_file=None, saved_tags=None):
     return None, saved_tags
 
 
-def predict_sentences(model, sentences, lookup, tags, max_seq_length, output_path, batch_size=32,
-                      stride=None):
+def predict_sentences(model, sentences, preprocessor, tags, output_path, batch_size=32, stride=None):
     """Tags every word of `sentences` (read from a CoNLL file with `conll.read_conll_file`, before training,
     so a bad file fails early) with a `BertTokenClassifier` that has tag names (`model.labels`) and writes
     `output_path` (`token gold predicted` lines). Each sentence is served as its tokens joined by spaces
-    (`model.serve` with `word_tags=True`, the decoding its export serves): a sentence of more than
-    `max_seq_length - 2` pieces is read in windows `stride` pieces apart (default half a window), each piece
-    taking the logits of the window where it has the most context, and a token takes the tag of its first
-    piece ("O" when it has none); `tags[i]` names tag id i. Returns (sentences, predicted tags per sentence,
-    the task loss over the tokens' first pieces)."""
-    preprocessor = BertPreprocessor(lookup.tokenizer, max_seq_length)
+    (`model.serve` with `word_tags=True` and `preprocessor`, the decoding its export serves): a sentence of
+    more than `preprocessor.seq_length - 2` pieces is read in windows `stride` pieces apart (default half a
+    window), each piece taking the logits of the window where it has the most context (the windows
+    `windows.training_windows` trains on), and a token takes the tag of its first piece ("O" when it has
+    none); `tags[i]` names tag id i. Returns (sentences, predicted tags per sentence, the task loss over the
+    tokens' first pieces)."""
     predicted, first_logits, first_labels = [], [], []
     tag_ids = {tag: index for index, tag in enumerate(tags)}
     texts = {"text": [" ".join(sentence.tokens) for sentence in sentences]}

@@ -10,14 +10,14 @@ predictions.json answers by construction.
     found = answer_questions(model, preprocessor, questions, contexts, rules)   # tf.string [batch] each
     found["answer"], found["answer_start"], found["answer_end"]                 # context[start:end] == answer
 
-The windows are those of training (`keras_bert.tasks.squad.reader.make_squad_features`): the question cut to
-`max_query_length` pieces, the context pieces in windows `doc_stride` apart, each packed
-`[CLS] question [SEP] window [SEP]`. Decoding keeps the original `write_predictions` rule: the n-best start
-and end positions of every window, spans inside the context only, starting where the window gives that
-token the most context, at most `max_answer_length` pieces; v2.0 compares the lowest [CLS] score (null) to
-the best span. An answer is the characters of the context its first and last pieces came from (the
-tokenizer's offsets), not the original's `get_final_text` re-alignment, which has no graph form; on
-the gold spans of a SQuAD-like set the two differ where that alignment fails
+The windows (`question_context_windows`) are those of training too (`keras_bert.tasks.squad.windows`): the
+question cut to `max_query_length` pieces, the context pieces in windows `doc_stride` apart, each packed
+`[CLS] question [SEP] window [SEP]`, as the original run_squad's. Decoding keeps the original
+`write_predictions` rule: the n-best start and end positions of every window, spans inside the context only,
+starting where the window gives that token the most context, at most `max_answer_length` pieces; v2.0
+compares the lowest [CLS] score (null) to the best span. An answer is the characters of the context its
+first and last pieces came from (the tokenizer's offsets), not the original's `get_final_text` re-alignment,
+which has no graph form; on the gold spans of a SQuAD-like set the two differ where that alignment fails
 (benchmarks/squad_answer_text.py: 2 of 2,952 gold spans, results_squad_serving.md).
 Only core TF and tf-text ops: the function runs inside a TF Serving graph.
 """
@@ -105,7 +105,7 @@ def question_context_windows(preprocessor, questions, contexts, rules):
 def _max_context(windows, doc_index):
     """Whether each window is the one giving context piece `doc_index` (int64 [num_windows, s]) the most
     context: score min(pieces left, pieces right) + 0.01 * window length, ties to the first window
-    (`keras_bert.tasks.squad.reader.is_max_context`)."""
+    (the original run_squad's `_check_is_max_context`)."""
     example = windows["example"]
     stride = tf.gather(windows["stride"], example)[:, None, None]
     room = tf.gather(windows["room"], example)[:, None, None]

@@ -1,12 +1,13 @@
-"""SQuAD v1.1 / v2.0 extractive question answering: the training windows, predictions with their files
+"""SQuAD v1.1 / v2.0 extractive question answering: the training windows (`windows.training_arrays`: the
+windows of the span labeler's `serve`, with the same settings), predictions with their files
 (predictions.json, nbest_predictions.json, null_odds.json) from the span labeler's `serve` and the official
 EM/F1. The loss is the model's (`BertSpanLabeler.task_loss`).
 
     settings = SquadSettings(max_seq_length=384, version_2_with_negative=True)
-    train = training_windows("train-v2.0.json", lookup, settings)
+    train = training_windows("train-v2.0.json", tokenizer, settings)   # the windows `serve` cuts
     model.compile(optimizer); model.fit(...)
     examples = read_predict_examples("dev-v2.0.json", settings)     # before training: bad files fail early
-    num_windows, result = predict(model, examples, lookup, settings)
+    num_windows, result = predict(model, examples, tokenizer, settings)
     result.save(output_dir); scores = evaluate("dev-v2.0.json", result, settings)
 """
 
@@ -66,20 +67,16 @@ class TrainingWindows:
     num_windows: int
 
 
-def _windows(examples, lookup, settings, is_training):
-    found = windows.squad_features(examples, lookup, settings.max_seq_length, settings.doc_stride,
-                                    settings.max_query_length, is_training)
-    return found, windows.squad_arrays(found, lookup, settings.max_seq_length)
-
-
-def training_windows(path, lookup, settings):
-    """The `TrainingWindows` of the SQuAD JSON file `path` (`lookup`: a `features.WordPieceLookup`).
-    Raises ValueError naming `path` when no question is usable."""
+def training_windows(path, tokenizer, settings):
+    """The `TrainingWindows` of the SQuAD JSON file `path`: the windows `predict` serves (`tokenizer`, a
+    `BertTokenizer`, in windows of `settings`). Raises ValueError naming `path` when no question is usable,
+    and naming the setting that leaves no room for a window."""
     examples, skipped = squad.read_squad_examples(path, True, settings.version_2_with_negative)
     if not examples:
         raise ValueError(f"{path}: no usable training questions ({len(skipped)} skipped)")
-    found, arrays = _windows(examples, lookup, settings, True)
-    return TrainingWindows(arrays, len(examples), len(skipped), len(found))
+    arrays = windows.training_arrays(examples, BertPreprocessor(tokenizer, settings.max_seq_length),
+                                     settings.answer_rules())
+    return TrainingWindows(arrays, len(examples), len(skipped), len(arrays[1]["start_logits"]))
 
 
 def read_predict_examples(path, settings):
@@ -87,12 +84,12 @@ def read_predict_examples(path, settings):
     return squad.read_squad_examples(path, False, settings.version_2_with_negative)[0]
 
 
-def predict(model, examples, lookup, settings, batch_size=32):
+def predict(model, examples, tokenizer, settings, batch_size=32):
     """Answers every question of `examples` (`read_predict_examples`) with a `BertSpanLabeler`'s `serve`
-    (with `nbest=True`): what its export serves, windows cut by `lookup.tokenizer` in the graph, answers as
+    (with `nbest=True`): what its export serves, windows cut by `tokenizer` in the graph, answers as
     character spans of the context. Returns (number of windows, `squad.SquadPredictions`);
     `.save(output_dir)` writes the prediction files."""
-    preprocessor = BertPreprocessor(lookup.tokenizer, settings.max_seq_length)
+    preprocessor = BertPreprocessor(tokenizer, settings.max_seq_length)
     rules = settings.answer_rules()
     result, num_windows = squad.SquadPredictions({}, {}, {}), 0
     inputs = {"question": [e.question_text for e in examples], "context": [e.context_text for e in examples]}

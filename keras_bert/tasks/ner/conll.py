@@ -1,4 +1,5 @@
-"""CoNLL-2003 NER files, and the word <-> first-WordPiece label alignment of BERT's NER fine-tuning.
+"""CoNLL-2003 NER files: the sentences and tags a token classifier trains on (`windows.training_windows`
+labels each token's first WordPiece) and the `token gold predicted` file conlleval reads.
 
 Format: one token per line, whitespace-separated fields with the token first and the tag last
 (`EU NNP B-NP B-ORG`); a blank line between sentences; `-DOCSTART-` lines (document separators) are skipped.
@@ -104,39 +105,6 @@ def iob1_to_iob2(tags):
                 tag = "B-" + tag[2:]
         converted.append(tag)
     return converted
-
-
-def first_subtoken_labels(pieces_per_word, word_labels, ignore_label=-1):
-    """Spreads word labels over WordPieces: the first piece of a word gets its label, the others
-    `ignore_label`.
-
-    Args:
-      pieces_per_word: number of WordPieces of each word (a word with 0 pieces keeps no label).
-      word_labels: one label (e.g. a tag id) per word.
-
-    Returns:
-      list of labels, one per piece (`sum(pieces_per_word)` long).
-    """
-    if len(pieces_per_word) != len(word_labels):
-        raise ValueError(f"{len(pieces_per_word)} words but {len(word_labels)} labels")
-    labels = []
-    for count, label in zip(pieces_per_word, word_labels, strict=True):
-        labels.extend([label] + [ignore_label] * (count - 1) if count else [])
-    return labels
-
-
-def word_predictions(pieces_per_word, piece_predictions, default):
-    """The inverse of `first_subtoken_labels`: each word takes the prediction at its first piece.
-
-    Words whose first piece lies beyond `piece_predictions` (truncated sequences) or that have no pieces
-    get `default` (e.g. "O").
-    """
-    predictions, position = [], 0
-    for count in pieces_per_word:
-        predictions.append(piece_predictions[position] if count and position < len(piece_predictions)
-                           else default)
-        position += count
-    return predictions
 
 
 def write_conll_predictions(path, sentences, predicted_tags):

@@ -1,9 +1,9 @@
-"""CoNLL-2003 reader and the first-WordPiece label alignment."""
+"""CoNLL-2003 reader and prediction files."""
 
 import pytest
 
-from keras_bert.data import conll
 from keras_bert.data.formats import DataFormatError
+from keras_bert.tasks.ner import conll
 
 TRAIN = """-DOCSTART- -X- -X- O
 
@@ -54,17 +54,6 @@ def test_errors(tmp_path):
     (tmp_path / "empty.txt").write_text("-DOCSTART- -X- O O\n\n")
     with pytest.raises(DataFormatError, match=r"empty\.txt: file has no sentences"):
         conll.read_conll_file(tmp_path / "empty.txt")
-
-
-def test_first_subtoken_alignment_round_trip():
-    pieces_per_word = [1, 3, 2, 1]
-    labels = conll.first_subtoken_labels(pieces_per_word, [4, 1, 2, 0], ignore_label=-100)
-    assert labels == [4, 1, -100, -100, 2, -100, 0]
-    assert conll.word_predictions(pieces_per_word, labels, default=0) == [4, 1, 2, 0]
-    # A sequence truncated after 5 pieces loses the last word's prediction.
-    assert conll.word_predictions(pieces_per_word, labels[:5], default="O") == [4, 1, 2, "O"]
-    with pytest.raises(ValueError, match="4 words but 3 labels"):
-        conll.first_subtoken_labels(pieces_per_word, [1, 2, 3])
 
 
 def test_write_predictions(tmp_path):
