@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertClassifier, BertEncoder, BertMultipleChoice, BertTokenClassifier
-from keras_bert.data.classification import ClassificationExample
 from keras_bert.data.features import classification_dataset
 from keras_bert.models import serving
+from keras_bert.tasks.classification.reader import ClassificationExample
 from keras_bert.tasks.multiple_choice import task as multiple_choice
 from keras_bert.tasks.multiple_choice.swag import SwagExample
 from keras_bert.tasks.ner.conll import ConllSentence
