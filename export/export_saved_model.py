@@ -36,6 +36,9 @@ FLAGS = flags.FLAGS
 shared_flags.define("model_path")
 flags.DEFINE_string("export_dir", None, "Model base path TF Serving watches; the version goes below it.")
 shared_flags.required("model_path", "export_dir")
+shared_flags.check("export_dir", shared_flags.writable_dir)
+shared_flags.check_together(["export_dir", "model_path"],
+                            shared_flags.not_an_input("export_dir", "model_path"), shown=["export_dir"])
 flags.DEFINE_integer("version", None, "Version number; default: one more than the largest existing one.")
 shared_flags.check("version", shared_flags.at_least(1))
 shared_flags.define_one("vocab_file", help="WordPiece vocab.txt; default: the model's own, else the "
@@ -64,6 +67,7 @@ shared_flags.define_one("dtype", choices=("float32", "bfloat16"),
                         help="The Keras dtype policy the served model is built under: bfloat16 runs its "
                         "matmuls in bf16 (LayerNorm, softmax, heads and outputs float32); faster only where "
                         "the serving CPU has avx512_bf16/amx_bf16.")
+shared_flags.check("quantize", shared_flags.quantize_here)
 shared_flags.check_together(["dtype", "quantize", "format"], lambda values: "--quantize and --dtype are for "
                             "--format=serving exports" if values["format"] == "tfhub" and
                             (values["quantize"] or values["dtype"] != "float32") else None,

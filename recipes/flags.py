@@ -116,6 +116,47 @@ def output_file(value):
     return None
 
 
+def writable_dir(value):
+    """An output directory: not a file, and itself, or its nearest existing parent, writable here."""
+    if not value:
+        return None
+    if os.path.isfile(value):
+        return "is a file, not a directory"
+    existing = os.path.abspath(value)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    return None if os.access(existing, os.W_OK) else f"{existing} is not writable (read-only, or not yours)"
+
+
+def not_an_input(output, *inputs):
+    """A `check_together` problem: the output of --`output` is, holds or lies inside a local path of one of
+    --`inputs` (`keras_bert.outputs.check_inputs`: writing there would replace it)."""
+    from keras_bert import outputs
+    from keras_bert.errors import UserInputError
+
+    def problem(values):
+        sources = {f"--{name}={values[name]}": values[name] for name in inputs
+                   if values[name] and os.path.exists(values[name])}
+        try:
+            outputs.check_inputs(values[output], sources, f"--{output}={values[output]}", output)
+        except UserInputError as e:
+            return str(e)
+        return None
+
+    return problem
+
+
+def quantize_here(value):
+    """--quantize: a form this CPU exports (`serving_form.resolve_quantize`: int8_matmul needs VNNI)."""
+    from keras_bert.export.serving_form import resolve_quantize
+
+    try:
+        resolve_quantize(value, log=False)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 POSITIVE = (at_least(1),)
 NON_NEGATIVE = (at_least(0),)
 
