@@ -418,6 +418,9 @@ def given_options(classes, values=None):
     return given
 
 
+HELP_FLAGS = {"-?", "-h", "--help", "--helpshort", "--helpfull", "--helpxml"}
+
+
 def parse(argv):
     """absl's flags parser for `logs.run`: parses `argv` and runs every check; a bad flag prints one line
     `error: ... (given as --flag=value)` to stderr and exits with status 1, before the script does
@@ -425,10 +428,16 @@ def parse(argv):
     del _PROBLEMS[:]
     _TYPED.clear()
     _TYPED.update(_typed(argv))
+    for flag in FLAGS.flags_by_module_dict().get("recipes.common", []):
+        FLAGS.register_key_flag_for_module(_script(), flag)  # --help lists what every run takes too
     try:
         remaining = FLAGS(argv)
         resolve_names()
         return remaining
+    except SystemExit as e:  # absl's --help / --helpfull print, then exit with 1
+        if e.code == 1 and set(argv[1:]) & HELP_FLAGS:
+            sys.exit(0)
+        raise
     except flags.Error as e:
         print(f"error: {parse_error_message(e)}", file=sys.stderr, flush=True)
         sys.exit(1)
