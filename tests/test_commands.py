@@ -79,7 +79,7 @@ def installed(tmp_path_factory):
         shutil.copy(os.path.join(REPO, name), source / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
                     "-w", str(tmp / "dist"), str(source)], check=True)
-    (wheel,) = (tmp / "dist").glob("keras_bert-*.whl")
+    (wheel,) = (tmp / "dist").glob("keras_bert_tf-*.whl")
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = os.path.join(venv, "Scripts" if os.name == "nt" else "bin", os.path.basename(sys.executable))
