@@ -147,6 +147,14 @@ def test_default_compile_schedules_warmup_and_decay(preprocessor):
     schedule = clf.optimizer._learning_rate
     assert schedule.num_train_steps == 6 and schedule.num_warmup_steps == 0
     assert float(schedule(6)) == 0.0 and float(schedule(3)) == pytest.approx(2.5e-5)
+    # compile's own rate and warmup keep the schedule (was: no learning rate; an optimizer lost the decay)
+    clf.compile(learning_rate=1e-3, warmup_proportion=0.5, jit_compile=False)
+    clf.fit(texts, labels, batch_size=8, epochs=2, verbose=0)
+    schedule = clf.optimizer._learning_rate
+    assert (schedule.num_train_steps, schedule.num_warmup_steps) == (6, 3)
+    assert float(schedule(3)) == pytest.approx(1e-3) and float(schedule(6)) == 0.0
+    with pytest.raises(ValueError, match="learning_rate / warmup_proportion set the default optimizer's"):
+        clf.compile(optimizer="adam", learning_rate=1e-3)
 
 
 def test_a_changed_vocab_asset_is_refused(preprocessor, tmp_path):
