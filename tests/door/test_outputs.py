@@ -9,7 +9,9 @@ import os
 import signal
 import socket
 import time
+import warnings
 
+import keras
 import numpy as np
 import pytest
 
@@ -305,8 +307,14 @@ def test_a_keras_file_is_replaced_as_keras_does(tiny_config, tmp_path):
     path = tmp_path / "clf.keras"
     path.write_bytes(b"an older model")
     model = kb.BertClassifier(kb.BertEncoder(tiny_config), num_classes=2)
+    model.compile()  # as a recipe's model: compiled, its optimizer state left out
     save_without_optimizer(model, str(path))
     assert path.read_bytes()[:2] == b"PK" and _leftovers(tmp_path) == []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = keras.saving.load_model(str(path))
+    assert loaded.optimizer is not None  # compiled again, quietly (was: "Skipping variable loading for
+    assert not [str(w.message) for w in caught if "optimizer" in str(w.message)]  # optimizer 'adam_w'")
 
 
 def test_an_output_inside_an_input_directory_is_refused(tmp_path):
