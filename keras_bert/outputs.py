@@ -174,7 +174,11 @@ def _lock(path, label, flag):
         raise Busy(f"{label or path} is being written by another thread of this process (pid {os.getpid()}); "
                    f"wait for it to finish or choose another {_noun(flag)}")
     for _ in range(3):  # a stale lock is taken over; a lock released meanwhile is tried again
-        fd = _create_locked(lock)
+        try:
+            fd = _create_locked(lock)
+        except OSError as e:  # a read-only or foreign parent: said of the output, not of our lock file
+            raise UserInputError(f"{label or path} cannot be written here ({e.strerror}: "
+                                 f"{os.path.dirname(lock)})") from None
         if fd is None:
             fd = _take_over(lock)
         if fd is None:

@@ -4,6 +4,7 @@ replaces it whole; a second writer is refused at once, naming the first; a faile
 leaves nothing behind. Library writers and scripts run in this process; the other writers are forked."""
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -263,6 +264,18 @@ def test_a_refusal_names_the_whole_command_and_the_lock(tmp_path, monkeypatch):
         f"{path} is being written by another run (pid {pid} on {socket.gethostname()}: {' '.join(command)}); "
         f"wait for it to finish or choose another path (if that run is gone, remove "
         f"{tmp_path}/.out{outputs.LOCK_SUFFIX})")
+
+
+def test_an_unwritable_place_is_one_line_naming_the_output(tmp_path, monkeypatch):
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(tmp_path))
+
+    monkeypatch.setattr(outputs.tempfile, "mkstemp", read_only)  # as root, a chmod would not refuse
+    label = f"--output_dir={tmp_path / 'out'}"
+    # was: [Errno 30] Read-only file system: '.../.out.keras_bert_lock', neither the output nor flag named
+    with pytest.raises(UserInputError) as error:
+        outputs.claim(str(tmp_path / "out"), label=label, flag="output_dir")
+    assert str(error.value) == f"{label} cannot be written here (Read-only file system: {tmp_path})"
 
 
 def test_a_failed_save_leaves_no_partial_output_nor_the_parents_it_made(tiny_config, tmp_path):
