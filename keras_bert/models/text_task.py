@@ -340,7 +340,10 @@ class TextTask:
 
     def quantize(self, mode=None, config=None, filters=None, **kwargs):
         """`keras.Model.quantize`; a compiled model is compiled again as it was (a fresh optimizer: the old
-        one's slots belonged to the float kernels), as `keras.saving.load_model` compiles its save."""
+        one's slots belonged to the float kernels), as `keras.saving.load_model` compiles its save. Without
+        `filters`, the layers that quantize (Keras warns of each other one: LayerNorm, dropout, inputs)."""
+        if filters is None:
+            filters = _quantizes
         super().quantize(mode, config=config, filters=filters, **kwargs)
         if getattr(self, "optimizer", None) is not None and self.optimizer.built:
             self.compile_from_config(self.get_compile_config())
@@ -369,6 +372,10 @@ class TextTask:
         total = max(1, int(steps) * max(1, epochs - initial_epoch))
         rate, warmup = self._schedule
         self.optimizer.learning_rate = WarmupLinearDecay(rate, total, int(total * warmup))
+
+
+def _quantizes(layer):
+    return type(layer).quantize is not keras.layers.Layer.quantize
 
 
 def _no_examples(x):
