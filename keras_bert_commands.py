@@ -118,7 +118,7 @@ def main(argv=None):
     argv = list(sys.argv if argv is None else argv)
     root = scripts_root()
     table = commands(root)
-    if len(argv) < 2 or argv[1] in ("-h", "--help", "help"):
+    if len(argv) < 2 or argv[1] in ("-h", "--help", "--helpfull", "--helpshort", "help"):
         print(usage(table))
         return 0
     name = argv[1]

@@ -5,7 +5,7 @@ from setuptools import find_packages, setup
 SCRIPTS = ("recipes", "export")  # the absl-flag scripts, run as `keras-bert COMMAND`
 
 setup(
-    name="keras_bert",
+    name="keras-bert-tf",  # the import name stays keras_bert; "keras-bert" on PyPI is an unrelated project
     version="0.1.0",
     description="BERT (Devlin et al., 2018) as Keras 3 layers and models, with tf-text "
     "WordPiece, pre-training, fine-tuning recipes and TF Serving export.",

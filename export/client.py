@@ -13,6 +13,7 @@ outputs (logits) as JSON; --raw prints the server's response as it came.
 """
 
 import json
+import urllib.error
 import urllib.request
 
 from absl import app, flags
@@ -55,10 +56,19 @@ def rest_body(inputs, signature, rest_format):
 
 
 def predict_rest(url, body, timeout):
+    """The JSON answer of the model server at `url`; ConnectionError naming `url` when none answers there
+    (an HTTP error, the server's own answer, is raised as it is)."""
     request = urllib.request.Request(url, data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.load(response)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.load(response)
+    except urllib.error.HTTPError:
+        raise
+    except urllib.error.URLError as e:
+        raise ConnectionError(f"no model server answers at {url} ({e.reason}): start TF Serving with its "
+                              "REST port there (tensorflow_model_server --rest_api_port=...), or pass its "
+                              "--host and --port") from None
 
 
 def predict_grpc(target, model, version, signature, inputs, timeout):

@@ -34,6 +34,9 @@ shared_flags.define_one("export_dir", help="Model base path TF Serving watches; 
 shared_flags.check("export_dir", shared_flags.one_value)
 shared_flags.required("model_path", "export_dir")
 shared_flags.define_one("version", help="Version number; default: one more than the largest existing one.")
+shared_flags.check("export_dir", shared_flags.writable_dir)
+shared_flags.check_together(["export_dir", "model_path"],
+                            shared_flags.not_an_input("export_dir", "model_path"), shown=["export_dir"])
 shared_flags.define_one("vocab_file", help="WordPiece vocab.txt; default: the model's own, else the "
                         "vocab.txt beside --model_path.")
 shared_flags.define_one("do_lower_case", None, help="Lower-case and strip accents (uncased models); default: "
@@ -61,6 +64,7 @@ shared_flags.define_one("dtype", choices=("float32", "bfloat16"),
                         help="The Keras dtype policy the served model is built under: bfloat16 runs its "
                         "matmuls in bf16 (LayerNorm, softmax, heads and outputs float32); faster only where "
                         "the serving CPU has avx512_bf16/amx_bf16.")
+shared_flags.check("quantize", shared_flags.quantize_here)
 shared_flags.check_together(["dtype", "quantize", "format"], lambda values: "--quantize and --dtype are for "
                             "--format=serving exports" if values["format"] == "tfhub" and
                             (values["quantize"] or values["dtype"] != "float32") else None,

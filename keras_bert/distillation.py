@@ -27,6 +27,7 @@ from keras_bert.config import BertConfig
 from keras_bert.execution import ChoosesExecution
 from keras_bert.models.float_form import quantization_config
 from keras_bert.models.pretrained import check_agrees, check_seq_length, check_vocab_size
+from keras_bert.text.vocab import MASK
 
 # The best of the measured settings (docs/distillation.md): alpha 0.2 beat 0.5 and 1 (gold labels only).
 DEFAULT_TEMPERATURE = 2.0
@@ -255,6 +256,12 @@ class TaskDistiller(ChoosesExecution, keras.distillation.Distiller):
         """The student's encoder (its dtype policy chooses the execution; its config is the run's)."""
         return self.student.encoder
 
+    @property
+    def trained(self):
+        """What training changes, for a checkpoint (`TrainingCheckpoint(tracked=...)`): the student and the
+        hidden-state projections, never the teacher, whose weights are the run's input."""
+        return {"student": self.student, "projections": self.projections}
+
     def teacher_features(self, inputs):
         """{"outputs": the teacher's outputs, "hidden": {str(i): layer i's output}, for the layers that the
         hidden-state term reads (none without it)}, in float32: what a step distils, or a cache holds."""
@@ -377,10 +384,34 @@ def distillation_dataset(teacher, x, y=None, sample_weight=None, unlabeled=None,
             raise ValueError("unlabeled: expected raw text (a list of str, or a tuple of two lists) or a "
                              "dataset of token-id inputs")
     spec = labeled.element_spec
-    unlabeled = unlabeled.map(lambda inputs, *_: (inputs, *_zeros(inputs, spec[1:])))
+    mask_ids = _mask_ids(teacher.preprocessor.tokenizer)
+    unlabeled = unlabeled.map(lambda inputs, *_: (mask_ids(inputs), *_zeros(inputs, spec[1:])))
     data = labeled.concatenate(unlabeled)
     batches = int(data.cardinality().numpy())
     return data.shuffle(max(batches, 1), seed=seed) if shuffle and batches > 0 else data
+
+
+def _mask_ids(tokenizer):
+    """inputs -> inputs whose run of the pieces of the text "[MASK]" (what `augment_texts` writes for a
+    masked word; the tokenizer splits it as any text) is the one [MASK] id, the later pieces moved up."""
+    pieces = [int(i) for i in tokenizer.tokenize(tf.constant([MASK]))[0].numpy()]
+    if tokenizer.unk_id in pieces:  # a vocab without "[", "]" or "mask": a run of [UNK] is no mask
+        return lambda inputs: inputs
+
+    def collapse(inputs):
+        ids, length = inputs["input_word_ids"], tf.shape(inputs["input_word_ids"])[1]
+        ahead = tf.pad(ids, [[0, 0], [0, len(pieces)]])
+        starts = tf.reduce_all([ahead[:, j:j + length] == piece for j, piece in enumerate(pieces)], axis=0)
+        inside = tf.reduce_any([tf.zeros_like(starts)] + [  # the pieces of a run after its first
+            tf.pad(starts, [[0, 0], [j, 0]])[:, :length] for j in range(1, len(pieces))], axis=0)
+        keep = (inputs["input_mask"] > 0) & ~inside
+        values = {"input_word_ids": tf.where(starts, tokenizer.mask_id, ids),
+                  "input_type_ids": inputs["input_type_ids"], "input_mask": inputs["input_mask"]}
+        return {**inputs, **{key: tf.ragged.boolean_mask(value, keep).to_tensor(
+            tokenizer.pad_id if key == "input_word_ids" else 0, shape=tf.shape(ids))
+            for key, value in values.items()}}
+
+    return collapse
 
 
 def _with_weights(inputs, targets, sample_weight=None):
@@ -403,12 +434,12 @@ def _zeros(inputs, specs):
     return tf.nest.map_structure(zeros, specs)
 
 
-def augment_texts(texts, factor, seed=0, mask_prob=0.1, swap_prob=0.1, ngram_prob=0.25, words=None,
-                  mask_token="[MASK]"):
+def augment_texts(texts, factor, seed=0, mask_prob=0.1, swap_prob=0.1, ngram_prob=0.25, words=None):
     """`factor` new texts per text of `texts` for the teacher to label (Tang et al. 2019's augmentation):
-    each word, with `mask_prob` made `mask_token`, else with `swap_prob` swapped for a random word of
-    `words` (default: the words of `texts`); then with `ngram_prob` the text cut to a random n-gram of
-    it (n of 1..5). Deterministic given `seed`; whitespace-split words, joined by one space."""
+    each word, with `mask_prob` made "[MASK]" (`distillation_dataset` gives it the [MASK] id), else with
+    `swap_prob` swapped for a random word of `words` (default: the words of `texts`); then with
+    `ngram_prob` the text cut to a random n-gram of it (n of 1..5). Deterministic given `seed`;
+    whitespace-split words, joined by one space."""
     if factor < 0 or not 0 <= mask_prob + swap_prob <= 1 or not 0 <= ngram_prob <= 1:
         raise ValueError(f"augment_texts: factor={factor}, mask_prob={mask_prob}, swap_prob={swap_prob}, "
                          f"ngram_prob={ngram_prob}; expected factor >= 0 and probabilities in [0, 1]")
@@ -419,7 +450,7 @@ def augment_texts(texts, factor, seed=0, mask_prob=0.1, swap_prob=0.1, ngram_pro
     for _ in range(factor):
         for text in split:
             draws, picks = rng.random(len(text)), rng.integers(0, max(len(vocab), 1), len(text))
-            new = [mask_token if draw < mask_prob else vocab[pick] if draw < mask_prob + swap_prob else word
+            new = [MASK if draw < mask_prob else vocab[pick] if draw < mask_prob + swap_prob else word
                    for word, draw, pick in zip(text, draws, picks, strict=True)]
             if len(new) > 1 and rng.random() < ngram_prob:
                 n = int(rng.integers(1, min(5, len(new)) + 1))

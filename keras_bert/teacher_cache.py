@@ -13,6 +13,8 @@ a hidden-state term, the outputs of the teacher layers its student layers stand 
 the same fingerprint and writes again one that is missing or was written for another (logged).
 """
 
+import glob
+import hashlib
 import json
 import logging
 import os
@@ -28,16 +30,26 @@ SHUFFLE_BUFFER = 16384  # rows
 
 
 def file_fingerprint(paths):
-    """[[absolute path, size, mtime], ...] of `paths` (None skipped; a directory: each file under it)."""
-    entries = []
+    """The SHA-256 of each of `paths` (None skipped) by content: a file's bytes; a directory's files (or a
+    checkpoint prefix's `prefix.*` files), their relative names and bytes. A copy has its original's, a file
+    replaced in place (same size and mtime or not) another."""
+    fingerprints = []
     for path in (p for p in paths if p):
-        path = os.path.abspath(path)
-        files = [path] if not os.path.isdir(path) else sorted(
-            os.path.join(root, name) for root, _, names in os.walk(path) for name in names)
-        for name in files:
-            stat = os.stat(name)
-            entries.append([name, stat.st_size, stat.st_mtime_ns])
-    return entries
+        if os.path.isfile(path):
+            files = {"": path}  # one file: its bytes alone, whatever its name
+        elif os.path.isdir(path):
+            files = {os.path.relpath(os.path.join(root, name), path): os.path.join(root, name)
+                     for root, _, names in os.walk(path) for name in names}
+        else:
+            files = {os.path.basename(name): name for name in glob.glob(glob.escape(path) + ".*")}
+        digest = hashlib.sha256()
+        for name in sorted(files):
+            digest.update(name.encode("utf-8") + b"\0")
+            with open(files[name], "rb") as f:
+                while block := f.read(1 << 20):
+                    digest.update(block)
+        fingerprints.append(digest.hexdigest())
+    return fingerprints
 
 
 def full_fingerprint(distiller, fingerprint=None):

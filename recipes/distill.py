@@ -22,6 +22,7 @@ import os
 
 from absl import flags
 
+from keras_bert.errors import UserInputError
 from recipes import common, logs
 from recipes import flags as shared_flags
 
@@ -141,18 +142,30 @@ def evaluate(task, model, name):
     return results
 
 
-def cached_teacher(distiller, rows, seed):
-    """--cache_teacher: batches of the training rows with the teacher's outputs read from
-    output_dir/teacher_cache.tfrecord (written first when missing or of another teacher or data files)."""
-    from keras_bert.teacher_cache import file_fingerprint, teacher_cache
+def run_inputs():
+    """What the run reads, by content: the teacher, the task and its data files, the augmentation (its texts
+    depend on --augment and --seed). The teacher cache is of these; a resumed run must have them too."""
+    from keras_bert.teacher_cache import file_fingerprint
 
     task = (FLAGS.task_name or "custom").lower()
     data = FLAGS.train_file if task == "custom" else FLAGS.data_dir
-    fingerprint = {"teacher": file_fingerprint([FLAGS.teacher]), "task": task,
-                   "data": file_fingerprint([data, FLAGS.unlabeled_file]),
-                   "augment": [FLAGS.augment, FLAGS.seed]}  # the augmented texts depend on both
+    return {"teacher": file_fingerprint([FLAGS.teacher]), "task": task,
+            "data": file_fingerprint([data, FLAGS.unlabeled_file]), "augment": [FLAGS.augment, FLAGS.seed]}
+
+
+def run_identity(inputs):
+    """`run_inputs` and the losses' settings: what a resumed run must match (the student's architecture is
+    checked apart, `TrainingCheckpoint`'s configuration)."""
+    return {**inputs, "losses": [FLAGS.temperature, FLAGS.alpha, FLAGS.hidden_weight]}
+
+
+def cached_teacher(distiller, rows, seed, inputs):
+    """--cache_teacher: batches of the training rows with the teacher's outputs read from
+    output_dir/teacher_cache.tfrecord (written first when missing or of other `inputs`)."""
+    from keras_bert.teacher_cache import teacher_cache
+
     path = os.path.join(FLAGS.output_dir, "teacher_cache.tfrecord")
-    return teacher_cache(distiller, rows, path, fingerprint, batch_size=FLAGS.train_batch_size, seed=seed)
+    return teacher_cache(distiller, rows, path, inputs, batch_size=FLAGS.train_batch_size, seed=seed)
 
 
 def main(argv):
@@ -182,9 +195,14 @@ def main(argv):
                                      clip_global_norm=FLAGS.clip_global_norm or None)
         distiller.compile(optimizer=optimizer, jit_compile=common.jit_compile(strategy),
                           steps_per_execution=FLAGS.steps_per_execution)
+        inputs = run_inputs()
         checkpoint = TrainingCheckpoint(distiller, os.path.join(FLAGS.output_dir, "checkpoints"),
-                                        strategy=strategy)
-    step = checkpoint.restore()
+                                        strategy=strategy, tracked=distiller.trained,
+                                        identity=run_identity(inputs))
+    try:
+        step = checkpoint.restore()
+    except UserInputError as e:
+        raise UserInputError(f"{e}, or pass --overwrite to start afresh") from None
     if step:
         print(f"Resuming from step {step} of {num_train_steps}")
     if step < num_train_steps:
@@ -200,7 +218,7 @@ def main(argv):
         data = distillation_dataset(teacher, batches(task.train), shuffle=shuffle,
                                     unlabeled=batches(unlabeled, False) if unlabeled else None, seed=seed)
         if FLAGS.cache_teacher:
-            data = cached_teacher(distiller, data, seed)
+            data = cached_teacher(distiller, data, seed, inputs)
         every = min(FLAGS.save_checkpoints_steps, num_train_steps)
         distiller.fit(data.repeat(), epochs=-(-num_train_steps // every), initial_epoch=step // every,
                       steps_per_epoch=every, verbose=2,

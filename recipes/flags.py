@@ -134,6 +134,51 @@ def _presets():
     return sorted(PRESETS)
 
 
+def writable_dir(value):
+    """An output directory (or a list of them): not a file, and itself, or its nearest existing parent,
+    writable here."""
+    for path in [value] if isinstance(value, str) else value or ():
+        if os.path.isfile(path):
+            return f"{path} is a file, not a directory"
+        existing = os.path.abspath(path)
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        if not os.access(existing, os.W_OK):
+            return f"{existing} is not writable (read-only, or not yours)"
+    return None
+
+
+def not_an_input(output, *inputs):
+    """A `check_together` problem: the output of --`output` is, holds or lies inside a local path of one of
+    --`inputs` (`keras_bert.outputs.check_inputs`: writing there would replace it)."""
+    from keras_bert import outputs
+    from keras_bert.errors import UserInputError
+
+    def problem(values):
+        sources = {f"--{name}={values[name]}": values[name] for name in inputs
+                   if values[name] and os.path.exists(values[name])}
+        written = values[output]
+        for path in [written] if isinstance(written, str) else written or ():
+            try:
+                outputs.check_inputs(path, sources, f"--{output}={path}", output)
+            except UserInputError as e:
+                return str(e)
+        return None
+
+    return problem
+
+
+def quantize_here(value):
+    """--quantize: a form this CPU exports (`serving_form.resolve_quantize`: int8_matmul needs VNNI)."""
+    from keras_bert.export.serving_form import resolve_quantize
+
+    try:
+        resolve_quantize(value, log=False)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 POSITIVE = (at_least(1),)
 NON_NEGATIVE = (at_least(0),)
 
@@ -463,6 +508,9 @@ def given_options(classes, values=None):
     return given
 
 
+HELP_FLAGS = {"-?", "-h", "--help", "--helpshort", "--helpfull", "--helpxml"}
+
+
 def parse(argv):
     """absl's flags parser for `logs.run`: parses `argv` and runs every check; a bad flag prints one line
     `error: ... (given as --flag=value)` to stderr and exits with status 1, before the script does
@@ -470,10 +518,16 @@ def parse(argv):
     del _PROBLEMS[:]
     _TYPED.clear()
     _TYPED.update(_typed(argv))
+    for flag in FLAGS.flags_by_module_dict().get("recipes.common", []):
+        FLAGS.register_key_flag_for_module(_script(), flag)  # --help lists what every run takes too
     try:
         remaining = FLAGS(argv)
         resolve_names()
         return remaining
+    except SystemExit as e:  # absl's --help / --helpfull print, then exit with 1
+        if e.code == 1 and set(argv[1:]) & HELP_FLAGS:
+            sys.exit(0)
+        raise
     except flags.Error as e:
         print(f"error: {parse_error_message(e)}", file=sys.stderr, flush=True)
         sys.exit(1)

@@ -21,7 +21,8 @@ def claim_output_dir(flag, input_flags=(), check_only=False):
     contains or lies inside the path of one of `input_flags` (writing would destroy the input), or while
     another run writes it (its lock, named); refused when not empty (the marker aside), unless it holds a run
     of this recipe that resumes (`RESUMING_RECIPES`: one it marked, or an unmarked one with checkpoints/,
-    from before the marker) or --overwrite is given: then its old files are set aside and removed once the
+    from before the marker) or --overwrite is given (a fresh start, in every recipe: a resumable run's files
+    are set aside too): then its old files are set aside and removed once the
     run writes its own (never merged with them). Creates it and marks it as this recipe's; when the run ends
     (or fails, or is stopped by SIGTERM) having written nothing there, the directory is left as it was (or
     not there). A non-chief multi-worker task only checks the inputs: the chief claims the directory.
@@ -36,7 +37,7 @@ def claim_output_dir(flag, input_flags=(), check_only=False):
         entries = (sorted(set(os.listdir(path)) - {RUN_MARKER, outputs.LOCK_SUFFIX}) if os.path.isdir(path)
                    else [])
         owner = _marker(path)
-        resumable = recipe in RESUMING_RECIPES and (
+        resumable = recipe in RESUMING_RECIPES and not FLAGS.overwrite and (
             owner == recipe or (owner is None
                                 and os.path.exists(os.path.join(path, "checkpoints", "checkpoint"))))
         if entries and not resumable and not FLAGS.overwrite:

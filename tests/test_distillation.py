@@ -168,6 +168,26 @@ def test_raw_text_data_with_unlabeled_rows_of_zero_weight(tmp_path):
         tf.constant(TEXTS[:3]))["input_word_ids"])
 
 
+def test_a_masked_word_reaches_the_model_as_the_mask_id(tmp_path):
+    preprocessor = _preprocessor(tmp_path, extra=("[", "]", "mask"))  # a vocab that spells "[MASK]"
+    tokenizer = preprocessor.tokenizer
+    teacher = BertClassifier(BertEncoder(_config(tokenizer.vocab_size)), labels=["neg", "pos"],
+                             preprocessor=preprocessor)
+    texts = distillation.augment_texts(TEXTS[1:3], 1, mask_prob=1.0, swap_prob=0.0, ngram_prob=0.0)
+    assert texts == ["[MASK] [MASK] [MASK] [MASK]", "[MASK] [MASK] [MASK]"]  # was: 3 pieces each, no mask id
+    rows = distillation_dataset(teacher, TEXTS[:2], LABELS[:2], unlabeled=texts + [TEXTS[0] + " [MASK]"],
+                                batch_size=4, shuffle=False)
+    inputs = list(rows)[1][0]
+    for row, count in zip(inputs["input_word_ids"].numpy()[:2], (4, 3), strict=True):
+        assert row.tolist()[:count + 3] == [tokenizer.cls_id, *[tokenizer.mask_id] * count,
+                                            tokenizer.sep_id, 0]
+    original = preprocessor(tf.constant(TEXTS[:1]))["input_word_ids"][0].numpy()
+    length = int(np.sum(original > 0))  # real text then one masked word: the gap closed, padded after
+    assert inputs["input_word_ids"][2].numpy().tolist()[:length + 2] == [
+        *original[:length - 1], tokenizer.mask_id, tokenizer.sep_id, 0]
+    assert int(inputs["input_mask"][2].numpy().sum()) == length + 1
+
+
 def test_replicas_each_return_their_share_of_the_global_loss(tmp_path):
     teacher = _teacher(tmp_path)
     student = make_student(teacher, config=_config(teacher.encoder.config.vocab_size, layers=1, hidden=16))

@@ -201,7 +201,10 @@ def _id2label(values, count, config_file):
     id2label = values.get("id2label")
     if id2label is None:
         return None
-    names = [id2label.get(str(i)) for i in range(count)] if isinstance(id2label, dict) else []
+    if not isinstance(id2label, dict):
+        raise CheckpointError(f"{config_file}: id2label is {id2label!r}; expected an object of class ids and "
+                              f"names ({{\"0\": name, ..., \"{count - 1}\": name}})")
+    names = [id2label.get(str(i)) for i in range(count)]
     if len(id2label) != count or None in names:
         raise CheckpointError(f"{config_file}: id2label {id2label} does not name the {count} classes of the "
                               f"head (expected keys \"0\"..\"{count - 1}\")")

@@ -99,10 +99,20 @@ def _huggingface(name, repo):
         if not _has_weights(snapshot) and not (offline or cached):
             snapshot = _hf_snapshot(hub, repo_id, revision or None, cache, False, _PYTORCH)
     except Exception as e:  # the hub's errors are many types (HTTP, offline, not found): one line each
-        raise CheckpointNameError(f"{name}: not a local path, and Hugging Face repo {repo_id!r} is not in "
-                                  f"the cache {cache} and could not be fetched ({switch}): "
-                                  f"{_reason(e)}") from None
+        held = _hf_cached_revisions(cache, repo_id)
+        what = (f"revision {revision!r} of Hugging Face repo {repo_id!r} is not in the cache {cache} (it "
+                f"holds {', '.join(held)})" if revision and held else
+                f"Hugging Face repo {repo_id!r} is not in the cache {cache}")
+        raise CheckpointNameError(f"{name}: not a local path, and {what} and could not be fetched "
+                                  f"({switch}): {_reason(e)}") from None
     return snapshot
+
+
+def _hf_cached_revisions(cache, repo_id):
+    """The revisions of `repo_id` in huggingface_hub's `cache`: its refs (branches, tags) and snapshots."""
+    repo = os.path.join(cache, "models--" + repo_id.replace("/", "--"))
+    return [name for folder in ("refs", "snapshots") if os.path.isdir(os.path.join(repo, folder))
+            for name in sorted(os.listdir(os.path.join(repo, folder)))]
 
 
 def _hf_snapshot(hub, repo_id, revision, cache, local_only, weights):

@@ -293,17 +293,31 @@ class TextTask:
                 or _array_dataset(*validation_data, batch_size=batch_size))
 
     # ----------------------------------------------------------------------------------- compile defaults
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
-        """`keras.Model.compile` with task defaults: optimizer "auto" = the library's AdamW (5e-5 peak, 10%
-        linear warmup then linear decay over the steps `fit` will run, weight decay 0.01 off LayerNorm and
-        biases, global-norm clipping at 1.0); loss / metrics "auto" = the task's (e.g. sparse categorical
-        cross-entropy on logits + accuracy for a classifier)."""
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", learning_rate=None,
+                warmup_proportion=None, **kwargs):
+        """`keras.Model.compile` with task defaults: optimizer "auto" = the library's AdamW (`learning_rate`
+        peak, default 5e-5; linear warmup over `warmup_proportion` of the steps `fit` will run, default 0.1,
+        then linear decay; weight decay 0.01 off LayerNorm and biases, global-norm clipping at 1.0); loss /
+        metrics "auto" = the task's (e.g. sparse categorical cross-entropy on logits + accuracy for a
+        classifier). An optimizer passed brings its own rate (`training.optimization.create_optimizer(lr,
+        steps, warmup)` schedules one), so `learning_rate` / `warmup_proportion` are refused beside it."""
         from keras_bert.training.optimization import create_optimizer
 
         self._default_optimizer = optimizer == "auto"
+        if not self._default_optimizer and (learning_rate is not None or warmup_proportion is not None):
+            raise ValueError(f"{type(self).__name__}.compile: learning_rate / warmup_proportion set the "
+                             "default optimizer's schedule; the optimizer passed brings its own rate "
+                             "(schedule one with keras_bert.training.optimization.create_optimizer(lr, "
+                             "steps, warmup))")
+        rate = DEFAULT_LEARNING_RATE if learning_rate is None else float(learning_rate)
+        warmup = DEFAULT_WARMUP_PROPORTION if warmup_proportion is None else float(warmup_proportion)
+        if not (rate > 0 and 0 <= warmup < 1):
+            raise ValueError(f"{type(self).__name__}.compile: learning_rate={rate}, warmup_proportion="
+                             f"{warmup}; expected a rate above 0 and a proportion in [0, 1)")
+        self._schedule = rate, warmup
         if self._default_optimizer:
             # A constant rate until fit() knows how many steps the warmup/decay schedule spans.
-            optimizer = create_optimizer(DEFAULT_LEARNING_RATE, num_train_steps=None)
+            optimizer = create_optimizer(rate, num_train_steps=None)
         if loss == "auto":
             loss, loss_weights = self.task_loss()
             kwargs.setdefault("loss_weights", loss_weights)
@@ -326,7 +340,10 @@ class TextTask:
 
     def quantize(self, mode=None, config=None, filters=None, **kwargs):
         """`keras.Model.quantize`; a compiled model is compiled again as it was (a fresh optimizer: the old
-        one's slots belonged to the float kernels), as `keras.saving.load_model` compiles its save."""
+        one's slots belonged to the float kernels), as `keras.saving.load_model` compiles its save. Without
+        `filters`, the layers that quantize (Keras warns of each other one: LayerNorm, dropout, inputs)."""
+        if filters is None:
+            filters = _quantizes
         super().quantize(mode, config=config, filters=filters, **kwargs)
         if getattr(self, "optimizer", None) is not None and self.optimizer.built:
             self.compile_from_config(self.get_compile_config())
@@ -350,11 +367,15 @@ class TextTask:
         steps = steps_per_epoch or _steps_per_epoch(x, batch_size)
         if steps is None:
             logger.warning("fit: the number of steps is unknown (pass steps_per_epoch); the default "
-                           "optimizer keeps a constant learning rate of %g", DEFAULT_LEARNING_RATE)
+                           "optimizer keeps a constant learning rate of %g", self._schedule[0])
             return
         total = max(1, int(steps) * max(1, epochs - initial_epoch))
-        self.optimizer.learning_rate = WarmupLinearDecay(DEFAULT_LEARNING_RATE, total,
-                                                         int(total * DEFAULT_WARMUP_PROPORTION))
+        rate, warmup = self._schedule
+        self.optimizer.learning_rate = WarmupLinearDecay(rate, total, int(total * warmup))
+
+
+def _quantizes(layer):
+    return type(layer).quantize is not keras.layers.Layer.quantize
 
 
 def _no_examples(x):

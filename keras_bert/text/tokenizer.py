@@ -214,7 +214,7 @@ class BertTokenizer(keras.layers.Layer):
         if "word_ids" in outputs:
             # A piece starts a word unless it is a "##" continuation ("#" is punctuation, so no word starts
             # with "##"); number the starts within each row.
-            starts_word = tf.cast(~tf.gather(self._is_suffix, ids.flat_values), tf.int32)
+            starts_word = tf.cast(self.starts_word(ids.flat_values), tf.int32)
             count = tf.math.cumsum(starts_word)
             row_base = tf.gather(shift_right(count, 0), tf.gather(ids.row_splits, row_ids(ids.row_splits)))
             values["word_ids"] = count - row_base - 1
@@ -321,6 +321,11 @@ class BertTokenizer(keras.layers.Layer):
         return self._apply(
             strings, lambda flat: _by_row_kind(flat, self._split_ascii, self._splitter.split_with_offsets)
         )
+
+    def starts_word(self, ids):
+        """bool, shaped as `ids`: whether each piece begins a basic-tokenizer word (punctuation is a word of
+        its own), i.e. is no "##" continuation; the first pieces of `tokenize_with_word_ids`' words."""
+        return ~tf.gather(self._is_suffix, ids)
 
     def detokenize(self, ids):
         """int ids [batch, (pieces)] (ragged or dense) → tf.string [batch]: tokens joined by spaces, "##"

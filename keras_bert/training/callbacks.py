@@ -36,10 +36,15 @@ class TrainingCheckpoint:
         max_to_keep: how many recent checkpoints to keep.
         strategy: the distribution strategy; in multi-worker runs only the chief writes to `directory`,
             the other workers write to a scratch directory that is removed (all must call `save`).
+        tracked: what is saved beside the optimizer (default `model`); a distiller passes its trained part,
+            so a resume never restores weights over the teacher it was given.
+        identity: a JSON-able dict of what defines the run (inputs' fingerprints, settings), kept beside
+            the checkpoints; a resume whose identity differs is refused naming the keys that changed.
     """
 
-    def __init__(self, model, directory, max_to_keep=3, strategy=None):
+    def __init__(self, model, directory, max_to_keep=3, strategy=None, tracked=None, identity=None):
         self.model = model
+        self.identity = None if identity is None else json.loads(json.dumps(identity))
         self.optimizer = model.optimizer
         strategy = strategy or tf.distribute.get_strategy()
         if not self.optimizer.built:
@@ -48,10 +53,12 @@ class TrainingCheckpoint:
         self.is_chief = distribute.is_chief(strategy)
         _, task_id = distribute.task_info(strategy)
         self.directory = directory if self.is_chief else os.path.join(directory, f".worker_{task_id}_scratch")
-        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=self.optimizer)
+        self.checkpoint = tf.train.Checkpoint(model=model if tracked is None else tracked,
+                                              optimizer=self.optimizer)
         self.manager = tf.train.CheckpointManager(self.checkpoint, self.directory, max_to_keep=max_to_keep,
                                                   step_counter=self.optimizer.iterations)
         self._config_path = os.path.join(directory, CONFIG_FILE)
+        self._identity_path = os.path.join(directory, IDENTITY_FILE)
         if self.is_chief:
             _remove_partial_saves(self.directory)
         # Non-chief workers restore what the chief wrote.
@@ -66,11 +73,18 @@ class TrainingCheckpoint:
         """Restores the latest complete checkpoint, if any. Returns the step it was saved at (0 if none)."""
         path = self._restore_manager.latest_checkpoint
         if path:
-            saved, current = self._saved_config(), _encoder_config(self.model)
+            saved, current = _read_json(self._config_path), _encoder_config(self.model)
             if saved is not None and current is not None and saved != current:
                 raise UserInputError(f"{os.path.dirname(self._config_path)} holds a run of another "
                                      f"configuration ({_differences(saved, current)}); resume with its "
                                      "configuration or start in another directory")
+            stored = _read_json(self._identity_path)
+            if self.identity is not None and stored != self.identity:
+                changed = ("no record of its inputs (written before they were kept)" if stored is None
+                           else "; ".join(f"{key} changed" for key in sorted(set(stored) | set(self.identity))
+                                          if stored.get(key) != self.identity.get(key)))
+                raise UserInputError(f"{os.path.dirname(self._identity_path)} holds a run of other inputs "
+                                     f"({changed}); resume with the same ones")
             try:
                 self.checkpoint.restore(path).assert_existing_objects_matched()
             except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as e:
@@ -78,12 +92,6 @@ class TrainingCheckpoint:
                 raise UserInputError(f"{path} holds a run of another configuration, which does not fit this "
                                      f"one ({first}); this run: {current}") from None
         return self.step
-
-    def _saved_config(self):
-        if not os.path.exists(self._config_path):
-            return None
-        with open(self._config_path, encoding="utf-8") as f:
-            return json.load(f)
 
     def save(self):
         """Saves at the current step (no-op if a checkpoint of this step exists). Returns the path."""
@@ -103,12 +111,15 @@ class TrainingCheckpoint:
         config = _encoder_config(self.model)
         if self.is_chief and config is not None and not os.path.exists(self._config_path):
             _write_json_atomically(self._config_path, config)
+        if self.is_chief and self.identity is not None and not os.path.exists(self._identity_path):
+            _write_json_atomically(self._identity_path, self.identity)
         if not self.is_chief:
             shutil.rmtree(self.directory, ignore_errors=True)
         return path
 
 
 CONFIG_FILE = "bert_config.json"
+IDENTITY_FILE = "run_identity.json"
 # What tf.train.CheckpointManager writes before the rename that completes a save.
 _PARTIAL_SAVE = re.compile(r"^ckpt-\d+_temp$")
 
@@ -125,6 +136,13 @@ def _encoder_config(model):
     """The model's encoder configuration as a dict (None for a model without one)."""
     config = getattr(getattr(model, "encoder", None), "config", None)
     return None if config is None else json.loads(json.dumps(config.to_dict()))
+
+
+def _read_json(path):
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def _differences(saved, current):

@@ -51,11 +51,16 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 class _ClipAfterAllReduce(compat.OptimizerHooks):
     """Clips by global norm the gradient summed over replicas (Keras clips each replica's own part), and
-    updates with sparse gradients made dense."""
+    updates with sparse gradients made dense; a file without optimizer state loads the model alone."""
 
     def __init__(self, *args, clip_global_norm=1.0, **kwargs):
         super().__init__(*args, **kwargs)
         self.clip_global_norm = clip_global_norm
+
+    def load_own_variables(self, store):
+        if not len(store.keys()):  # a file saved without optimizer state (save_without_optimizer)
+            return
+        super().load_own_variables(store)
 
     def transform_summed_gradients(self, grads_and_vars):
         trainable_variables = [v for _, v in grads_and_vars]

@@ -46,7 +46,8 @@ def read_tf_config(value=None):
 
     Returns a `ClusterTask`. Raises `UserInputError` naming TF_CONFIG and the bad field when it is unset,
     not JSON, not that shape, names an unknown task type, an address without a port, the same address
-    twice, or a task that is not in the cluster.
+    twice, more than one chief, parameter servers (not multi_worker_mirrored's), or a task that is not in
+    the cluster (a type that is not a string is none of its types).
     """
     value = os.environ.get("TF_CONFIG", "") if value is None else value
     if not value.strip():
@@ -91,6 +92,12 @@ def _cluster(cluster):
                                      f"({seen[address]} and {kind} {index}); every task needs its own "
                                      "host:port")
             seen[address] = f"{kind} {index}"
+    if "ps" in cluster:
+        raise UserInputError("TF_CONFIG cluster has 'ps' addresses; multi_worker_mirrored has no parameter "
+                             "servers: give 'worker' (and at most one 'chief') addresses")
+    if len(cluster.get("chief", [])) > 1:
+        raise UserInputError(f"TF_CONFIG cluster 'chief' has {len(cluster['chief'])} addresses; a cluster "
+                             "has one chief (the other tasks are 'worker's)")
     if "chief" not in cluster and "worker" not in cluster:
         raise UserInputError("TF_CONFIG cluster has no 'chief' or 'worker' address")
     return cluster
@@ -102,7 +109,7 @@ def _task(task, cluster):
         raise UserInputError("TF_CONFIG 'task' must be an object with this process's 'type' and 'index' "
                              f"({{\"type\": \"worker\", \"index\": 0}}), got {json.dumps(task)}")
     kind, index = task["type"], task.get("index", 0)
-    if kind not in cluster:
+    if not isinstance(kind, str) or kind not in cluster:
         raise UserInputError(f"TF_CONFIG task type {json.dumps(kind)} is not in the cluster (it has "
                              f"{', '.join(cluster)})")
     if isinstance(index, str) and re.fullmatch(r"\d+", index.strip()):

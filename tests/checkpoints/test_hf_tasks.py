@@ -256,13 +256,22 @@ def test_pretraining_heads_load(minilm, architecture, caplog):
     assert diffs and max(diffs.values()) <= TOL
 
 
-def test_an_id2label_that_does_not_fit_the_head_is_named(minilm, tmp_path):
+BAD_ID2LABEL = [
+    ({"0": "neg", "1": "pos"},
+     r"id2label \{'0': 'neg', '1': 'pos'\} does not name the 3 classes of the head"),
+    # was: "labels=[]: a classifier needs at least two labels", config.json not named
+    (["neg", "neutral", "pos"], r"id2label is \['neg', 'neutral', 'pos'\]; expected an object of class ids "
+                                r"and names \(\{\"0\": name, ..., \"2\": name\}\)"),
+]
+
+
+@pytest.mark.parametrize("id2label, message", BAD_ID2LABEL)
+def test_an_id2label_that_does_not_fit_the_head_is_named(minilm, tmp_path, id2label, message):
     import json
 
     directory, _ = _task_dir(minilm, "seq_bad", "BertForSequenceClassification", num_labels=3)
     config = json.loads((minilm["root"] / "seq_bad" / "config.json").read_text())
-    config["id2label"] = {"0": "neg", "1": "pos"}
+    config["id2label"] = id2label
     (minilm["root"] / "seq_bad" / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ValueError, match=r"seq_bad/config.json: id2label \{'0': 'neg', '1': 'pos'\} does not "
-                                         r"name the 3 classes of the head"):
+    with pytest.raises(ValueError, match=r"^\S*seq_bad/config.json: " + message):
         BertClassifier.from_pretrained(directory)

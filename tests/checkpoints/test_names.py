@@ -114,15 +114,19 @@ def test_keras_hub_preset_name_loads_from_the_kagglehub_cache(caches, tiny, name
 @pytest.mark.parametrize("name, words", [
     ("org/missing", ["'org/missing'", "HF_HUB_OFFLINE=1", "hf_hub"]),
     ("hf://org/missing@v2", ["'org/missing'", "HF_HUB_OFFLINE=1", "hf_hub"]),
+    # was: "repo 'org/tiny-bert' is not in the cache", the revision never named
+    ("hf://org/tiny-bert@badrev", ["revision 'badrev' of Hugging Face repo 'org/tiny-bert' is not in the "
+                                   f"cache {{cache}} (it holds main, {COMMIT})", "HF_HUB_OFFLINE=1"]),
     ("bert_base_en_uncased", ["keras/bert/keras/bert_base_en_uncased/3", "KAGGLEHUB_CACHE", "kagglehub"])])
-def test_name_not_cached_is_one_line_quickly(caches, name, words):
+def test_name_not_cached_is_one_line_quickly(caches, tiny, name, words):
+    cache_hf_snapshot(caches[0], "org/tiny-bert", tiny[0])  # another repo, or another revision, is cached
     start = time.monotonic()
     with pytest.raises(CheckpointNameError) as raised:
         BertEncoder.from_pretrained(name)
     assert time.monotonic() - start < 20
     message = str(raised.value)
     assert message.startswith(f"{name}: not a local path") and "\n" not in message
-    assert all(word in message for word in words), message
+    assert all(word.format(cache=caches[0]) in message for word in words), message
 
 
 def test_recipe_flag_takes_a_name(caches, tiny_hf, tmp_path, run_in_process):  # noqa: F811

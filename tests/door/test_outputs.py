@@ -4,12 +4,15 @@ replaces it whole; a second writer is refused at once, naming the first; a faile
 leaves nothing behind. Library writers and scripts run in this process; the other writers are forked."""
 
 import contextlib
+import errno
 import json
 import os
 import signal
 import socket
 import time
+import warnings
 
+import keras
 import numpy as np
 import pytest
 
@@ -217,10 +220,62 @@ def test_a_second_writer_is_refused_at_once_naming_the_first(tiny_config, tmp_pa
         assert time.monotonic() - start < 5  # at once: no waiting for the first writer
     assert str(error.value).startswith(f"{path} is being written by another run (pid {pid} on "
                                        f"{socket.gethostname()}: ")
-    assert str(error.value).endswith("wait for it to finish or choose another path")
+    lock = tmp_path / f".fresh{outputs.LOCK_SUFFIX}"
+    assert str(error.value).endswith(f"wait for it to finish or choose another path (if that run is gone, "
+                                     f"remove {lock})")
     assert not os.path.exists(path)
     save(path)  # the first writer gone: the path is free
     assert os.listdir(path) and _leftovers(tmp_path) == []
+
+
+def _boot_id():
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        return f.read().strip()
+
+
+STALE_LOCKS = {  # a lock left by a holder that cannot be alive (was: refused for ever, or for 24 h)
+    "a container's pid 1, alive on the host": f"{socket.gethostname()}-container 1 {_boot_id()} 1\nrun\n",
+    "another host": "elsewhere 4242 another-boot 77\nrun\n",
+    "this host, its process gone": f"{socket.gethostname()} 1 {_boot_id()} 1\nrun\n",
+    "empty: killed between create and write": "",
+    "unreadable bytes": b"\xff\xfe\n",
+}
+
+
+@pytest.mark.parametrize("case", STALE_LOCKS)
+def test_a_lock_whose_holder_cannot_be_alive_is_taken_over_saying_so(tmp_path, caplog, case):
+    lock, content = tmp_path / f".out{outputs.LOCK_SUFFIX}", STALE_LOCKS[case]
+    lock.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with caplog.at_level("WARNING", logger="keras_bert"), outputs.claim(str(tmp_path / "out")):
+        assert lock.read_text().split()[1] == str(os.getpid())
+    assert len(caplog.records) == 1 and caplog.records[0].getMessage().startswith(
+        f"{lock}: taking over the lock of ")
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_refusal_names_the_whole_command_and_the_lock(tmp_path, monkeypatch):
+    path = str(tmp_path / "out")
+    command = ["keras-bert", "run_classifier", *[f"--flag_{i}=value" for i in range(40)],
+               f"--output_dir={path}"]
+    monkeypatch.setattr("sys.argv", command)  # the forked writer's command line: 700 characters
+    with _other_writer(path) as pid, pytest.raises(UserInputError) as error:
+        outputs.claim(path)
+    assert str(error.value) == (
+        f"{path} is being written by another run (pid {pid} on {socket.gethostname()}: {' '.join(command)}); "
+        f"wait for it to finish or choose another path (if that run is gone, remove "
+        f"{tmp_path}/.out{outputs.LOCK_SUFFIX})")
+
+
+def test_an_unwritable_place_is_one_line_naming_the_output(tmp_path, monkeypatch):
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(tmp_path))
+
+    monkeypatch.setattr(outputs.tempfile, "mkstemp", read_only)  # as root, a chmod would not refuse
+    label = f"--output_dir={tmp_path / 'out'}"
+    # was: [Errno 30] Read-only file system: '.../.out.keras_bert_lock', neither the output nor flag named
+    with pytest.raises(UserInputError) as error:
+        outputs.claim(str(tmp_path / "out"), label=label, flag="output_dir")
+    assert str(error.value) == f"{label} cannot be written here (Read-only file system: {tmp_path})"
 
 
 def test_a_failed_save_leaves_no_partial_output_nor_the_parents_it_made(tiny_config, tmp_path):
@@ -265,8 +320,14 @@ def test_a_keras_file_is_replaced_as_keras_does(tiny_config, tmp_path):
     path = tmp_path / "clf.keras"
     path.write_bytes(b"an older model")
     model = kb.BertClassifier(kb.BertEncoder(tiny_config), num_classes=2)
+    model.compile()  # as a recipe's model: compiled, its optimizer state left out
     save_without_optimizer(model, str(path))
     assert path.read_bytes()[:2] == b"PK" and _leftovers(tmp_path) == []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = keras.saving.load_model(str(path))
+    assert loaded.optimizer is not None  # compiled again, quietly (was: "Skipping variable loading for
+    assert not [str(w.message) for w in caught if "optimizer" in str(w.message)]  # optimizer 'adam_w'")
 
 
 def test_an_output_inside_an_input_directory_is_refused(tmp_path):
@@ -328,7 +389,8 @@ def test_two_runs_into_one_fresh_directory_one_is_refused_naming_the_first(run_i
         assert time.monotonic() - start < 5
     assert status == 1 and stderr.startswith(f"error: --output_dir={out} is being written by another run "
                                              f"(pid {pid} on {socket.gethostname()}: ")
-    assert stderr.endswith("wait for it to finish or choose another --output_dir\n")
+    assert stderr.endswith(f"wait for it to finish or choose another --output_dir (if that run is gone, "
+                           f"remove {tmp_path}/.out{outputs.LOCK_SUFFIX})\n")
     assert not os.path.exists(out) and _leftovers(tmp_path) == []
 
 

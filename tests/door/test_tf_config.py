@@ -35,7 +35,15 @@ BAD = [
     (_config({"worker": ["h:1", "h:2", "h:1"]}), "TF_CONFIG cluster gives address 'h:1' twice (worker 0 and "
                                                  "worker 2)"),
     (_config({"chief": ["h:1"], "worker": ["h:1"]}), "address 'h:1' twice (chief 0 and worker 0)"),
-    (_config({"ps": ["h:1"]}), "TF_CONFIG cluster has no 'chief' or 'worker' address"),
+    (_config({"evaluator": ["h:1"]}), "TF_CONFIG cluster has no 'chief' or 'worker' address"),
+    # was: accepted, then a 600 s wait ending "chief 0 did not start"
+    (_config({"chief": ["h:1", "h:2"], "worker": ["h:3"]}),
+     "TF_CONFIG cluster 'chief' has 2 addresses; a cluster has one chief"),
+    (_config({"worker": ["h:1"], "ps": ["h:2"]}), "TF_CONFIG cluster has 'ps' addresses; "
+                                                  "multi_worker_mirrored has no parameter servers"),
+    # was: TypeError: unhashable type: 'list'
+    (_config(task={"type": ["worker"], "index": 0}), 'TF_CONFIG task type ["worker"] is not in the cluster '
+                                                     "(it has worker)"),
     (json.dumps({"cluster": TWO}),
      "TF_CONFIG 'task' must be an object with this process's 'type' and 'index'"),
     (_config(task={"type": "chief", "index": 0}), 'TF_CONFIG task type "chief" is not in the cluster (it has '

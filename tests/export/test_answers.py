@@ -28,7 +28,7 @@ SEQ_LENGTH = 16
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 SENTENCES = [["The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "."],
              ["Hello", "world", "!"], ["naïve", "Parisian", "fox", "jumping", "?", "what", "a", "dog"],
-             ["a"], ["Zoë", "is", "the", "lazy", "dog,", "hello", "world"],
+             ["a"], ["Zoë", "is", "the", "lazy", "dog", ",", "hello", "world"],
              "what is the quick brown fox jumping over , a lazy Parisian dog ? hello world".split() * 3]
 LONG = "hello world the quick brown fox " * 2900  # 92,800 characters: 1,934 windows of 14 pieces
 BAD = [b"", b"\xff\xfe dog \xc3", b" dog ", LONG.encode()]

@@ -181,11 +181,16 @@ def test_refuses_vocab_mismatch_existing_version_and_bad_signature(preprocessor,
 
 
 def test_warmup_file_is_a_prediction_log_tfrecord(tmp_path):
-    prediction_log_pb2 = pytest.importorskip("tensorflow_serving.apis.prediction_log_pb2")
     inputs = {"text": np.array([b"hello", b""], dtype=object), "ids": np.array([[1, 2]], np.int32)}
     path = write_warmup(tmp_path, [("serving_default", inputs)])
     records = list(tf.data.TFRecordDataset(path).as_numpy_iterator())
     assert len(records) == 1 and records[0] == prediction_log(inputs)
+    # The servability check decodes the records itself, signature and arrays as written (was: skipped,
+    # "warmup_requests": null, without tensorflow-serving-api).
+    ((signature, read),) = servability.warmup_requests(str(tmp_path))
+    assert signature == "serving_default" and sorted(read) == ["ids", "text"]
+    assert read["text"].tolist() == [b"hello", b""] and read["ids"].tolist() == [[1, 2]]
+    prediction_log_pb2 = pytest.importorskip("tensorflow_serving.apis.prediction_log_pb2")
     log = prediction_log_pb2.PredictionLog.FromString(records[0])
     request = log.predict_log.request
     assert request.model_spec.signature_name == "serving_default"

@@ -3,6 +3,8 @@ client.py."""
 
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 
@@ -64,6 +66,18 @@ def test_tfhub_export_from_checkpoint_and_check_servable_cli(tmp_path):
     np.testing.assert_allclose(outputs["pooled_output"], expected["pooled_output"], atol=1e-5)
     np.testing.assert_allclose(outputs["encoder_outputs"][1], expected["encoder_outputs"][1], atol=1e-5)
     assert len(hub_encoder.trainable_variables) == len(encoder.trainable_variables)
+
+
+def test_client_without_a_server_names_the_url():
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]  # closed once the block ends: nothing listens there
+    url = f"http://127.0.0.1:{port}/v1/models/m:predict"
+    # was: <urlopen error [Errno 111] Connection refused>, neither the URL nor a server named
+    expected = (rf"^no model server answers at {re.escape(url)} \(\[Errno 111\] Connection refused\): "
+                r"start TF Serving with its REST port there")
+    with pytest.raises(ConnectionError, match=expected):
+        client.predict_rest(url, {}, timeout=5)
 
 
 def test_client_request_bodies():

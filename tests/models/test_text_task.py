@@ -2,6 +2,7 @@
 
 import os
 import re
+import warnings
 import zipfile
 
 import keras
@@ -147,6 +148,24 @@ def test_default_compile_schedules_warmup_and_decay(preprocessor):
     schedule = clf.optimizer._learning_rate
     assert schedule.num_train_steps == 6 and schedule.num_warmup_steps == 0
     assert float(schedule(6)) == 0.0 and float(schedule(3)) == pytest.approx(2.5e-5)
+    # compile's own rate and warmup keep the schedule (was: no learning rate; an optimizer lost the decay)
+    clf.compile(learning_rate=1e-3, warmup_proportion=0.5, jit_compile=False)
+    clf.fit(texts, labels, batch_size=8, epochs=2, verbose=0)
+    schedule = clf.optimizer._learning_rate
+    assert (schedule.num_train_steps, schedule.num_warmup_steps) == (6, 3)
+    assert float(schedule(3)) == pytest.approx(1e-3) and float(schedule(6)) == 0.0
+    with pytest.raises(ValueError, match="learning_rate / warmup_proportion set the default optimizer's"):
+        clf.compile(optimizer="adam", learning_rate=1e-3)
+
+
+def test_quantize_warns_of_no_layer_it_leaves_alone(preprocessor):
+    clf = BertClassifier(_encoder(preprocessor), labels=["neg", "pos"], preprocessor=preprocessor)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.quantize("int8")
+    # was: 7 "Layer LayerNorm does not have a `quantize` method implemented" and alike
+    assert [str(w.message) for w in caught if issubclass(w.category, UserWarning)] == []
+    assert clf.encoder.transformer_layers[0].qkv.quantization_mode == "int8"
 
 
 def test_a_changed_vocab_asset_is_refused(preprocessor, tmp_path):

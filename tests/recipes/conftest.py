@@ -93,7 +93,9 @@ def run_in_process(capsys, monkeypatch):
             try:
                 shared_flags.parse(sys.argv)  # as `logs.run` parses: a bad flag is one line and exit status 1
             except SystemExit as stop:
-                return stop.code, capsys.readouterr().err
+                printed = capsys.readouterr()
+                run.stdout = printed.out  # what --help printed
+                return stop.code, printed.err
             status = logs.call_main(module.main, [name])
             return status, capsys.readouterr().err
         finally:

@@ -130,6 +130,40 @@ def test_export_scripts_print_one_line(run_in_process, tmp_path):
     assert status == 1 and len(stderr.splitlines()) == 1 and stderr.startswith("error: ")
 
 
+def _export_cases(tmp_path):
+    """(flags, expected stderr) of export_saved_model flags refused when parsed, before the model loads."""
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "config.json").write_text("{}")
+    junk = tmp_path / "m.keras"
+    junk.write_bytes(b"not a zip")  # loading it would fail otherwise: the refusals come first
+    return {
+        "export_dir is a file": (  # was: [Errno 20] Not a directory: '.../.1.keras_bert_lock', after the load
+            [f"--model_path={junk}", f"--export_dir={tmp_path / 'afile'}"],
+            f"error: --export_dir: is a file, not a directory (given as --export_dir={tmp_path}/afile)\n"),
+        "export_dir is the model": (  # was: D/1 written inside the input checkpoint
+            [f"--model_path={tmp_path / 'ckpt'}", f"--export_dir={tmp_path / 'ckpt'}"],
+            f"error: --export_dir={tmp_path}/ckpt is or contains the input --model_path={tmp_path}/ckpt: "
+            f"writing there would replace it; choose another --export_dir (given as "
+            f"--export_dir={tmp_path}/ckpt)\n"),
+        "int8_matmul without VNNI": (  # was: the same line after an 11 s model load
+            [f"--model_path={junk}", f"--export_dir={tmp_path / 'out'}", "--quantize=int8_matmul"],
+            "error: --quantize: quantize='int8_matmul' needs a CPU with an int8 dot-product flag "),
+    }
+
+
+@pytest.mark.parametrize("case", ["export_dir is a file", "export_dir is the model",
+                                  "int8_matmul without VNNI"])
+def test_export_flags_are_refused_when_parsed(run_in_process, tmp_path, monkeypatch, case):
+    from keras_bert import execution
+
+    monkeypatch.setattr(execution, "has_int8_matmul_hardware", lambda: False)
+    argv, expected = _export_cases(tmp_path)[case]
+    status, stderr = run_in_process("export.export_saved_model", *argv)
+    assert status == 1 and len(stderr.splitlines()) == 1 and stderr.startswith(expected), stderr
+    assert "not a complete .keras" not in stderr and not (tmp_path / "out").exists()
+
+
 def test_a_bug_keeps_its_traceback_and_verbose_shows_every_traceback(monkeypatch):
     import numpy as np
 

@@ -7,7 +7,9 @@ import json
 import os
 
 import keras
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert.config import BertConfig
 from keras_bert.models.encoder import BertEncoder
@@ -71,6 +73,35 @@ def test_distill_writes_a_serving_student_and_resumes(run_in_process, files, tmp
     assert not os.path.exists(os.path.join(out, "checkpoints", "ckpt-2.index"))
     with open(os.path.join(out, "eval_results.json")) as f:
         assert json.load(f)["global_step"] == 6
+    # The checkpoints hold what training changes, never the teacher: a resume cannot restore over it.
+    names = [name for name, _ in tf.train.list_variables(os.path.join(out, "checkpoints", "ckpt-6"))]
+    assert any("/_trainable_variables/" in name for name in names)  # the student's, as its optimizer's
+    assert not any("teacher" in name for name in names)  # was: model/teacher/..., restored over --teacher
+    # The teacher file replaced: the run is refused naming what changed (was: the old teacher's weights
+    # restored, its old eval_loss reported); --overwrite starts afresh (was: "Resuming from step 6 of 3").
+    teacher = keras.saving.load_model(files["teacher.keras"])
+    teacher.encoder.weights[0].assign(teacher.encoder.weights[0] * 2.0)
+    teacher.save(files["teacher.keras"])
+    again = _flags(files, out, "--student_layers=1", unlabeled, "--num_train_epochs=1", "--cache_teacher")
+    status, stderr = run_in_process("distill", *again)
+    assert (status, stderr) == (1, f"error: {out}/checkpoints holds a run of other inputs (teacher changed); "
+                                   "resume with the same ones, or pass --overwrite to start afresh\n")
+    status, stderr = run_in_process("distill", *again, "--overwrite")
+    assert status is None, stderr
+    assert not os.path.exists(os.path.join(out, "checkpoints", "ckpt-6.index"))  # the old run set aside
+    with open(os.path.join(out, "eval_results.json")) as f:
+        results = json.load(f)
+    assert results["global_step"] == 3
+    assert results["teacher/eval_loss"] == pytest.approx(_eval_loss(teacher, files), rel=1e-4)
+
+
+def _eval_loss(model, files):
+    """The mean task loss of `model` over dev.csv (what eval_results.json's */eval_loss reports)."""
+    texts, labels = zip(*ROWS[:4], strict=True)
+    logits = model.predict(list(texts), verbose=0)
+    ids = np.array([model.labels.index(label) for label in labels])
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    return float(-log_probs[np.arange(len(ids)), ids].mean())
 
 
 def test_a_student_deeper_than_the_teacher_is_one_line(run_in_process, files, tmp_path):

@@ -1,5 +1,7 @@
 """The scripts' quiet-log defaults: which stderr lines are dropped, and how a user asks for all of them."""
 
+import re
+
 import pytest
 
 from recipes import logs
@@ -58,3 +60,17 @@ def test_our_log_lines_in_the_project_format(level, expected):
     record = logging.LogRecord("keras_bert", getattr(logging, level), "common.py", 231,
                                "fine-tuning: %d examples", (4,), None)
     assert logs.ProjectFormat().format(record) == expected
+
+
+@pytest.mark.parametrize("name, help_flag", [("run_classifier", "--help"), ("distill", "--helpfull")])
+def test_help_lists_the_flags_every_run_takes_and_exits_0(run_in_process, name, help_flag):
+    from absl import app
+
+    app.define_help_flags()  # what `logs.run` (absl's app.run) defines before parsing
+    status, stderr = run_in_process(name, help_flag)
+    assert status == 0, stderr  # was 1 (absl's status for help)
+    listed = set(re.findall(r"^  --(?:\[no\])?(\w+)", run_in_process.stdout, re.M))
+    # was: only --helpfull showed the shared flags a run needs
+    assert {"output_dir", "model_dir", "seed", "dtype", "overwrite"} <= listed, sorted(listed)
+    if name == "run_classifier":
+        assert {"do_train", "do_eval", "init_checkpoint"} <= listed

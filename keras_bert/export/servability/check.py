@@ -26,9 +26,9 @@ def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSIO
         api: a `TensorFlowCApi` to reuse across exports.
         refused: list of (signature, inputs) the server should refuse (bad requests), run after `runs`.
 
-    Returns a dict: `ops` (op_report), `signatures`, `warmup_requests` (how many ran; None if they could
-    not be parsed without tensorflow-serving-api), `runs`: per run {signature, max_abs_diff, outputs},
-    `refused`: per refused request the error TF gave, or None where it was served.
+    Returns a dict: `ops` (op_report), `signatures`, `warmup_requests` (how many ran), `runs`: per run
+    {signature, max_abs_diff, outputs}, `refused`: per refused request the error TF gave, or None where it
+    was served.
     Raises `ServabilityError` on a load/run failure, an op Serving lacks, or a mismatch.
     """
     api = api or TensorFlowCApi()
@@ -44,8 +44,8 @@ def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSIO
             raise ServabilityError(f"{export_dir} has no serving_default signature, which TF Serving "
                                    f"requires; it has {report['signatures']}")
         warmups = warmup_requests(export_dir)
-        report["warmup_requests"] = None if warmups is None else len(warmups)
-        for sig, request in warmups or ():
+        report["warmup_requests"] = len(warmups)
+        for sig, request in warmups:
             check_answers(f"{export_dir} warmup request to {sig!r}", request, model.run(sig, request))
         for signature, inputs, expected in runs:
             outputs = model.run(signature, inputs)

@@ -24,24 +24,65 @@ def _read_tfrecords(path):
     return records
 
 
+def _fields(message):
+    """(field number, value) of each field of protobuf bytes `message`: an int (varint) or bytes (length-
+    delimited); the wire types a PredictionLog of requests uses (fixed-width ones are skipped)."""
+    fields, at = [], 0
+
+    def varint():
+        nonlocal at
+        value, shift = 0, 0
+        while True:
+            byte = message[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+    while at < len(message):
+        tag = varint()
+        wire = tag & 7
+        if wire == 0:
+            fields.append((tag >> 3, varint()))
+        elif wire == 2:
+            length = varint()
+            fields.append((tag >> 3, message[at:at + length]))
+            at += length
+        elif wire in (1, 5):
+            at += 8 if wire == 1 else 4
+        else:
+            raise ServabilityError(f"warmup record: protobuf wire type {wire} is not one a request uses")
+    return fields
+
+
 def warmup_requests(export_dir):
-    """The predict requests of `assets.extra/tf_serving_warmup_requests` as (signature, {key: array}), or
-    None without `tensorflow-serving-api` (needed to parse PredictionLog)."""
+    """The predict requests of `assets.extra/tf_serving_warmup_requests` as (signature, {key: array}),
+    decoded here (PredictionLog.predict_log = 6 -> request = 1 -> model_spec = 1 (signature_name = 3) and
+    inputs = 2 (key 1, TensorProto 2): the fields `saved_model.prediction_log` writes), so the check needs no
+    `tensorflow-serving-api`."""
     path = os.path.join(export_dir, "assets.extra", "tf_serving_warmup_requests")
     if not os.path.exists(path):
         return []
-    protos()  # tensorflow_serving's *_pb2 import tensorflow.core protos: through the stub, not TF Python
-    try:
-        from tensorflow_serving.apis import prediction_log_pb2
-    except ImportError:
-        return None
+    protos()  # TensorProto is a tensorflow.core proto: through the stub, not TF Python
+    from tensorflow.core.framework import tensor_pb2
+
     requests = []
     for record in _read_tfrecords(path):
-        log = prediction_log_pb2.PredictionLog()
-        log.ParseFromString(record)
-        request = log.predict_log.request
-        inputs = {key: _tensor_proto_to_numpy(proto) for key, proto in request.inputs.items()}
-        requests.append((request.model_spec.signature_name or "serving_default", inputs))
+        logs = [value for number, value in _fields(record) if number == 6]
+        request = [value for number, value in _fields(logs[0]) if number == 1] if logs else []
+        if not request:
+            raise ServabilityError(f"{path}: a warmup record that is no predict request")
+        signature, inputs = "serving_default", {}
+        for number, value in _fields(request[0]):
+            if number == 1:
+                signature = next((v.decode() for n, v in _fields(value) if n == 3), "") or signature
+            elif number == 2:
+                entry = dict(_fields(value))
+                proto = tensor_pb2.TensorProto()
+                proto.ParseFromString(entry.get(2, b""))
+                inputs[entry.get(1, b"").decode()] = _tensor_proto_to_numpy(proto)
+        requests.append((signature, inputs))
     return requests
 
 

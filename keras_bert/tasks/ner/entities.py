@@ -2,8 +2,8 @@
 
 The graph tokenizes each text with offsets, runs the model on strided windows (`text.windows`: every piece
 takes its logits from the window where it has the most context, so a text of any length is covered), tags
-each word with the argmax at its first piece (a word: pieces with no character between them, i.e. a
-whitespace-separated token such as a CoNLL token), reads conlleval's chunks off the word tags with
+each word with the argmax at its first piece (a word: BERT's basic-tokenizer word, punctuation a word of
+its own, so "Oslo," is the words "Oslo" and ","), reads conlleval's chunks off the word tags with
 `metrics.conll.chunk_transition` tabulated over the model's tags, and returns them padded to the batch's
 largest entity count:
 
@@ -59,20 +59,19 @@ def char_offsets(text, rows, byte_offsets):
 
 
 def tagged_words(model, preprocessor, text, stride):
-    """The words of `text` tf.string [b] (pieces with no character between them) with the logits of their
+    """The basic-tokenizer words of `text` tf.string [b] with the logits of their
     first pieces, `model` (token ids -> logits [b, s, C]) run on windows of `preprocessor.seq_length` moved
     by `stride` pieces. Returns a dict over the batch's words: `row` int64 [w] (the text of each),
     `start` / `end` int64 [w] byte offsets into it, `logits` [w, C], and `splits` int64 [b + 1]."""
-    inputs, windows, starts, ends = text_windows(preprocessor, text, stride)
+    inputs, windows, ids, starts, ends = text_windows(preprocessor, text, stride)
     logits = model_outputs(model, inputs, preprocessor)
     piece_logits = pick_max_context(windows, logits[:, 1:]).flat_values
 
-    # Words: a piece starts one when it is first in its text or a character separates it from the last.
+    # Words: BERT's basic-tokenizer words (punctuation its own, as transformers' pipeline groups them).
     splits = windows.row_splits
     piece_row = row_ids(splits)
     first_in_row = tf.range(splits[-1]) == tf.gather(splits, piece_row)
-    word_first = first_in_row | (starts.flat_values
-                                 > shift_right(ends.flat_values, tf.constant(-1, tf.int64)))
+    word_first = first_in_row | preprocessor.tokenizer.starts_word(ids.flat_values)
     first_piece = tf.where(word_first)[:, 0]
     word_row = tf.gather(piece_row, first_piece)
     end = tf.math.unsorted_segment_max(ends.flat_values, tf.math.cumsum(tf.cast(word_first, tf.int64)) - 1,

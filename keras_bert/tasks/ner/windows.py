@@ -19,13 +19,13 @@ _SENTENCES_PER_CALL = 1024
 
 
 def text_windows(preprocessor, text, stride):
-    """tf.string [b] -> (inputs, windows, starts, ends): `inputs` the encoder dict of the packed windows
+    """tf.string [b] -> (inputs, windows, ids, starts, ends): `inputs` the encoder dict of the packed windows
     (int32 [num_windows, seq], `preprocessor`'s packing), `windows` their `keras_bert.text.windows.Windows`
-    (windows of `preprocessor.seq_length - 2` pieces, `stride` apart), `starts` / `ends` ragged int64
-    [b, (pieces)] the byte span of every piece in its text."""
+    (windows of `preprocessor.seq_length - 2` pieces, `stride` apart), `ids` the ragged [b, (pieces)]
+    piece ids, `starts` / `ends` ragged int64 [b, (pieces)] the byte span of every piece in its text."""
     ids, starts, ends = preprocessor.tokenizer.tokenize_with_offsets(text)
     windows = piece_windows(ids, preprocessor.seq_length - 2, stride)
-    return preprocessor.packer(windows.pieces), windows, starts, ends
+    return preprocessor.packer(windows.pieces), windows, ids, starts, ends
 
 
 def _first_piece_labels(sentences, starts, tag_ids):
@@ -72,7 +72,7 @@ def training_windows(sentences, preprocessor, tags, stride=None):
     parts = []
     for begin in range(0, len(sentences), _SENTENCES_PER_CALL):
         chunk = sentences[begin : begin + _SENTENCES_PER_CALL]
-        inputs, windows, starts, _ = text_windows(
+        inputs, windows, _, starts, _ = text_windows(
             preprocessor, tf.constant([" ".join(sentence.tokens) for sentence in chunk]), stride)
         # The labels in the same windows as the pieces, kept where serve reads the piece.
         labels = piece_windows(_first_piece_labels(chunk, starts, tag_ids), window_length, stride).pieces
