@@ -351,23 +351,36 @@ def compile_task(model, strategy, loss, metrics=None, num_train_examples=None, l
                   gradient_accumulation_steps=FLAGS.gradient_accumulation_steps)
 
 
-def without_padding(dataset, per_token_labels=False):
-    """`dataset` (batches of inputs or (inputs, *labels)) cut to --pad_to_multiple_of; unchanged when 0."""
+def pad_to_multiple_of(max_seq_length=None):
+    """--pad_to_multiple_of, unset resolved: `padding.default_multiple` of `max_seq_length` (default
+    --max_seq_length), or 0 (every batch at full length) on TPU, whose compiled steps want static shapes."""
     from keras_bert.data import padding
 
-    return padding.trim_dataset(dataset, FLAGS.pad_to_multiple_of, per_token_labels)
+    if FLAGS.pad_to_multiple_of is None and FLAGS.distribution_strategy == "tpu":
+        return 0
+    return padding.resolve_multiple(FLAGS.pad_to_multiple_of, max_seq_length or FLAGS.max_seq_length)
+
+
+def without_padding(dataset, per_token_labels=False):
+    """`dataset` (batches of inputs or (inputs, *labels)) cut to `pad_to_multiple_of()`; unchanged at 0."""
+    from keras_bert.data import padding
+
+    return padding.trim_dataset(dataset, pad_to_multiple_of(), per_token_labels)
 
 
 def fit_task(model, train_data, num_train_examples):
-    """model.fit for --num_train_epochs over `train_data` (a finite tf.data of batches; repeated here)."""
-    from keras_bert.training import FailOnNaN, StopAtStep
+    """model.fit for --num_train_epochs over `train_data` (a finite tf.data of batches; repeated here); the
+    log ends with the batch lengths the step compiled for and what they cost (`CompileLog`)."""
+    from keras_bert.data import padding
+    from keras_bert.training import CompileLog, FailOnNaN, StopAtStep
 
     steps_per_epoch, num_train_steps, _ = finetuning_steps(num_train_examples)
     logger.info("fine-tuning: %d examples, %d steps (%d per epoch)", num_train_examples, num_train_steps,
                 steps_per_epoch)
-    return model.fit(train_data.repeat(), epochs=-(-num_train_steps // steps_per_epoch),
-                     steps_per_epoch=steps_per_epoch, callbacks=[FailOnNaN(), StopAtStep(num_train_steps)],
-                     verbose=2)
+    compiles = CompileLog(len(padding.batch_lengths(FLAGS.max_seq_length, pad_to_multiple_of())))
+    return model.fit(compiles.watch(train_data.repeat()), epochs=-(-num_train_steps // steps_per_epoch),
+                     steps_per_epoch=steps_per_epoch,
+                     callbacks=[FailOnNaN(), StopAtStep(num_train_steps), compiles], verbose=2)
 
 
 def save_task_model(model, strategy, labels=None, tokenizer=None):

@@ -73,7 +73,7 @@ def input_fn(tokenizer, is_training, batch_size, seed):
                   else ("tfds_name", "tfds_data_dir", "tfds_text_key") if FLAGS.tfds_name else ())
     with common.flag_errors(*flags_used):
         dataset_fn = pretraining.pretraining_dataset_fn(source, tokenizer, config, batch_size, is_training,
-                                                        FLAGS.pad_to_multiple_of)
+                                                        common.pad_to_multiple_of())
 
     def checked_dataset_fn(context):
         # Called by distribute_datasets_from_function at once: a file that is not TFRecords fails there,
