@@ -32,6 +32,10 @@ DOT_OPS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", 
 # TF's are vectorized and multi-threaded (~20 ms for the same sums).
 REDUCTION_OPS = frozenset({"Sum", "BiasAddGrad"})
 TF_KERNEL_OPS = DOT_OPS | REDUCTION_OPS
+# An XLA step compiles once per input shape; on a CPU a compile costs about what this many steps on TF's
+# kernels lose to XLA (MiniLM-L6 fine-tuning, batch 32, lengths 16-128, 2 cores: 2-14 steps, 69 at length 16;
+# docs/execution.md), so a run with fewer steps per shape than this runs on TF's kernels.
+STEPS_PER_COMPILE = 16
 # CPU flags of int8 dot-product hardware (u8 x s8 -> s32 in one instruction) that oneDNN's int8 kernels use.
 INT8_CPU_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 
@@ -104,6 +108,19 @@ def choose_execution(dtype_policy):
     _log_once(logging.INFO, f"{name} on a CPU with {found[0]}: matmuls on TF's oneDNN kernels (they use "
               "the bf16 hardware, XLA's CPU dots do not), XLA fusing the ops between them")
     return "fusions"
+
+
+def choose_for_shapes(dtype_policy, num_steps, num_shapes):
+    """`choose_execution(dtype_policy)` for a run of `num_steps` train steps whose batches take at most
+    `num_shapes` input shapes: "xla" is "kernels" on a CPU-only machine when the run has fewer than
+    STEPS_PER_COMPILE steps a shape (its compiles would cost more than XLA saves; TF's kernels trace the step
+    for a shape of unknown length once); other choices as they are. Logs which and why."""
+    execution = choose_execution(dtype_policy)
+    if execution != "xla" or has_accelerator() or num_steps >= STEPS_PER_COMPILE * num_shapes:
+        return execution
+    _log_once(logging.INFO, f"{num_steps} train steps over up to {num_shapes} batch shapes: TF's kernels, "
+              f"not XLA (a compile per shape costs ~{STEPS_PER_COMPILE} steps; set jit_compile to override)")
+    return "kernels"
 
 
 def resolve_execution(jit_compile, dtype_policy):

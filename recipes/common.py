@@ -81,15 +81,20 @@ def setup(input_flags=("init_checkpoint",)):
     return strategy
 
 
-def jit_compile(strategy):
-    """--jit_compile ("auto" when unset: the model's compile() chooses), except for multi_worker_mirrored on
-    CPU, where XLA cannot compile the collectives."""
+def jit_compile(strategy, num_train_steps=None, num_shapes=1):
+    """--jit_compile ("auto" when unset: the model's compile() chooses, or for a run of `num_train_steps`
+    over `num_shapes` batch shapes `execution.choose_for_shapes`), except for multi_worker_mirrored on CPU,
+    where XLA cannot compile the collectives."""
     if FLAGS.jit_compile is not False and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         if not tf.config.list_logical_devices("GPU"):
             if FLAGS.jit_compile:
                 logger.warning("--jit_compile is off for multi_worker_mirrored on CPU "
                                "(no XLA CPU collectives)")
             return False
+    if FLAGS.jit_compile is None and num_train_steps:
+        from keras_bert import execution
+
+        return execution.choose_for_shapes(FLAGS.dtype, num_train_steps, num_shapes)
     return "auto" if FLAGS.jit_compile is None else FLAGS.jit_compile
 
 
@@ -342,12 +347,16 @@ def finetuning_steps(num_train_examples):
 
 def compile_task(model, strategy, loss, metrics=None, num_train_examples=None, loss_weights=None):
     """Compiles with the flags' optimizer scheduled over `num_train_examples` (None: not for training)."""
-    optimizer = "sgd"  # evaluate/predict only: never stepped
+    from keras_bert.data import padding
+
+    optimizer, num_train_steps = "sgd", None  # evaluate/predict only: never stepped
     if num_train_examples:
         _, num_train_steps, num_warmup_steps = finetuning_steps(num_train_examples)
         optimizer = build_optimizer(num_train_steps, num_warmup_steps)
+    num_shapes = len(padding.batch_lengths(FLAGS.max_seq_length, pad_to_multiple_of()))
     model.compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights, metrics=metrics,
-                  jit_compile=jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution,
+                  jit_compile=jit_compile(strategy, num_train_steps, num_shapes),
+                  steps_per_execution=FLAGS.steps_per_execution,
                   gradient_accumulation_steps=FLAGS.gradient_accumulation_steps)
 
 
