@@ -162,6 +162,7 @@ class ChoosesExecution:
     execution = None
 
     def compile(self, *args, jit_compile="auto", **kwargs):
+        self._execution_chosen = jit_compile in (None, "auto") and not kwargs.get("run_eagerly")
         if kwargs.get("run_eagerly"):
             self.execution = "eager"
             jit_compile = False
@@ -169,6 +170,13 @@ class ChoosesExecution:
             self.execution = resolve_execution(jit_compile, self.encoder.embeddings.dtype_policy)
             jit_compile = self.execution == "xla"
         super().compile(*args, jit_compile=jit_compile, **kwargs)
+
+    def choose_for_run(self, num_steps, num_shapes):
+        """Before the first train step: an execution compile() chose ("auto") chosen again for a run of
+        `num_steps` steps whose batches take at most `num_shapes` shapes (`choose_for_shapes`)."""
+        if getattr(self, "_execution_chosen", False) and self.train_function is None:
+            self.execution = choose_for_shapes(self.encoder.embeddings.dtype_policy, num_steps, num_shapes)
+            self.jit_compile = self.execution == "xla"
 
     def _scope(self):
         if self.execution != "fusions":

@@ -163,7 +163,8 @@ CONCEPTS = {
     "pad_to_multiple_of": Concept(
         "integer", None, "Cut each batch's padding to its longest sequence rounded up to this multiple; "
         "unset: 16, or for --max_seq_length over 128 the multiple of 16 giving at most 8 batch lengths "
-        "(384: 48, 512: 64), except on TPU; 0: pad every batch to --max_seq_length (static shapes). Training "
+        "(384: 48, 512: 64), except on TPU and in pre-training (there unset is 0); 0: pad every batch to "
+        "--max_seq_length (static shapes). Training "
         "batches group sequences of similar length (fine-tuning: sorted within windows of 16 shuffled "
         "batches). Each batch length compiles its own XLA step; the log says which ran and what they cost.",
         NON_NEGATIVE),

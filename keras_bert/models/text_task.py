@@ -272,6 +272,12 @@ class TextTask:
         if isinstance(x, (tf.data.Dataset, tf.distribute.DistributedDataset)):
             shuffle = False  # Keras ignores it for datasets (and warns): a dataset comes shuffled or not
         self._schedule_default_optimizer(x, batch_size, epochs, steps_per_epoch, initial_epoch)
+        if data is not None and hasattr(self, "choose_for_run"):  # text: at most `shapes` batch lengths
+            steps = steps_per_epoch or _steps_per_epoch(x, batch_size)
+            shapes = len(padding.batch_lengths(self.preprocessor.seq_length,
+                                               self._text_multiple(pad_to_multiple_of)))
+            if steps:
+                self.choose_for_run(int(steps) * max(1, epochs - initial_epoch), shapes)
         return super().fit(x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose,
                            callbacks=callbacks, validation_split=validation_split,
                            validation_data=validation_data, shuffle=shuffle, class_weight=class_weight,

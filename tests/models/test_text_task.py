@@ -86,6 +86,13 @@ def test_text_batches_pay_for_their_tokens(preprocessor):
     # The logits do not depend on the padding.
     np.testing.assert_allclose(clf.predict(texts, verbose=0), clf.predict(texts, pad_to_multiple_of=0,
                                                                           verbose=0), atol=1e-5)
+    # 3 steps over up to 2 lengths (16, 32): too few to pay an XLA compile each, unless asked for.
+    clf.compile()
+    clf.fit(texts, labels, batch_size=8, verbose=0)
+    assert clf.execution == "kernels" and not clf.jit_compile
+    clf.compile(jit_compile=True)
+    clf.fit(texts, labels, batch_size=8, verbose=0)
+    assert clf.execution == "xla"
 
 
 def test_sentence_pairs_and_datasets_of_text_and_labels(preprocessor):
