@@ -9,6 +9,7 @@ evaluation included), on the same train/dev CSVs, checkpoint, batch size, epochs
   recipe        `python -m recipes.run_classifier` with its default flags (batches cut to their tokens)
   recipe_fixed  the same with --pad_to_multiple_of=0 (every batch padded to --max_seq_length)
   recipe_kernels  the default recipe with --nojit_compile (TF's kernels: no compile per batch length)
+  recipe_xla    the default recipe with --jit_compile (XLA whatever the run's length)
   fit           `BertClassifier.from_pretrained(...)`, `compile()`, `fit(texts, labels)` on raw strings
   torch         a plain transformers + torch loop: BertForSequenceClassification, dynamic padding (each
                 batch padded to its longest text), AdamW (weight decay 0.01), 10% warmup + linear decay
@@ -30,10 +31,10 @@ import time
 
 from benchmarks import common, inputs
 
-PEERS = ("recipe", "recipe_fixed", "recipe_kernels", "fit", "torch", "kerashub")
+PEERS = ("recipe", "recipe_fixed", "recipe_kernels", "recipe_xla", "fit", "torch", "kerashub")
 # The recipe's flags beyond the shared ones, per recipe peer.
 RECIPE_FLAGS = {"recipe": [], "recipe_fixed": ["--pad_to_multiple_of=0"],
-                "recipe_kernels": ["--nojit_compile"]}
+                "recipe_kernels": ["--nojit_compile"], "recipe_xla": ["--jit_compile"]}
 # Sentences per passage, cycled: mostly short texts with a tail of long ones.
 PASSAGE_SENTENCES = (1, 1, 2, 1, 3, 1, 6)
 
