@@ -32,6 +32,10 @@ DOT_OPS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", 
 # TF's are vectorized and multi-threaded (~20 ms for the same sums).
 REDUCTION_OPS = frozenset({"Sum", "BiasAddGrad"})
 TF_KERNEL_OPS = DOT_OPS | REDUCTION_OPS
+# An XLA step compiles once per input shape; on a CPU a compile costs about what this many steps on TF's
+# kernels lose to XLA (MiniLM-L6 fine-tuning, batch 32, lengths 16-128, 2 cores: 2-14 steps, 69 at length 16;
+# docs/execution.md), so a run with fewer steps per shape than this runs on TF's kernels.
+STEPS_PER_COMPILE = 16
 # CPU flags of int8 dot-product hardware (u8 x s8 -> s32 in one instruction) that oneDNN's int8 kernels use.
 INT8_CPU_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 
@@ -106,6 +110,19 @@ def choose_execution(dtype_policy):
     return "fusions"
 
 
+def choose_for_shapes(dtype_policy, num_steps, num_shapes):
+    """`choose_execution(dtype_policy)` for a run of `num_steps` train steps whose batches take at most
+    `num_shapes` input shapes: "xla" is "kernels" on a CPU-only machine when the run has fewer than
+    STEPS_PER_COMPILE steps a shape (its compiles would cost more than XLA saves; TF's kernels trace the step
+    for a shape of unknown length once); other choices as they are. Logs which and why."""
+    execution = choose_execution(dtype_policy)
+    if execution != "xla" or has_accelerator() or num_steps >= STEPS_PER_COMPILE * num_shapes:
+        return execution
+    _log_once(logging.INFO, f"{num_steps} train steps over up to {num_shapes} batch shapes: TF's kernels, "
+              f"not XLA (a compile per shape costs ~{STEPS_PER_COMPILE} steps; set jit_compile to override)")
+    return "kernels"
+
+
 def resolve_execution(jit_compile, dtype_policy):
     """`compile(jit_compile=...)` -> an execution: True "xla", False "kernels", "auto" (or None) the
     machine's choice (`choose_execution`), or one of EXECUTIONS by name."""
@@ -145,6 +162,7 @@ class ChoosesExecution:
     execution = None
 
     def compile(self, *args, jit_compile="auto", **kwargs):
+        self._execution_chosen = jit_compile in (None, "auto") and not kwargs.get("run_eagerly")
         if kwargs.get("run_eagerly"):
             self.execution = "eager"
             jit_compile = False
@@ -152,6 +170,13 @@ class ChoosesExecution:
             self.execution = resolve_execution(jit_compile, self.encoder.embeddings.dtype_policy)
             jit_compile = self.execution == "xla"
         super().compile(*args, jit_compile=jit_compile, **kwargs)
+
+    def choose_for_run(self, num_steps, num_shapes):
+        """Before the first train step: an execution compile() chose ("auto") chosen again for a run of
+        `num_steps` steps whose batches take at most `num_shapes` shapes (`choose_for_shapes`)."""
+        if getattr(self, "_execution_chosen", False) and self.train_function is None:
+            self.execution = choose_for_shapes(self.encoder.embeddings.dtype_policy, num_steps, num_shapes)
+            self.jit_compile = self.execution == "xla"
 
     def _scope(self):
         if self.execution != "fusions":

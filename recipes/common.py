@@ -80,15 +80,20 @@ def setup(input_flags=("init_checkpoint",)):
     return strategy
 
 
-def jit_compile(strategy):
-    """--jit_compile ("auto" when unset: the model's compile() chooses), except for multi_worker_mirrored on
-    CPU, where XLA cannot compile the collectives."""
+def jit_compile(strategy, num_train_steps=None, num_shapes=1):
+    """--jit_compile ("auto" when unset: the model's compile() chooses, or for a run of `num_train_steps`
+    over `num_shapes` batch shapes `execution.choose_for_shapes`), except for multi_worker_mirrored on CPU,
+    where XLA cannot compile the collectives."""
     if FLAGS.jit_compile is not False and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         if not tf.config.list_logical_devices("GPU"):
             if FLAGS.jit_compile:
                 logger.warning("--jit_compile is off for multi_worker_mirrored on CPU "
                                "(no XLA CPU collectives)")
             return False
+    if FLAGS.jit_compile is None and num_train_steps:
+        from keras_bert import execution
+
+        return execution.choose_for_shapes(FLAGS.dtype, num_train_steps, num_shapes)
     return "auto" if FLAGS.jit_compile is None else FLAGS.jit_compile
 
 
@@ -343,32 +348,49 @@ def finetuning_steps(num_train_examples):
 
 def compile_task(model, strategy, loss, metrics=None, num_train_examples=None, loss_weights=None):
     """Compiles with the flags' optimizer scheduled over `num_train_examples` (None: not for training)."""
-    optimizer = "sgd"  # evaluate/predict only: never stepped
+    from keras_bert.data import padding
+
+    optimizer, num_train_steps = "sgd", None  # evaluate/predict only: never stepped
     if num_train_examples:
         _, num_train_steps, num_warmup_steps = finetuning_steps(num_train_examples)
         optimizer = build_optimizer(num_train_steps, num_warmup_steps)
+    num_shapes = len(padding.batch_lengths(FLAGS.max_seq_length, pad_to_multiple_of()))
     model.compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights, metrics=metrics,
-                  jit_compile=jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution,
+                  jit_compile=jit_compile(strategy, num_train_steps, num_shapes),
+                  steps_per_execution=FLAGS.steps_per_execution,
                   gradient_accumulation_steps=FLAGS.gradient_accumulation_steps)
 
 
-def without_padding(dataset, per_token_labels=False):
-    """`dataset` (batches of inputs or (inputs, *labels)) cut to --pad_to_multiple_of; unchanged when 0."""
+def pad_to_multiple_of(max_seq_length=None):
+    """--pad_to_multiple_of, unset resolved: `padding.default_multiple` of `max_seq_length` (default
+    --max_seq_length), or 0 (every batch at full length) on TPU, whose compiled steps want static shapes."""
     from keras_bert.data import padding
 
-    return padding.trim_dataset(dataset, FLAGS.pad_to_multiple_of, per_token_labels)
+    if FLAGS.pad_to_multiple_of is None and FLAGS.distribution_strategy == "tpu":
+        return 0
+    return padding.resolve_multiple(FLAGS.pad_to_multiple_of, max_seq_length or FLAGS.max_seq_length)
+
+
+def without_padding(dataset, per_token_labels=False):
+    """`dataset` (batches of inputs or (inputs, *labels)) cut to `pad_to_multiple_of()`; unchanged at 0."""
+    from keras_bert.data import padding
+
+    return padding.trim_dataset(dataset, pad_to_multiple_of(), per_token_labels)
 
 
 def fit_task(model, train_data, num_train_examples):
-    """model.fit for --num_train_epochs over `train_data` (a finite tf.data of batches; repeated here)."""
-    from keras_bert.training import FailOnNaN, StopAtStep
+    """model.fit for --num_train_epochs over `train_data` (a finite tf.data of batches; repeated here); the
+    log ends with the batch lengths the step compiled for and what they cost (`CompileLog`)."""
+    from keras_bert.data import padding
+    from keras_bert.training import CompileLog, FailOnNaN, StopAtStep
 
     steps_per_epoch, num_train_steps, _ = finetuning_steps(num_train_examples)
     logger.info("fine-tuning: %d examples, %d steps (%d per epoch)", num_train_examples, num_train_steps,
                 steps_per_epoch)
-    return model.fit(train_data.repeat(), epochs=-(-num_train_steps // steps_per_epoch),
-                     steps_per_epoch=steps_per_epoch, callbacks=[FailOnNaN(), StopAtStep(num_train_steps)],
-                     verbose=2)
+    compiles = CompileLog(len(padding.batch_lengths(FLAGS.max_seq_length, pad_to_multiple_of())))
+    return model.fit(compiles.watch(train_data.repeat()), epochs=-(-num_train_steps // steps_per_epoch),
+                     steps_per_epoch=steps_per_epoch,
+                     callbacks=[FailOnNaN(), StopAtStep(num_train_steps), compiles], verbose=2)
 
 
 def save_task_model(model, strategy, labels=None, tokenizer=None):

@@ -33,8 +33,12 @@ shared_flags.define("teacher", "student_layers", "student_preset", "student_conf
                     "hidden_weight", "unlabeled_file", "cache_teacher", "augment", "num_train_epochs",
                     "eval_batch_size",
                     "warmup_proportion", "num_warmup_steps", "weight_decay", "clip_global_norm",
-                    "save_checkpoints_steps", "learning_rate", train_batch_size=32)
+                    "save_checkpoints_steps", "learning_rate", "pad_to_multiple_of", train_batch_size=32)
 shared_flags.required("teacher")
+shared_flags.check_together(["cache_teacher", "pad_to_multiple_of"], lambda values: (
+    f"--pad_to_multiple_of={values['pad_to_multiple_of']} with --cache_teacher: the cache holds rows of one "
+    "length; leave --pad_to_multiple_of unset" if values["cache_teacher"] and values["pad_to_multiple_of"]
+    else None), shown=["pad_to_multiple_of"])
 shared_flags.define("task_name", "data_dir")
 for _name, _help in (("train_file", "Custom task: training CSV/TSV (text[,text_b],label)."),
                      ("eval_file", "Custom task: evaluation CSV/TSV (with labels).")):
@@ -210,10 +214,13 @@ def main(argv):
 
         shuffle = not FLAGS.cache_teacher  # the cache holds the rows in order, shuffles them when read
 
+        # The cache holds rows of one length: its batches keep the teacher's.
+        multiple = 0 if FLAGS.cache_teacher else common.pad_to_multiple_of(teacher.preprocessor.seq_length)
+
         def batches(examples, with_labels=True):
             return features.classification_dataset(
                 examples, teacher.preprocessor, task.label_list, task.is_regression, FLAGS.train_batch_size,
-                shuffle=shuffle, seed=seed, with_labels=with_labels)
+                shuffle=shuffle, seed=seed, with_labels=with_labels, pad_to_multiple_of=multiple)
 
         data = distillation_dataset(teacher, batches(task.train), shuffle=shuffle,
                                     unlabeled=batches(unlabeled, False) if unlabeled else None, seed=seed)

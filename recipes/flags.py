@@ -226,10 +226,13 @@ CONCEPTS = {
     "steps_per_execution": Concept("integer", 1, "Train steps per call into the compiled function.",
                                    POSITIVE),
     "pad_to_multiple_of": Concept(
-        "integer", 0, "Cut each batch's padding to its longest sequence rounded up to this multiple (0: pad "
-        "to --max_seq_length). Pre-training also batches sequences of similar length together; fine-tuning "
-        "trims training batches (classifier and multiple choice: evaluation too). Each batch length "
-        "compiles its own XLA step.", NON_NEGATIVE),
+        "integer", None, "Cut each batch's padding to its longest sequence rounded up to this multiple; "
+        "unset: 16, or for --max_seq_length over 128 the multiple of 16 giving at most 8 batch lengths "
+        "(384: 48, 512: 64), except on TPU and in pre-training (there unset is 0); 0: pad every batch to "
+        "--max_seq_length (static shapes). Training "
+        "batches group sequences of similar length (fine-tuning: sorted within windows of 16 shuffled "
+        "batches). Each batch length compiles its own XLA step; the log says which ran and what they cost.",
+        NON_NEGATIVE),
     "lora_rank": Concept("integer", 0, "LoRA: freeze the encoder and train rank-R updates of its projections "
                          "(plus the task head); the saved model has them merged. 0: full fine-tuning.",
                          NON_NEGATIVE),

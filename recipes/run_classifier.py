@@ -92,7 +92,7 @@ def main(argv):
     def dataset(examples, batch_size, shuffle=False):
         return features.classification_dataset(
             examples, preprocessor, task.label_list, task.is_regression, batch_size, shuffle=shuffle,
-            seed=FLAGS.seed, pad_to_multiple_of=FLAGS.pad_to_multiple_of)
+            seed=FLAGS.seed, pad_to_multiple_of=common.pad_to_multiple_of())
 
     def served(examples):  # what an export of the model would answer, packed as in training
         return task.served(model, examples, FLAGS.eval_batch_size, preprocessor)

@@ -41,8 +41,9 @@ def main(argv):
     predicted = read_swag_examples(FLAGS.predict_file) if FLAGS.do_predict else None
 
     def dataset(examples, batch_size, shuffle=False):
-        return common.without_padding(multiple_choice.training_dataset(
-            examples, preprocessor, batch_size, shuffle=shuffle, seed=FLAGS.seed))
+        return multiple_choice.training_dataset(examples, preprocessor, batch_size, shuffle=shuffle,
+                                                seed=FLAGS.seed,
+                                                pad_to_multiple_of=common.pad_to_multiple_of())
 
     def served(examples):  # what an export of the model would answer, packed as in training
         return multiple_choice.served(model, examples, FLAGS.eval_batch_size, preprocessor)

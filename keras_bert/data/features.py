@@ -98,8 +98,7 @@ def classification_dataset(examples, preprocessor, label_list=None, is_regressio
     if labels is not None and is_regression:
         labels = labels[:, None]
     return text_dataset(texts, functools.partial(text_inputs, preprocessor),
-                        () if labels is None else (labels,), batch_size, shuffle, seed, pad_to_multiple_of,
-                        preprocessor.seq_length)
+                        () if labels is None else (labels,), batch_size, shuffle, seed, pad_to_multiple_of)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -115,14 +114,13 @@ def text_inputs(preprocessor, texts):
     return preprocessor(texts["text"])
 
 
-def text_dataset(texts, featurize, targets=(), batch_size=32, shuffle=False, seed=None, pad_to_multiple_of=0,
-                 seq_length=None):
+def text_dataset(texts, featurize, targets=(), batch_size=32, shuffle=False, seed=None, pad_to_multiple_of=0):
     """The batches of raw `texts` ({"text": [n] (, "text_b": [n] or [n, choices])} of strings) as model
     inputs: `(featurize(texts of a batch), *targets of the batch)`, or the inputs alone without `targets`
     (arrays of n rows: labels, sample weights), in order unless `shuffle` (all of them, reshuffled each
     epoch, with `seed`). `featurize` runs in a parallel `ds.map` (a model's `text_inputs`). With
     `pad_to_multiple_of`, each batch's padding is cut to a multiple of it and shuffled batches group texts
-    of similar length (`seq_length`: the packed length)."""
+    of similar length (`padding.group_by_length`: as many batches, each full)."""
     num_examples = len(texts["text"])
     dataset = tf.data.Dataset.from_tensor_slices((texts, *targets) if targets else texts)
     if shuffle:
@@ -131,10 +129,10 @@ def text_dataset(texts, featurize, targets=(), batch_size=32, shuffle=False, see
     def inputs(texts, *rest):
         return (featurize(texts), *rest) if rest else featurize(texts)
 
-    if pad_to_multiple_of and shuffle:  # packed in large batches, then regrouped by length
-        dataset = dataset.batch(1024).map(inputs, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
-        dataset = padding.bucket_by_length(dataset, batch_size, seq_length, pad_to_multiple_of,
-                                           drop_remainder=False)
+    if pad_to_multiple_of and shuffle:  # packed a window at a time, then sorted by length within it
+        windows = dataset.batch(batch_size * padding.GROUP_BATCHES).map(inputs,
+                                                                         num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = padding.group_by_length(windows, batch_size, -(-num_examples // batch_size), seed)
         return featurized(dataset, None, pad_to_multiple_of)
     return featurized(dataset.batch(batch_size), inputs, pad_to_multiple_of)
 

@@ -13,7 +13,12 @@ row with the most real predictions, rounded up to PREDICTION_MULTIPLE. Zero-weig
 the loss, so it is unchanged; the MLM head (a [slots, vocab] matmul per row) computes fewer rows.
 
 Each distinct batch length (and slot count) is a new input shape: an XLA train step compiles once for
-each (at most max_seq_length / m lengths, each with one or two slot counts).
+each (at most max_seq_length / m lengths, each with one or two slot counts). The default multiple
+(`default_multiple`) is 16, larger for a max_seq_length over 128, so a run meets at most MAX_LENGTHS lengths.
+
+Fine-tuning data is grouped by length without buckets (`group_by_length`): windows of shuffled examples
+sorted by length and cut into batches, so an epoch keeps its number of batches (the learning-rate schedule
+counts them) and every batch is full.
 """
 
 import tensorflow as tf
@@ -21,6 +26,40 @@ import tensorflow as tf
 SEQUENCE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
 PREDICTION_MULTIPLE = 4  # slots are cut to a multiple of this, so a batch length meets few slot counts
+# By default batches are cut to a multiple of LENGTH_MULTIPLE, widened so max_seq_length has at most
+# MAX_LENGTHS of them: each length compiles its own XLA step, and a compile costs tens of steps.
+LENGTH_MULTIPLE = 16
+MAX_LENGTHS = 8
+# Batches sorted together by `group_by_length`: wide enough that most batches hold one length, narrow enough
+# that the examples of a window are still a shuffle of the whole set.
+GROUP_BATCHES = 16
+
+
+def default_multiple(max_seq_length):
+    """The multiple batches are cut to by default: LENGTH_MULTIPLE (16), or above 8 x 16 the multiple of 16
+    that cuts `max_seq_length` into at most MAX_LENGTHS lengths (384 -> 48, 512 -> 64)."""
+    return LENGTH_MULTIPLE * max(1, -(-int(max_seq_length) // (LENGTH_MULTIPLE * MAX_LENGTHS)))
+
+
+def resolve_multiple(pad_to_multiple_of, max_seq_length):
+    """`pad_to_multiple_of` as given, where None or "auto" is `default_multiple(max_seq_length)` and 0 pads
+    every batch to max_seq_length; ValueError for anything else that is not an int >= 0."""
+    if pad_to_multiple_of is None or pad_to_multiple_of == "auto":
+        return default_multiple(max_seq_length)
+    if (isinstance(pad_to_multiple_of, bool) or not isinstance(pad_to_multiple_of, int)
+            or pad_to_multiple_of < 0):
+        raise ValueError(f"pad_to_multiple_of={pad_to_multiple_of!r}; expected 'auto', 0 (pad to the "
+                         "sequence length) or a positive int")
+    return pad_to_multiple_of
+
+
+def batch_lengths(max_seq_length, multiple):
+    """The lengths a batch cut to `multiple` can have (multiple, 2 x multiple, ..., max_seq_length); just
+    [max_seq_length] for multiple 0."""
+    if not multiple:
+        return [max_seq_length]
+    return sorted({min(length, max_seq_length) for length in range(multiple, max_seq_length + multiple,
+                                                                   multiple)})
 
 
 def batch_length(input_mask, multiple):
@@ -67,6 +106,30 @@ def bucket_by_length(dataset, batch_size, max_seq_length, multiple, drop_remaind
     return dataset.bucket_by_sequence_length(
         lambda features, *labels: tf.reduce_sum(tf.cast(features["input_mask"], tf.int32)), boundaries,
         [batch_size] * (len(boundaries) + 1), drop_remainder=drop_remainder)
+
+
+def group_by_length(windows, batch_size, num_batches=None, seed=None):
+    """Batches of `batch_size` in which rows of similar length go together: each element of `windows` (a
+    window of shuffled, packed examples: a dict with `input_mask` [n, ..., seq], or a tuple whose first item
+    is one; n a multiple of batch_size but in the last) is sorted by its rows' real lengths and cut into
+    batches, and the batches are shuffled within GROUP_BATCHES of each other (`seed`, anew each epoch).
+    Every example once, in the batches `windows` would make unsorted: `num_batches` of them, when given, is
+    the cardinality the result states."""
+
+    def sort(*element):
+        inputs = element[0]
+        mask = tf.cast(inputs["input_mask"], tf.int32)
+        lengths = tf.reduce_sum(mask, -1)
+        if mask.shape.rank > 2:  # [n, choices, seq]: a row is as long as its longest choice
+            lengths = tf.reduce_max(lengths, axis=list(range(1, mask.shape.rank - 1)))
+        order = tf.argsort(lengths, stable=True)
+        rows = tf.nest.map_structure(lambda value: tf.gather(value, order), element)
+        return rows if len(rows) > 1 else rows[0]
+
+    batches = windows.map(sort, num_parallel_calls=tf.data.AUTOTUNE).unbatch().batch(batch_size)
+    if num_batches is not None:
+        batches = batches.apply(tf.data.experimental.assert_cardinality(num_batches))
+    return batches.shuffle(GROUP_BATCHES, seed=seed, reshuffle_each_iteration=True)
 
 
 def trim_dataset(dataset, multiple, per_token_labels=False):

@@ -10,8 +10,16 @@ length it was trained with) takes raw strings wherever Keras takes data:
 
 The strings are tokenized and packed in a parallel `tf.data` map (never inside the compiled step: XLA
 cannot compile tf-text's ragged ops), so the step is the one token-id batches run. Token-id dicts, and
-datasets of them, pass through untouched. The preprocessor and the label names are part of the model's
-config, so a `.keras` file carries them.
+datasets of them, pass through untouched.
+
+Each batch of text pays for its tokens, not for the preprocessor's seq_length: it is cut to its longest
+text rounded up to 16 (`keras_bert.data.padding.default_multiple`: at most 8 lengths, so at most 8
+compiled steps), and `fit` sorts shuffled texts by length within windows of 16 batches, so a batch holds
+texts of similar length. `pad_to_multiple_of=` (a keyword of fit / evaluate / predict) sets the multiple;
+0 pads to seq_length as the preprocessor does. Models with per-token outputs (tagging, spans) keep
+seq_length, the length their targets and outputs have.
+
+The preprocessor and the label names are part of the model's config, so a `.keras` file carries them.
 """
 
 import logging
@@ -21,7 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert import compat
-from keras_bert.data import features
+from keras_bert.data import features, padding
 from keras_bert.data.features import TEXT_KEYS
 from keras_bert.data.options import steady
 
@@ -183,13 +191,16 @@ class TextTask:
         with tf.control_dependencies([check]):
             return tf.identity(ids)
 
-    def text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
+    def text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None,
+                     pad_to_multiple_of="auto"):
         """A batched, preprocessed `tf.data.Dataset` of (inputs[, targets[, sample_weight]]) from raw text
         `x`, or None when `x` is not text. `x` is a tf.data.Dataset of text elements, or what
         `text_features` accepts. Text for a model without a preprocessor is a ValueError saying so. The
-        batches are `keras_bert.data.features.text_dataset`'s, the recipes' path, with `text_inputs`."""
+        batches are `keras_bert.data.features.text_dataset`'s, the recipes' path, with `text_inputs`, cut to
+        their longest text rounded up to `pad_to_multiple_of` ("auto": `padding.default_multiple`; 0: to
+        seq_length), shuffled ones grouped by length (`padding.group_by_length`)."""
         if isinstance(x, tf.data.Dataset):
-            return self._text_dataset_of_dataset(x, batch_size)
+            return self._text_dataset_of_dataset(x, batch_size, pad_to_multiple_of)
         texts = text_features(x)
         if texts is None:
             return None
@@ -205,9 +216,16 @@ class TextTask:
         if sample_weight is not None:
             targets.append(np.asarray(sample_weight))
         return features.text_dataset(texts, self.text_inputs, targets, batch_size or DEFAULT_BATCH_SIZE,
-                                     shuffle, seed)
+                                     shuffle, seed, self._text_multiple(pad_to_multiple_of))
 
-    def _text_dataset_of_dataset(self, dataset, batch_size):
+    def _text_multiple(self, pad_to_multiple_of):
+        """The multiple text batches are cut to: `pad_to_multiple_of` resolved for the preprocessor's
+        seq_length, or 0 for a model with per-token outputs (their targets and outputs keep seq_length)."""
+        multiple = padding.resolve_multiple(pad_to_multiple_of, self._require_preprocessor().seq_length)
+        per_token = any(None in tuple(output.shape[1:]) for output in keras.tree.flatten(self.outputs))
+        return 0 if per_token else multiple
+
+    def _text_dataset_of_dataset(self, dataset, batch_size, pad_to_multiple_of):
         spec = dataset.element_spec
         first = spec[0] if isinstance(spec, tuple) else spec
         if not _spec_is_text(first):
@@ -216,9 +234,9 @@ class TextTask:
         text_spec = _element_text(first)["text"]
         if text_spec.shape.rank == 0:  # unbatched examples: batch them as Keras would
             dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
-        return self._preprocessed(dataset)
+        return self._preprocessed(dataset, self._text_multiple(pad_to_multiple_of))
 
-    def _preprocessed(self, dataset):
+    def _preprocessed(self, dataset, pad_to_multiple_of):
         table = self._label_table() if self.labels else None
 
         def preprocess(*element):
@@ -228,15 +246,16 @@ class TextTask:
             targets = self._targets_in_graph(element[1], table) if table is not None else element[1]
             return (inputs, targets, *element[2:])
 
-        return features.featurized(dataset, preprocess)
+        return features.featurized(dataset, preprocess, pad_to_multiple_of)
 
     # ----------------------------------------------------------------------------------- Keras entry points
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None, sample_weight=None,
-            initial_epoch=0, steps_per_epoch=None, **kwargs):
+            initial_epoch=0, steps_per_epoch=None, pad_to_multiple_of="auto", **kwargs):
         _refuse_no_examples(x, "fit")
         validation_batch_size = kwargs.get("validation_batch_size") or batch_size  # as Keras batches it
-        data = self.text_dataset(x, y, sample_weight, batch_size, shuffle=shuffle)
+        data = self.text_dataset(x, y, sample_weight, batch_size, shuffle=shuffle,
+                                 pad_to_multiple_of=pad_to_multiple_of)
         if data is not None:
             if validation_split:
                 raise ValueError("validation_split is not supported with raw text: pass validation_data")
@@ -246,13 +265,19 @@ class TextTask:
             if arrays is not None:  # class weights are sample weights in it
                 x, y, sample_weight, batch_size, shuffle, class_weight = arrays, None, None, None, False, None
         if validation_data is not None:
-            validation_data = steady(self._validation_dataset(validation_data, validation_batch_size)
-                                     or validation_data)
+            validation_data = steady(self._validation_dataset(validation_data, validation_batch_size,
+                                                              pad_to_multiple_of) or validation_data)
         # datasets only (keras_bert.data.options: no autotune stall when Keras drops the iterator)
         x = steady(x)
         if isinstance(x, (tf.data.Dataset, tf.distribute.DistributedDataset)):
             shuffle = False  # Keras ignores it for datasets (and warns): a dataset comes shuffled or not
         self._schedule_default_optimizer(x, batch_size, epochs, steps_per_epoch, initial_epoch)
+        if data is not None and hasattr(self, "choose_for_run"):  # text: at most `shapes` batch lengths
+            steps = steps_per_epoch or _steps_per_epoch(x, batch_size)
+            shapes = len(padding.batch_lengths(self.preprocessor.seq_length,
+                                               self._text_multiple(pad_to_multiple_of)))
+            if steps:
+                self.choose_for_run(int(steps) * max(1, epochs - initial_epoch), shapes)
         return super().fit(x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose,
                            callbacks=callbacks, validation_split=validation_split,
                            validation_data=validation_data, shuffle=shuffle, class_weight=class_weight,
@@ -260,9 +285,9 @@ class TextTask:
                            steps_per_epoch=steps_per_epoch, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
-                 **kwargs):
+                 pad_to_multiple_of="auto", **kwargs):
         _refuse_no_examples(x, "evaluate")
-        data = self.text_dataset(x, y, sample_weight, batch_size)
+        data = self.text_dataset(x, y, sample_weight, batch_size, pad_to_multiple_of=pad_to_multiple_of)
         if data is None:
             data = _array_dataset(x, y, sample_weight, batch_size, steps=steps)
         if data is not None:
@@ -270,12 +295,13 @@ class TextTask:
         return super().evaluate(x=steady(x), y=y, batch_size=batch_size, verbose=verbose,
                                 sample_weight=sample_weight, steps=steps, **kwargs)
 
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None,
+                pad_to_multiple_of="auto", **kwargs):
         if _no_examples(x):  # the outputs of one empty text, with no rows (as a served batch of 0)
             one = ({key: [""] for key in x} if isinstance(x, dict)
                    else ([""], [""]) if isinstance(x, tuple) else [""])
             return keras.tree.map_structure(lambda a: a[:0], self.predict(one, verbose=0))
-        data = self.text_dataset(x, batch_size=batch_size)
+        data = self.text_dataset(x, batch_size=batch_size, pad_to_multiple_of=pad_to_multiple_of)
         if data is None:
             data = _array_dataset(x, batch_size=batch_size, steps=steps)
         if data is not None:
@@ -283,13 +309,15 @@ class TextTask:
         return super().predict(steady(x), batch_size=batch_size, verbose=verbose, steps=steps,
                                callbacks=callbacks, **kwargs)
 
-    def _validation_dataset(self, validation_data, batch_size):
+    def _validation_dataset(self, validation_data, batch_size, pad_to_multiple_of):
         """`validation_data` as a preprocessed dataset when it is raw text, else None."""
         if isinstance(validation_data, tf.data.Dataset):
-            return self.text_dataset(validation_data, batch_size=batch_size)
+            return self.text_dataset(validation_data, batch_size=batch_size,
+                                     pad_to_multiple_of=pad_to_multiple_of)
         if not isinstance(validation_data, (tuple, list)):
             return None  # e.g. a distributed dataset: passed to Keras as it is
-        return (self.text_dataset(*validation_data, batch_size=batch_size)
+        return (self.text_dataset(*validation_data, batch_size=batch_size,
+                                  pad_to_multiple_of=pad_to_multiple_of)
                 or _array_dataset(*validation_data, batch_size=batch_size))
 
     # ----------------------------------------------------------------------------------- compile defaults

@@ -2,6 +2,7 @@
 
 from keras_bert.training.callbacks import (
     CheckpointCallback,
+    CompileLog,
     FailOnNaN,
     ScalarSummaries,
     StopAtStep,
@@ -11,6 +12,6 @@ from keras_bert.training.callbacks import (
 from keras_bert.training.distribute import get_strategy, is_chief
 from keras_bert.training.optimization import AdamW, Lamb, WarmupLinearDecay, create_optimizer
 
-__all__ = ["AdamW", "CheckpointCallback", "FailOnNaN", "Lamb", "ScalarSummaries", "StopAtStep",
+__all__ = ["AdamW", "CheckpointCallback", "CompileLog", "FailOnNaN", "Lamb", "ScalarSummaries", "StopAtStep",
            "TrainingCheckpoint", "TrainingDivergedError", "WarmupLinearDecay", "create_optimizer",
            "get_strategy", "is_chief"]

@@ -11,16 +11,21 @@ a full disk fails naming the directory, without leaving the partial `ckpt-N_temp
 
 import errno
 import json
+import logging
 import math
 import os
 import re
 import shutil
+import statistics
+import time
 
 import keras
 import tensorflow as tf
 
 from keras_bert.errors import DiskFullError, UserInputError
 from keras_bert.training import distribute
+
+logger = logging.getLogger("keras_bert")
 
 # What tensorboard's scalar summary writes, built here so TensorBoard itself need not be installed.
 _SCALAR_METADATA = tf.compat.v1.SummaryMetadata(
@@ -183,6 +188,69 @@ class StopAtStep(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         if int(self.model.optimizer.iterations.numpy()) >= self.num_steps:
             self.model.stop_training = True
+
+
+class CompileLog(keras.callbacks.Callback):
+    """Logs at the end of `fit` the batch lengths the train step met and what meeting them cost: each new
+    length is a new input shape (a compiled step compiles anew), paid by the first step that has it.
+
+    `watch(dataset)` returns the training dataset (batches of `inputs` dicts with `input_mask`, or tuples
+    starting with one) noting each batch's length as it is read; reads keep the steps' order (prefetching
+    only reads ahead), so the k-th length noted is the k-th step's. `bound`: the most lengths the data can
+    have, said beside the count."""
+
+    def __init__(self, bound=None):
+        super().__init__()
+        self.bound = bound
+        self.lengths = []  # each batch read, in order
+        self.first = {}  # length -> seconds of the first call that ran a step of it
+        self.others = []  # seconds of the calls that met no new length
+        self._started = None
+
+    def watch(self, dataset):
+        def note(length):
+            self.lengths.append(int(length))
+            return length
+
+        def noted(inputs, *rest):
+            length = tf.py_function(note, [tf.shape(inputs["input_mask"])[-1]], tf.int32)
+            with tf.control_dependencies([length]):  # noted when the batch is read, not skipped
+                inputs = {name: tf.identity(value) for name, value in inputs.items()}
+            return (inputs, *rest) if rest else inputs
+
+        return dataset.map(noted)
+
+    def on_train_begin(self, logs=None):
+        self._steps_done = 0
+        self._train_started = time.perf_counter()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._started = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        seconds = time.perf_counter() - self._started
+        steps = getattr(self.model, "steps_per_execution", 1) or 1
+        new = [length for length in self.lengths[self._steps_done:self._steps_done + steps]
+               if length not in self.first]
+        self._steps_done += steps
+        for length in new:  # a call meeting several new lengths counts once, under the first
+            self.first[length] = seconds / len(new)
+        if not new:
+            self.others.append(seconds)
+
+    def on_train_end(self, logs=None):
+        if not self.first:
+            return
+        total = time.perf_counter() - self._train_started
+        steady = statistics.median(self.others) if self.others else 0.0
+        extra = sum(max(0.0, seconds - steady) for seconds in self.first.values())
+        execution = getattr(self.model, "execution", None) or (
+            "xla" if self.model.jit_compile else "kernels")
+        bound = f" of at most {self.bound}" if self.bound else ""
+        logger.info("train step (%s): %d batch lengths%s (%s); their first steps took %.1f s more than a "
+                    "steady step (%.3f s): %.0f%% of the %.1f s of training", execution, len(self.first),
+                    bound, ", ".join(map(str, sorted(self.first))), extra, steady,
+                    100 * extra / max(total, 1e-9), total)
 
 
 class TrainingDivergedError(UserInputError, RuntimeError):

@@ -49,7 +49,7 @@ def test_a_reader_dataset_and_fit_on_raw_text_are_one_path(tokenizer):
                                                   intermediate_size=16, max_position_embeddings=16)),
                            labels=["a", "b"], preprocessor=preprocessor)
     ours = features.classification_dataset(examples, preprocessor, ["a", "b"], batch_size=2, shuffle=True,
-                                           seed=4)
+                                           seed=4, pad_to_multiple_of=16)
     fit = model.text_dataset((texts, texts[::-1]), labels, batch_size=2, shuffle=True, seed=4)
     for _ in range(2):  # reshuffled alike each epoch
         for (inputs, ids), (fit_inputs, fit_ids) in zip(ours, fit, strict=True):

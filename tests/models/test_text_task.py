@@ -72,6 +72,30 @@ def test_raw_strings_give_the_token_id_outputs(preprocessor):
     np.testing.assert_array_equal(by_dataset, by_ids)
 
 
+def test_text_batches_pay_for_their_tokens(preprocessor):
+    longer = BertPreprocessor(preprocessor.tokenizer, seq_length=32)
+    clf = BertClassifier(_encoder(preprocessor), labels=["neg", "pos"], preprocessor=longer)
+    texts, labels = _sentiment(2)  # 20 texts of at most 8 tokens
+
+    def widths(model, **kwargs):
+        return {inputs["input_mask"].shape[1] for inputs in model.text_dataset(texts, batch_size=8, **kwargs)}
+
+    # Cut to the longest text rounded up to 16, shuffled or not; 0 keeps seq_length (as per-token models).
+    assert widths(clf, shuffle=True, seed=1) == widths(clf) == {16}
+    assert widths(clf, pad_to_multiple_of=0) == {32} and widths(clf, pad_to_multiple_of=8) == {8}
+    assert widths(BertTokenClassifier(_encoder(preprocessor), num_classes=3, preprocessor=longer)) == {32}
+    # The logits do not depend on the padding.
+    np.testing.assert_allclose(clf.predict(texts, verbose=0), clf.predict(texts, pad_to_multiple_of=0,
+                                                                          verbose=0), atol=1e-5)
+    # 3 steps over up to 2 lengths (16, 32): too few to pay an XLA compile each, unless asked for.
+    clf.compile()
+    clf.fit(texts, labels, batch_size=8, verbose=0)
+    assert clf.execution == "kernels" and not clf.jit_compile
+    clf.compile(jit_compile=True)
+    clf.fit(texts, labels, batch_size=8, verbose=0)
+    assert clf.execution == "xla"
+
+
 def test_sentence_pairs_and_datasets_of_text_and_labels(preprocessor):
     clf = BertClassifier(_encoder(preprocessor), labels=["no", "yes"], preprocessor=preprocessor)
     clf.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=False)

@@ -1,4 +1,7 @@
-"""FailOnNaN: a diverged fit raises before the next callback (a checkpoint save) runs."""
+"""FailOnNaN: a diverged fit raises before the next callback (a checkpoint save) runs. CompileLog: each batch
+length a fit met, once."""
+
+import re
 
 import keras
 import numpy as np
@@ -31,3 +34,24 @@ def test_nan_loss_raises_naming_the_step_before_later_callbacks():
     finite.compile(optimizer="sgd", loss="mse")
     history = finite.fit(x, np.zeros((8, 1)), batch_size=2, callbacks=[FailOnNaN()], verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+def test_compile_log_names_each_batch_length_once(caplog):
+    import tensorflow as tf
+
+    from keras_bert.training import CompileLog
+
+    inputs = keras.Input((None,), dtype="int32", name="input_mask")
+    model = keras.Model({"input_mask": inputs}, keras.layers.Dense(1)(
+        keras.ops.mean(keras.ops.cast(inputs, "float32"), axis=1, keepdims=True)))
+    model.compile(optimizer="sgd", loss="mse", jit_compile=False)
+    lengths = [16, 32, 16, 48, 32, 16]
+    batches = [({"input_mask": np.ones((2, n), np.int32)}, np.zeros((2, 1), np.float32)) for n in lengths]
+    log = CompileLog(bound=8)
+    dataset = tf.data.Dataset.from_generator(lambda: iter(batches), output_signature=(
+        {"input_mask": tf.TensorSpec((2, None), tf.int32)}, tf.TensorSpec((2, 1), tf.float32)))
+    with caplog.at_level("INFO", logger="keras_bert"):
+        model.fit(log.watch(dataset), epochs=1, callbacks=[log], verbose=0)
+    assert log.lengths == lengths and sorted(log.first) == [16, 32, 48] and len(log.others) == 3
+    assert re.search(r"train step \(kernels\): 3 batch lengths of at most 8 \(16, 32, 48\); their first "
+                     r"steps took [\d.]+ s more than a steady step", caplog.text), caplog.text

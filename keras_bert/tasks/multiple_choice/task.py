@@ -24,17 +24,18 @@ def choice_texts(examples):
             "text_b": [[b for _, b in choices] for choices in pairs]}
 
 
-def training_dataset(examples, preprocessor, batch_size=16, shuffle=False, seed=0):
+def training_dataset(examples, preprocessor, batch_size=16, shuffle=False, seed=0, pad_to_multiple_of=0):
     """A tf.data.Dataset of (inputs, labels) batches for `BertMultipleChoice`: `choice_texts` packed by
-    `pack_choices` (int32 [b, num_choices, seq_length] each) and the int32 [b] labels. Raises ValueError
-    naming an example without a label."""
+    `pack_choices` (int32 [b, num_choices, seq_length] each; with `pad_to_multiple_of`, cut as
+    `text_dataset` cuts, a row's length being its longest choice) and the int32 [b] labels. Raises
+    ValueError naming an example without a label."""
     texts = choice_texts(examples)
     unlabeled = [example.swag_id for example in examples if example.label is None]
     if unlabeled:
         raise ValueError(f"{len(unlabeled)} examples have no label, e.g. {unlabeled[0]}")
     labels = np.asarray([example.label for example in examples], np.int32)
     return text_dataset(texts, lambda batch: pack_choices(preprocessor, batch["text"], batch["text_b"]),
-                        (labels,), batch_size, shuffle, seed)
+                        (labels,), batch_size, shuffle, seed, pad_to_multiple_of)
 
 
 def served(model, examples, batch_size=32, preprocessor=None):
