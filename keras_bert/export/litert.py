@@ -15,7 +15,6 @@ registers them.
 """
 
 import os
-import re
 
 import numpy as np
 import tensorflow as tf
@@ -32,7 +31,7 @@ SIGNATURE = "serving_default"
 QUANTIZE = ("int8", "float16")
 
 
-def litert_model(model, preprocessor=None, quantize=None, options=None):
+def litert_model(model, preprocessor=None, quantize=None, signature=None, options=None):
     """The `.tflite` bytes of `model` (a keras_bert model with a preprocessor), as `export_litert` writes;
     the arguments are `export_litert`'s."""
     if quantize not in (None, *QUANTIZE):
@@ -44,7 +43,7 @@ def litert_model(model, preprocessor=None, quantize=None, options=None):
     model = serving_form(model, None, "float32")  # float weights of a LoRA or quantized model
     fast = fast_ops_preprocessor(preprocessor)
     try:
-        endpoint = next(iter(model.serving_endpoints(fast, None, options or {}).values()))
+        endpoint = next(iter(model.serving_endpoints(fast, signature, options or {}).values()))
         with one_graph(), litert_gelu():
             function = endpoint.traced()
     except ValueError as e:
@@ -67,7 +66,8 @@ def litert_model(model, preprocessor=None, quantize=None, options=None):
     return flatbuffer
 
 
-def export_litert(model, path, quantize=None, preprocessor=None, overwrite=False, **options):
+def export_litert(model, path, quantize=None, preprocessor=None, signature=None, overwrite=False,
+                  **options):
     """Writes `model` as one LiteRT `.tflite` at `path` (atomically) and returns `path`.
 
     Args:
@@ -76,13 +76,15 @@ def export_litert(model, path, quantize=None, preprocessor=None, overwrite=False
         quantize: None (float32), "int8" (int8 weights, matmuls on int8 with per-request activation ranges:
             LiteRT's dynamic-range quantization) or "float16" (float16 weights, computed in float32).
         preprocessor: a `keras_bert.text.BertPreprocessor` overriding the model's (same vocab and casing).
+        signature: the raw-text form served, one of the model's `serving_forms` (default: its first).
+        overwrite: replace an existing file at `path`.
         **options: the model's serving options, as `serve()` takes them (e.g. pooling="mean").
 
     The signature `serving_default` takes the model's raw-text inputs (tf.string [batch] each) and returns
     `model.serve()`'s outputs by name. Raises ExportError naming what LiteRT cannot run (a task whose
     answers need ops it has no kernel for, a tokenizer its fast ops cannot follow).
     """
-    flatbuffer = litert_model(model, preprocessor, quantize, options)
+    flatbuffer = litert_model(model, preprocessor, quantize, signature, options)
     with outputs.writing_file(path, overwrite=overwrite, label=f"the LiteRT model {path}") as tmp:
         with open(tmp, "wb") as f:
             f.write(flatbuffer)
@@ -115,15 +117,14 @@ def _interpreter(**model):
 
 
 def _unresolved_ops(flatbuffer):
-    """Custom ops of a `.tflite` that neither LiteRT nor tf-text's registrar has a kernel for."""
-    try:
-        _interpreter(model_content=flatbuffer).allocate_tensors()
-    except (RuntimeError, ValueError) as e:
-        found = re.findall(r"unresolved custom op: (\w+)", str(e))
-        if not found:
-            raise
-        return sorted(set(found))
-    return []
+    """Custom ops of a `.tflite` that tf-text's registrar has no kernel for (LiteRT's builtins are named in
+    capitals; tf-text registers FastWordpieceTokenize for its WithOffsets form too)."""
+    import tensorflow_text as tf_text
+
+    registered = tuple(add.__name__.removeprefix("Add") for add in tf_text.tflite_registrar.SELECT_TFTEXT_OPS)
+    # ai_edge_litert 2.3: the op list is the interpreter's only (underscored) reader of a model's ops.
+    ops = {op["op_name"] for op in _interpreter(model_content=flatbuffer)._get_ops_details()}
+    return sorted(op for op in ops if not op.isupper() and not op.startswith(registered))
 
 
 class LiteRTRunner:
@@ -138,8 +139,8 @@ class LiteRTRunner:
         self._interpreter = _interpreter(model_path=self.path, num_threads=num_threads)
         signatures = self._interpreter.get_signature_list()
         if SIGNATURE not in signatures:
-            raise ValueError(f"{self.path}: no {SIGNATURE} signature (it has {sorted(signatures)}); expected a "
-                             ".tflite written by keras_bert.export.export_litert")
+            raise ValueError(f"{self.path}: no {SIGNATURE} signature (it has {sorted(signatures)}); "
+                             "expected a .tflite written by keras_bert.export.export_litert")
         self._runner = self._interpreter.get_signature_runner(SIGNATURE)
         self.inputs = tuple(signatures[SIGNATURE]["inputs"])
 
@@ -153,8 +154,12 @@ class LiteRTRunner:
             if value.ndim < 1 or not all(isinstance(v, (str, bytes)) for v in value.reshape(-1)):
                 raise ValueError(f"{self.path}: input `{name}` must be strings of shape [batch]; got "
                                  f"{value.dtype} of shape {list(value.shape)}")
-            arrays[name] = np.vectorize(lambda v: v.encode() if isinstance(v, str) else v, otypes=[object])(
-                value) if value.size else value
+            flat = [v.encode() if isinstance(v, str) else v for v in value.reshape(-1)]
+            arrays[name] = np.array(flat + [b""], dtype=object)[:-1].reshape(value.shape)  # [b""]: stays 1-D
+        if next(iter(arrays.values())).shape[0] == 0:
+            # LiteRT's UNPACK kernel refuses a zero-size tensor: an empty batch runs one empty text, cut to 0.
+            one = {name: np.full((1, *value.shape[1:]), b"", dtype=object) for name, value in arrays.items()}
+            return {name: value[:0] for name, value in self._runner(**one).items()}
         return self._runner(**arrays)
 
 

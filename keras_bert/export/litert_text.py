@@ -103,8 +103,9 @@ def fast_ops_preprocessor(preprocessor):
     from casing, or KerasHub's rules."""
     tokenizer = preprocessor.tokenizer
     if tokenizer.rules != "google" or tokenizer.strip_accents not in (None, tokenizer.lower_case):
-        raise ExportError(f"a LiteRT export tokenizes with tf-text's FastBertNormalizer, which strips accents "
-                          f"exactly when it lower-cases; this tokenizer has lower_case={tokenizer.lower_case}, "
-                          f"strip_accents={tokenizer.strip_accents}, rules={tokenizer.rules!r}")
+        raise ExportError("a LiteRT export tokenizes with tf-text's FastBertNormalizer, which strips accents "
+                          "exactly when it lower-cases; this tokenizer has "
+                          f"lower_case={tokenizer.lower_case}, strip_accents={tokenizer.strip_accents}, "
+                          f"rules={tokenizer.rules!r}")
     fast = FastOpsTokenizer(tokenizer.vocab_file, lower_case=tokenizer.lower_case, vocabulary=tokenizer.vocab)
     return FastOpsPreprocessor(fast, preprocessor.seq_length, preprocessor.pad_to_multiple_of)
