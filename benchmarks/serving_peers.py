@@ -275,7 +275,8 @@ def run_one(impl, args):
         result = dict(info, setup_s=round(time.perf_counter() - start, 1), **word_counts(timed))
         for batch_size in BATCH_SIZES:
             result[f"b{batch_size}_ms"] = batch_latency_ms(embed, timed, batch_size, args.repeats)
-            result[f"all_b{batch_size}_ms"] = all_texts_ms_per_text(embed, timed, batch_size)
+            if args.passes:
+                result[f"all_b{batch_size}_ms"] = all_texts_ms_per_text(embed, timed, batch_size, args.passes)
         servers = {"sequential": traffic.sequential(embed)}
         if embed_tensor is not None:  # TensorFlow's own batching wraps a graph function
             servers["tf_batching"] = traffic.tf_batching(common.configure_tensorflow(), embed_tensor,
@@ -339,7 +340,8 @@ def best_of(runs):
 
 def child_flags(args):
     """The flags `run_all` passes on to each implementation's process."""
-    return [f"--repeats={args.repeats}", f"--clients={','.join(map(str, args.clients))}",
+    return [f"--repeats={args.repeats}", f"--passes={args.passes}",
+            f"--clients={','.join(map(str, args.clients))}",
             f"--client_texts={args.client_texts}", f"--max_batch_size={args.max_batch_size}",
             f"--batch_timeout_ms={args.batch_timeout_ms}"]
 
@@ -476,6 +478,8 @@ def command_line():
                         help="all: these implementations only, comma-separated (default: every one)")
     parser.add_argument("--repeats", type=int, default=20, help="timed calls per batch size")
     parser.add_argument("--rounds", type=int, default=2, help="all: rounds over the implementations")
+    parser.add_argument("--passes", type=int, default=2,
+                        help="passes over all timed texts per batch size (the best counts); 0: none")
     parser.add_argument("--clients", type=common.comma_separated(int),
                         default=list(traffic.CLIENTS), help="concurrent single-text clients, comma-separated")
     parser.add_argument("--client_texts", type=int, default=160,
