@@ -6,12 +6,13 @@
     runner(text=np.array(["a great movie"], dtype=object))  # {"label": ..., "probabilities": ...}
 
 The file holds one signature, `serving_default`, with the inputs of the model's raw-text form (`text`,
-`text_b`; `question` / `context`) and the outputs of `model.serve()`. Its graph is the serve function traced
-as one flat graph (`keras_bert.models.buckets.one_graph`: the model inline, the whole batch padded to its
-longest row) with the tokenizer of `keras_bert.export.litert_text` (tf-text's fast ops) and GELU as
-LiteRT's builtin (`keras_bert.layers.transformer.litert_gelu`). The tf-text ops are custom ops: an app
-links tf-text's LiteRT kernels (`tensorflow_text.tflite_registrar`; BUILD.md, "LiteRT"), as `load_litert`
-registers them.
+`text_b`) and the outputs of `model.serve()`; a model whose answers need ops LiteRT lacks (a token
+classifier's entities, a span labeler's answer text: docs/litert.md) is refused. Its graph is the serve
+function traced as one flat graph (`keras_bert.models.buckets.one_graph`: the model inline, the whole batch
+padded to its longest row) with the tokenizer of `keras_bert.export.litert_text` (tf-text's fast ops) and
+GELU as LiteRT's builtin (`keras_bert.layers.transformer.litert_gelu`). The tf-text ops are custom ops: an
+app links tf-text's LiteRT kernels (`tensorflow_text.tflite_registrar`; BUILD.md, "LiteRT"), as
+`load_litert` registers them.
 """
 
 import os

@@ -45,7 +45,7 @@ def litert_gelu():
 def _gelu_exact(x):
     """x * Phi(x) written as `x * ((erf(x / sqrt 2) + 1) * 0.5)` on purpose: after a Dense's MatMul and
     BiasAdd, grappler's oneDNN remapper fuses exactly this op pattern into one _FusedMatMul (Keras's own
-    gelu, `0.5 * x * erfc(-x / sqrt 2)`, stays four separate ops)."""
+    gelu, `0.5 * x * erfc(-x / sqrt 2)`, stays four separate ops); within `litert_gelu`, LiteRT's order."""
     erf_plus_one = ops.add(ops.erf(ops.multiply(x, _SQRT_HALF)), 1.0)
     if _LITERT_GELU.get():
         return ops.multiply(ops.multiply(x, 0.5), erf_plus_one)
