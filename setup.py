@@ -43,7 +43,10 @@ setup(
             "tensorflow-hub==0.16.*",
             "tf-keras==2.21.*",
             "setuptools<81",
+            "ai-edge-litert==2.3.*",  # tests/export/test_litert.py runs the .tflite on LiteRT's runtime
         ],
-        "bench": ["keras-hub==0.32.*", "onnxruntime==1.32.*", "onnx==1.23.*"],
+        "bench": ["keras-hub==0.32.*", "onnxruntime==1.32.*", "onnx==1.23.*", "ai-edge-litert==2.3.*"],
+        # keras_bert.export.load_litert and `export_litert`'s check of the ops it wrote
+        "litert": ["ai-edge-litert==2.3.*"],
     },
 )

@@ -20,6 +20,9 @@ truncated at its max_seq_length (sentence_bert_config.json: 256), on real texts 
              (numpy)
   ort_int8   onnxruntime.quantization.quantize_dynamic (QInt8 weights) of the unoptimized model, same pipeline
   torch      transformers BertModel + BertTokenizerFast under torch.no_grad, mean pool + normalize in torch
+  litert     keras_bert.export.export_litert of the same encoder and pooling (raw text in, tf-text's fast
+             tokenizer ops in the graph), run by keras_bert.export.load_litert (ai_edge_litert, XNNPACK);
+             litert_int8 / litert_fp16: quantize="int8" (dynamic range) / "float16" (weights)
 Every implementation runs on `common.NUM_THREADS` threads (TF intra/inter-op pools, ORT intra-op, torch); ours
 with the intra-op pool its export's model_server_flags.txt asks for (`keras_bert.export.batching`: one
 thread for int8_matmul).
@@ -55,6 +58,9 @@ IMPLEMENTATIONS = {
     "ours_int8": Implementation("ours", "ours int8_matmul", {"quantize": "int8_matmul"}),
     "ours_fixed": Implementation("ours", "ours fixed_length", {"fixed_length": True}),
     "ours_bf16": Implementation("ours", "ours bfloat16", {"dtype": "bfloat16"}),
+    "litert": Implementation("litert", "ours: LiteRT .tflite", {}),
+    "litert_int8": Implementation("litert", "ours: LiteRT int8", {"quantize": "int8"}),
+    "litert_fp16": Implementation("litert", "ours: LiteRT float16 weights", {"quantize": "float16"}),
 }
 IMPLS = tuple(IMPLEMENTATIONS)
 BATCH_SIZES = (1, 8, 32)
@@ -194,7 +200,32 @@ def torch_embedder(workdir, calibration):
     return embed, {"torch_threads": torch.get_num_threads()}, None
 
 
-RUNTIMES = {"ours": ours_embedder, "ort": ort_embedder, "torch": torch_embedder}
+def litert_embedder(workdir, calibration, quantize=None):
+    """(embed, info, None) of the MiniLM `export_litert` (`quantize`: None, "int8" or "float16"), pooled and
+    normalized as the checkpoint says, run by `load_litert` on `common.NUM_THREADS` threads; `calibration`
+    is unused (dynamic-range int8 needs none)."""
+    del calibration
+    common.quiet_tensorflow()
+    import numpy as np
+
+    from keras_bert.checkpoints.sentence_transformers import sentence_pooling
+    from keras_bert.export import export_litert, load_litert
+    from keras_bert.models.encoder import BertEncoder
+
+    directory = minilm_dir()
+    pooling, normalize = sentence_pooling(directory)
+    encoder = BertEncoder.from_pretrained(directory, seq_length=max_seq_length(directory))
+    path = export_litert(encoder, os.path.join(workdir, "model.tflite"), quantize, pooling=pooling,
+                         normalize=normalize)
+    runner = load_litert(path, num_threads=common.NUM_THREADS)
+
+    def embed(batch):
+        return runner(text=np.array(batch, dtype=object))["sentence_embedding"]
+
+    return embed, {"litert_threads": common.NUM_THREADS, "tflite_bytes": os.path.getsize(path)}, None
+
+
+RUNTIMES = {"ours": ours_embedder, "ort": ort_embedder, "torch": torch_embedder, "litert": litert_embedder}
 
 
 def batch_latency_ms(embed, texts, batch_size, repeats):
@@ -244,7 +275,8 @@ def run_one(impl, args):
         result = dict(info, setup_s=round(time.perf_counter() - start, 1), **word_counts(timed))
         for batch_size in BATCH_SIZES:
             result[f"b{batch_size}_ms"] = batch_latency_ms(embed, timed, batch_size, args.repeats)
-            result[f"all_b{batch_size}_ms"] = all_texts_ms_per_text(embed, timed, batch_size)
+            if args.passes:
+                result[f"all_b{batch_size}_ms"] = all_texts_ms_per_text(embed, timed, batch_size, args.passes)
         servers = {"sequential": traffic.sequential(embed)}
         if embed_tensor is not None:  # TensorFlow's own batching wraps a graph function
             servers["tf_batching"] = traffic.tf_batching(common.configure_tensorflow(), embed_tensor,
@@ -308,7 +340,8 @@ def best_of(runs):
 
 def child_flags(args):
     """The flags `run_all` passes on to each implementation's process."""
-    return [f"--repeats={args.repeats}", f"--clients={','.join(map(str, args.clients))}",
+    return [f"--repeats={args.repeats}", f"--passes={args.passes}",
+            f"--clients={','.join(map(str, args.clients))}",
             f"--client_texts={args.client_texts}", f"--max_batch_size={args.max_batch_size}",
             f"--batch_timeout_ms={args.batch_timeout_ms}"]
 
@@ -335,6 +368,7 @@ def run_all(args):
                       if os.path.exists(os.path.join(workdir, impl + ".npy"))}
     results.update({impl: best_of(impl_runs) for impl, impl_runs in runs.items()})
     pairs = [(a, b) for a, b in [*(("ours", impl) for impl in IMPLS[1:]), ("ort_fp32", "torch"),
+                                 ("ort_fp32", "litert"), ("ort_int8", "litert_int8"),
                                  ("ort_fp32", "ort_int8")] if a in embeddings and b in embeddings]
     results["cosine"] = {f"{a} vs {b}": cosines(embeddings[a], embeddings[b]) for a, b in pairs}
     return results
@@ -392,7 +426,8 @@ def markdown(results):
         + f", best cost per text {best_cost_per_text(runs[a])[0] / best_cost_per_text(runs[b])[0]:.2f}x"
         + (f", all texts {best_all_texts_cost(runs[a])[0] / best_all_texts_cost(runs[b])[0]:.2f}x"
            if best_all_texts_cost(runs[a]) and best_all_texts_cost(runs[b]) else "")
-        for a, b in (("ours", "ort_fp32"), ("ours_int8", "ort_int8")) if a in runs and b in runs) + ".")
+        for a, b in (("ours", "ort_fp32"), ("ours_int8", "ort_int8"), ("litert", "ort_fp32"),
+                     ("litert_int8", "ort_int8"), ("litert", "ours")) if a in runs and b in runs) + ".")
     loads = ", ".join(f"{i} {run['load_before']:.1f}/{run['load_after']:.1f}" for i, run in runs.items())
     first = next(iter(runs.values()), {})
     lines.append(f"Texts: {first.get('texts')} stdlib docstring texts, "
@@ -443,6 +478,8 @@ def command_line():
                         help="all: these implementations only, comma-separated (default: every one)")
     parser.add_argument("--repeats", type=int, default=20, help="timed calls per batch size")
     parser.add_argument("--rounds", type=int, default=2, help="all: rounds over the implementations")
+    parser.add_argument("--passes", type=int, default=2,
+                        help="passes over all timed texts per batch size (the best counts); 0: none")
     parser.add_argument("--clients", type=common.comma_separated(int),
                         default=list(traffic.CLIENTS), help="concurrent single-text clients, comma-separated")
     parser.add_argument("--client_texts", type=int, default=160,

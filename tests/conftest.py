@@ -38,6 +38,7 @@ SLOW_MODULES = (
     "tests/export/test_span_answers.py", "tests/recipes/test_distill.py", "tests/models/test_text_task.py",
     "tests/tasks/test_served_predictions.py", "tests/export/test_scripts.py",
     "tests/export/test_answers.py", "tests/export/test_tfhub.py", "tests/export/test_adapted_export.py",
+    "tests/export/test_litert.py",
 )
 
 

@@ -1,10 +1,13 @@
-"""Export for TF Serving: raw-text SavedModels, the TF Hub layout, and the C-API servability check.
+"""Export for TF Serving (raw-text SavedModels, the TF Hub layout, the C-API servability check) and for
+LiteRT (one raw-text .tflite).
 
 `servability` imports neither keras nor TensorFlow's Python package, so that `export/check_servable.py`
 can load it in a fresh process; it is not imported here for the same reason.
 """
 
+from keras_bert.export.litert import export_litert, load_litert
 from keras_bert.export.saved_model import ExportError, build_archive, export_saved_model, serving_outputs
 from keras_bert.export.tfhub import export_tfhub
 
-__all__ = ["ExportError", "build_archive", "export_saved_model", "export_tfhub", "serving_outputs"]
+__all__ = ["ExportError", "build_archive", "export_litert", "export_saved_model", "export_tfhub",
+           "load_litert", "serving_outputs"]

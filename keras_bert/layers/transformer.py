@@ -27,11 +27,29 @@ def _in_float32(activation):
 _SQRT_HALF = 0.7071067811865476
 
 
+# Set while a graph is traced for the LiteRT converter (`litert_gelu`).
+_LITERT_GELU = contextvars.ContextVar("litert_gelu", default=False)
+
+
+@contextlib.contextmanager
+def litert_gelu():
+    """Within this context, the exact GELU is traced in the op order LiteRT's converter fuses into its GELU
+    builtin, `(x * 0.5) * (erf(x / sqrt 2) + 1)`: it has no kernel for a lone Erf."""
+    token = _LITERT_GELU.set(True)
+    try:
+        yield
+    finally:
+        _LITERT_GELU.reset(token)
+
+
 def _gelu_exact(x):
     """x * Phi(x) written as `x * ((erf(x / sqrt 2) + 1) * 0.5)` on purpose: after a Dense's MatMul and
     BiasAdd, grappler's oneDNN remapper fuses exactly this op pattern into one _FusedMatMul (Keras's own
-    gelu, `0.5 * x * erfc(-x / sqrt 2)`, stays four separate ops)."""
-    return ops.multiply(ops.multiply(ops.add(ops.erf(ops.multiply(x, _SQRT_HALF)), 1.0), 0.5), x)
+    gelu, `0.5 * x * erfc(-x / sqrt 2)`, stays four separate ops); within `litert_gelu`, LiteRT's order."""
+    erf_plus_one = ops.add(ops.erf(ops.multiply(x, _SQRT_HALF)), 1.0)
+    if _LITERT_GELU.get():
+        return ops.multiply(ops.multiply(x, 0.5), erf_plus_one)
+    return ops.multiply(ops.multiply(erf_plus_one, 0.5), x)
 
 
 # `hidden_act` names -> activation functions, shared by the block and the masked-LM head.

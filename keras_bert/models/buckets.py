@@ -18,6 +18,9 @@ group is a tf.cond that skips an empty group's run; the run calls the one graph 
 docs/serving.md inside it).
 """
 
+import contextlib
+import contextvars
+
 import tensorflow as tf
 
 from keras_bert.layers.transformer import real_rows
@@ -28,6 +31,25 @@ MAX_BUCKETS = 8
 # The fixed cost of one run of the model in tokens of a batch: 30-60 measured (MiniLM-L6, float32, AVX2);
 # 32 and 64 cost the same per text within 3% at batch 8, 32 and 64 (benchmarks/README.md).
 RUN_COST = 32
+# Set while a served function is traced as one flat graph (`one_graph`).
+_ONE_GRAPH = contextvars.ContextVar("one_graph", default=False)
+
+
+@contextlib.contextmanager
+def one_graph():
+    """Within this context, a served function is traced as one graph for a converter that takes neither
+    function calls nor the buckets' sort and search ops (LiteRT): the model inline (`Serving.served_call`)
+    on the whole batch (`model_outputs`)."""
+    token = _ONE_GRAPH.set(True)
+    try:
+        yield
+    finally:
+        _ONE_GRAPH.reset(token)
+
+
+def in_one_graph():
+    """True within `one_graph`."""
+    return _ONE_GRAPH.get()
 
 
 def _alone(function, inputs):
@@ -52,7 +74,7 @@ def model_outputs(model, inputs, preprocessor, function=None):
     whole batch (a fixed length: one shape); a batch of one row runs once, as it is. Outputs padded back
     take `model.serving_pad_values` ({name: fill})."""
     function = function or model.served_call
-    if getattr(preprocessor, "pad_to_multiple_of", None) is None:
+    if getattr(preprocessor, "pad_to_multiple_of", None) is None or in_one_graph():
         return function(inputs)
     # A lone text (a single request) is one run: no split to compute, no groups to route (4% of a call), on
     # its padded rows (`_alone`: 5% of a float32 call).

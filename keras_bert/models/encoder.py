@@ -213,7 +213,7 @@ def sentence_embedding(sequence_output, input_mask, pooling, normalize):
     if pooling == "cls":
         pooled = sequence_output[:, 0]
     else:
-        mask = tf.cast(input_mask, tf.float32)[..., None]
+        mask = tf.expand_dims(tf.cast(input_mask, tf.float32), -1)  # LiteRT has no new-axis slice
         pooled = tf.reduce_sum(sequence_output * mask, axis=1) / tf.maximum(tf.reduce_sum(mask, axis=1), 1e-9)
     if normalize:
         pooled /= tf.maximum(tf.norm(pooled, axis=-1, keepdims=True), NORMALIZE_EPSILON)

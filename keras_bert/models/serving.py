@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.layers.transformer import gathers_real_rows, real_rows, served_layout
-from keras_bert.models.buckets import LENGTH_MULTIPLE, model_outputs
+from keras_bert.models.buckets import LENGTH_MULTIPLE, in_one_graph, model_outputs
 from keras_bert.models.options import Options, model_options
 
 TOKEN_IDS = "token_ids"
@@ -311,6 +311,8 @@ class Serving:
         """The model in inference mode on encoder-input tensors (a dict), as the served graph runs it: one
         graph function shared by every endpoint and length bucket (`inference_function`)."""
         inputs = {name: tf.convert_to_tensor(value) for name, value in inputs.items()}
+        if in_one_graph():
+            return self(inputs, training=False)
         # A lone row's run is traced in `real_rows(gather=False)` (models/buckets.py).
         return inference_function(self, inputs, lone=served_layout() == "padded")(inputs)
 

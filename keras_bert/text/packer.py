@@ -264,7 +264,7 @@ def pack_choices(preprocessor, first, endings):
     endings = tf.convert_to_tensor(endings)
     first = tf.convert_to_tensor(first)
     if first.shape.rank == 1:
-        first = tf.broadcast_to(first[:, None], tf.shape(endings))
+        first = tf.tile(tf.expand_dims(first, 1), [1, tf.shape(endings)[1]])  # LiteRT tiles strings
     choices = endings.shape[1] if endings.shape[1] is not None else tf.shape(endings)[1]
     packed = preprocessor((tf.reshape(first, [-1]), tf.reshape(endings, [-1])))
     return {name: tf.reshape(value, [-1, choices, value.shape[-1] or tf.shape(value)[-1]])

@@ -1,0 +1,90 @@
+"""Exports a keras_bert model as one LiteRT (TensorFlow Lite) file that takes raw text.
+
+    keras-bert export_litert --model_path=runs/classifier/model.keras --output_file=classifier.tflite \
+        [--quantize=int8|float16]
+
+--model_path is anything export_saved_model takes (a `.keras` file, or a Google / Hugging Face / KerasHub /
+sentence-transformers checkpoint directory, loaded the same way, with the same --vocab_file,
+--do_lower_case, --max_seq_length overrides and serving-option flags). The file's one signature,
+serving_default, takes the model's raw-text inputs and returns what `model.serve()` returns; run it with
+`keras_bert.export.load_litert(path)`. A task whose answers need ops LiteRT has no kernel for is refused,
+naming them. The path is printed.
+"""
+
+if __package__:  # python -m export.x (recipes/preamble.py: the repository root importable, quiet logs)
+    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
+else:  # python export/x.py
+    import preamble  # noqa: F401
+
+import os
+
+from absl import app, flags
+
+from keras_bert.models.options import option_classes
+from keras_bert.tasks import registry
+from recipes import flags as shared_flags
+from recipes import logs
+
+FLAGS = flags.FLAGS
+shared_flags.define("model_path")
+flags.DEFINE_string("output_file", None, "The .tflite file to write.")
+shared_flags.required("model_path", "output_file")
+shared_flags.define_one("vocab_file", help="WordPiece vocab.txt; default: the model's own, else the "
+                        "vocab.txt beside --model_path.")
+shared_flags.define_one("do_lower_case", None, help="Lower-case and strip accents (uncased models); default: "
+                        "the model's own casing, else true.")
+shared_flags.define_one("max_seq_length", None, help="Packed sequence length; default: the model's own, "
+                        "else 128.")
+flags.DEFINE_enum("signature", None, ["text", "text_pair", *(form for spec in registry.specs() for form in
+                                                             spec.forms)],
+                  "What serving_default takes; default: the model's first input form.")
+flags.DEFINE_enum("quantize", None, ["int8", "float16"],
+                  "int8: int8 weights and dynamic-range int8 matmuls; float16: float16 weights.")
+flags.DEFINE_bool("overwrite", False, "Replace an existing --output_file.")
+# The serving options of every model class, one flag per field, as export_saved_model has them.
+OPTION_CLASSES = option_classes()
+shared_flags.define_options(OPTION_CLASSES)
+
+
+def load_model(path):
+    """The keras_bert model of --model_path, as export_saved_model loads it: a .keras file's model as it is
+    (the flags override its preprocessor later), or the encoder of a checkpoint directory, cased and packed
+    as the flags say."""
+    import keras_bert
+    from keras_bert.checkpoints import keras_file
+
+    if keras_file(path):
+        return keras_bert.load_pretrained_model(path, None, None)
+    if FLAGS.vocab_file:
+        return keras_bert.load_encoder(path)
+    return keras_bert.load_pretrained_model(path, FLAGS.max_seq_length, FLAGS.do_lower_case)
+
+
+def main(argv):
+    del argv
+    from keras_bert.checkpoints.files import find_vocab_file
+    from keras_bert.checkpoints.sentence_transformers import sentence_pooling
+    from keras_bert.export import export_litert
+    from keras_bert.export.preprocessing import preprocessor_with_overrides
+    from recipes.common import flag_errors
+
+    with flag_errors("model_path"):
+        model = load_model(FLAGS.model_path)
+    preprocessor = preprocessor_with_overrides(model, FLAGS.vocab_file, FLAGS.do_lower_case,
+                                               FLAGS.max_seq_length, find_vocab_file(FLAGS.model_path))
+    if preprocessor is None:
+        raise app.UsageError(f"--model_path={FLAGS.model_path} has no preprocessor and no vocab.txt beside "
+                             "it; pass --vocab_file")
+    # A sentence-transformers directory's own pooling, unless the flags say otherwise.
+    own = sentence_pooling(FLAGS.model_path) if os.path.isdir(FLAGS.model_path) else None
+    pooling, normalize = FLAGS.pooling, FLAGS.normalize
+    if own is not None:
+        pooling = pooling or own[0]
+        normalize = normalize if FLAGS["normalize"].present else own[1]
+    options = shared_flags.given_options(OPTION_CLASSES, {"pooling": pooling, "normalize": normalize or None})
+    print(export_litert(model, FLAGS.output_file, FLAGS.quantize, preprocessor, FLAGS.signature,
+                        FLAGS.overwrite, **options))
+
+
+if __name__ == "__main__":
+    logs.run(main)
