@@ -52,11 +52,12 @@ def input_fn(tokenizer, is_training, batch_size, seed):
     `pretraining_dataset_fn` over the source the flags name; its errors say which flags."""
     flag = "input_files" if is_training or not FLAGS.eval_input_files else "eval_input_files"
     patterns = FLAGS[flag].value
+    shown = patterns if isinstance(patterns, str) else ",".join(patterns or ())
     split = FLAGS.tfds_split if is_training else (FLAGS.tfds_eval_split or FLAGS.tfds_split)
     source = pretraining.PretrainingSource(
         files=common.flag_files(flag) if patterns else None, tfds_name=FLAGS.tfds_name,
         tfds_data_dir=FLAGS.tfds_data_dir, tfds_text_key=FLAGS.tfds_text_key, tfds_split=split,
-        name=f"--{flag}={patterns}" if patterns else None)
+        name=f"--{flag}={shown}" if patterns else None)
     config = pretraining.PretrainingDataConfig(
         max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
