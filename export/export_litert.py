@@ -27,7 +27,7 @@ from recipes import logs
 
 FLAGS = flags.FLAGS
 shared_flags.define("model_path")
-flags.DEFINE_string("output_file", None, "The .tflite file to write.")
+shared_flags.define_one("output_file", help="The .tflite file to write.")
 shared_flags.required("model_path", "output_file")
 shared_flags.define_one("vocab_file", help="WordPiece vocab.txt; default: the model's own, else the "
                         "vocab.txt beside --model_path.")
@@ -35,12 +35,13 @@ shared_flags.define_one("do_lower_case", None, help="Lower-case and strip accent
                         "the model's own casing, else true.")
 shared_flags.define_one("max_seq_length", None, help="Packed sequence length; default: the model's own, "
                         "else 128.")
-flags.DEFINE_enum("signature", None, ["text", "text_pair", *(form for spec in registry.specs() for form in
-                                                             spec.forms)],
-                  "What serving_default takes; default: the model's first input form.")
-flags.DEFINE_enum("quantize", None, ["int8", "float16"],
-                  "int8: int8 weights and dynamic-range int8 matmuls; float16: float16 weights.")
-flags.DEFINE_bool("overwrite", False, "Replace an existing --output_file.")
+FORMS = ["text", "text_pair", *(form for spec in registry.specs() for form in spec.forms)]
+shared_flags.define_one("signature", None, help="What serving_default takes; default: the model's first "
+                        "input form.")
+shared_flags.check("signature", shared_flags.one_of(FORMS))
+shared_flags.define_one("quantize", choices=["int8", "float16"], help="int8: int8 weights and dynamic-range "
+                        "int8 matmuls; float16: float16 weights.")
+shared_flags.define_one("overwrite", help="Replace an existing --output_file.")
 # The serving options of every model class, one flag per field, as export_saved_model has them.
 OPTION_CLASSES = option_classes()
 shared_flags.define_options(OPTION_CLASSES)

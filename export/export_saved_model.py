@@ -51,10 +51,10 @@ shared_flags.check("signature", shared_flags.one_of(FORMS))
 flags.DEFINE_enum("format", "serving", ["serving", "tfhub"],
                   "serving: one SavedModel; tfhub: <export_dir>/preprocess and <export_dir>/encoder.")
 flags.DEFINE_bool("warmup", True, "Write assets.extra/tf_serving_warmup_requests.")
-flags.DEFINE_enum("quantize", None, ["int8", "int8_matmul", "int8_weights"],
-                  "Serve int8 Dense kernels (post-training quantization): int8_matmul (int8 x int8 "
-                  "matmuls, oneDNN; fastest on CPUs with VNNI), int8_weights (int8 weights computed in "
-                  "--dtype; any TF build), int8 (int8_matmul if this CPU has VNNI, else int8_weights).")
+shared_flags.define_one("quantize", choices=["int8", "int8_matmul", "int8_weights"], help=(
+    "Serve int8 Dense kernels (post-training quantization): int8_matmul (int8 x int8 matmuls, oneDNN; "
+    "fastest on CPUs with VNNI), int8_weights (int8 weights computed in --dtype; any TF build), int8 "
+    "(int8_matmul if this CPU has VNNI, else int8_weights)."))
 flags.DEFINE_string("calibration_file", None,
                     "--quantize=int8_matmul (or int8 where it resolves so): a UTF-8 text file, one served "
                     "text a line (a few hundred): each Dense input gets one constant int8 range from them "

@@ -139,7 +139,7 @@ def writable_dir(value):
     writable here."""
     for path in [value] if isinstance(value, str) else value or ():
         if os.path.isfile(path):
-            return f"{path} is a file, not a directory"
+            return "is a file, not a directory"
         existing = os.path.abspath(path)
         while not os.path.exists(existing):
             existing = os.path.dirname(existing)
@@ -301,6 +301,8 @@ CONCEPTS = {
     "export_dir": Concept("multi_string", None, "SavedModel directory."),
     "version": Concept("integer", None, "Model version number.", POSITIVE),
     "signature": Concept("string", "serving_default", "Signature to run."),
+    "quantize": Concept("enum", None, "Post-training quantization of the written model.",
+                        choices=("int8", "int8_matmul", "int8_weights", "float16")),
     "text": Concept("multi_string", [], "Raw text, the `text` input of --signature; one per example."),
     "text_b": Concept("multi_string", [], "Second segments, the `text_b` input; one per --text."),
     "input": Concept("multi_string", [], "NAME=TEXT: TEXT fed as the input NAME of --signature (one per "
