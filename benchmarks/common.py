@@ -40,6 +40,10 @@ def argument_parser(doc):
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
+# The `help` of a flag a parent script sets for its children: left out of `--help`.
+HIDDEN = argparse.SUPPRESS
+
+
 def comma_separated(item_type=str):
     """An argparse `type` reading "a,b,c" as [item_type("a"), item_type("b"), item_type("c")]."""
 

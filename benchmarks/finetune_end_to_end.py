@@ -197,18 +197,12 @@ def command_line():
                         "(BertClassifier.compile()'s and KerasHub's default)")
     parser.add_argument("--max_seq_length", type=int, default=128)
     # Set by the parent for the peers' processes.
-    parser.add_argument("--peer", choices=PEERS, help=argparse_hidden())
-    parser.add_argument("--work_dir", help=argparse_hidden())
-    parser.add_argument("--train_file", help=argparse_hidden())
-    parser.add_argument("--dev_file", help=argparse_hidden())
-    parser.add_argument("--kerashub_preset", help=argparse_hidden())
+    parser.add_argument("--peer", choices=PEERS, help=common.HIDDEN)
+    parser.add_argument("--work_dir", help=common.HIDDEN)
+    parser.add_argument("--train_file", help=common.HIDDEN)
+    parser.add_argument("--dev_file", help=common.HIDDEN)
+    parser.add_argument("--kerashub_preset", help=common.HIDDEN)
     return parser
-
-
-def argparse_hidden():
-    import argparse
-
-    return argparse.SUPPRESS
 
 
 RUNNERS = {"fit": run_fit, "torch": run_torch, "kerashub": run_kerashub,

@@ -30,63 +30,15 @@ import tensorflow as tf
 
 from keras_bert import compat
 from keras_bert.data import features, padding
-from keras_bert.data.features import TEXT_KEYS
 from keras_bert.data.options import steady
+from keras_bert.models import user_data
+from keras_bert.models.user_data import DEFAULT_BATCH_SIZE
 
 logger = logging.getLogger("keras_bert")
 
-DEFAULT_BATCH_SIZE = 32
 # Fine-tuning defaults of the paper (Appendix A.3): Adam, 5e-5 within {5e-5, 3e-5, 2e-5}, 10% warmup.
 DEFAULT_LEARNING_RATE = 5e-5
 DEFAULT_WARMUP_PROPORTION = 0.1
-
-
-def _is_str_sequence(value):
-    """True for a str, a list/tuple of str, a numpy array of str/bytes/objects or a tf.string tensor."""
-    if isinstance(value, (str, bytes)):
-        return True
-    if isinstance(value, (tf.Tensor, tf.RaggedTensor)):
-        return value.dtype == tf.string
-    if isinstance(value, np.ndarray):
-        return value.dtype.kind in "USO" and (value.dtype.kind != "O" or value.size == 0
-                                             or isinstance(value.flat[0], (str, bytes)))
-    if isinstance(value, list):
-        return len(value) > 0 and all(_is_str_sequence(item) for item in value[:4])
-    return False
-
-
-def _spec_is_text(spec):
-    if isinstance(spec, dict):
-        return any(_spec_is_text(value) for key, value in spec.items() if key in TEXT_KEYS)
-    if isinstance(spec, (tuple, list)):
-        return len(spec) > 0 and all(_spec_is_text(item) for item in spec)
-    return isinstance(spec, (tf.TensorSpec, tf.RaggedTensorSpec)) and spec.dtype == tf.string
-
-
-def text_features(x):
-    """The texts of a user's `x` as {"text": ..., "text_b": ...} (text_b only for pairs), or None when `x`
-    is not text (token-id dicts, numbers)."""
-    if isinstance(x, dict):
-        keys = set(x)
-        if "text" in keys and keys <= set(TEXT_KEYS) and _is_str_sequence(x["text"]):
-            return dict(x)
-        return None
-    if isinstance(x, tuple) and len(x) == 2 and not isinstance(x[0], (str, bytes)):
-        if _is_str_sequence(x[0]) and _is_str_sequence(x[1]):
-            return {"text": x[0], "text_b": x[1]}
-        return None
-    if _is_str_sequence(x):
-        return {"text": x}
-    return None
-
-
-def _element_text(element):
-    """A dataset element's text part as the {"text", "text_b"} dict (tf tensors)."""
-    if isinstance(element, dict):
-        return {key: element[key] for key in TEXT_KEYS if key in element}
-    if isinstance(element, (tuple, list)):
-        return {"text": element[0], "text_b": element[1]}
-    return {"text": element}
 
 
 def resolve_num_classes(owner, num_classes, labels):
@@ -167,7 +119,7 @@ class TextTask:
             return features.label_ids(y.ravel(), self.labels, owner="the model's").reshape(y.shape)
         num_classes = self.target_classes()
         if num_classes and num_classes > 1 and y.dtype.kind in "iuf" and y.size:
-            return _class_ids(y, num_classes)
+            return user_data.class_ids(y, num_classes)
         return y
 
     def target_classes(self):
@@ -195,17 +147,18 @@ class TextTask:
                      pad_to_multiple_of="auto"):
         """A batched, preprocessed `tf.data.Dataset` of (inputs[, targets[, sample_weight]]) from raw text
         `x`, or None when `x` is not text. `x` is a tf.data.Dataset of text elements, or what
-        `text_features` accepts. Text for a model without a preprocessor is a ValueError saying so. The
+        `user_data.text_features` accepts. Text for a model without a preprocessor is a ValueError saying
+        so. The
         batches are `keras_bert.data.features.text_dataset`'s, the recipes' path, with `text_inputs`, cut to
         their longest text rounded up to `pad_to_multiple_of` ("auto": `padding.default_multiple`; 0: to
         seq_length), shuffled ones grouped by length (`padding.group_by_length`)."""
         if isinstance(x, tf.data.Dataset):
             return self._text_dataset_of_dataset(x, batch_size, pad_to_multiple_of)
-        texts = text_features(x)
+        texts = user_data.text_features(x)
         if texts is None:
             return None
         self._require_preprocessor()
-        texts = {key: _as_string_array(value) for key, value in texts.items()}
+        texts = {key: user_data.as_string_array(value) for key, value in texts.items()}
         num_examples = len(texts["text"])
         targets = []
         if y is not None:
@@ -228,10 +181,10 @@ class TextTask:
     def _text_dataset_of_dataset(self, dataset, batch_size, pad_to_multiple_of):
         spec = dataset.element_spec
         first = spec[0] if isinstance(spec, tuple) else spec
-        if not _spec_is_text(first):
+        if not user_data.spec_is_text(first):
             return None
         self._require_preprocessor()
-        text_spec = _element_text(first)["text"]
+        text_spec = user_data.element_text(first)["text"]
         if text_spec.shape.rank == 0:  # unbatched examples: batch them as Keras would
             dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
         return self._preprocessed(dataset, self._text_multiple(pad_to_multiple_of))
@@ -241,8 +194,8 @@ class TextTask:
 
         def preprocess(*element):
             if len(element) == 1:
-                return self.text_inputs(_element_text(element[0]))
-            inputs = self.text_inputs(_element_text(element[0]))
+                return self.text_inputs(user_data.element_text(element[0]))
+            inputs = self.text_inputs(user_data.element_text(element[0]))
             targets = self._targets_in_graph(element[1], table) if table is not None else element[1]
             return (inputs, targets, *element[2:])
 
@@ -252,7 +205,7 @@ class TextTask:
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None, sample_weight=None,
             initial_epoch=0, steps_per_epoch=None, pad_to_multiple_of="auto", **kwargs):
-        _refuse_no_examples(x, "fit")
+        user_data.refuse_no_examples(x, "fit")
         validation_batch_size = kwargs.get("validation_batch_size") or batch_size  # as Keras batches it
         data = self.text_dataset(x, y, sample_weight, batch_size, shuffle=shuffle,
                                  pad_to_multiple_of=pad_to_multiple_of)
@@ -261,7 +214,8 @@ class TextTask:
                 raise ValueError("validation_split is not supported with raw text: pass validation_data")
             x, y, sample_weight, batch_size, shuffle = data, None, None, None, False  # shuffled in `data`
         elif not validation_split:
-            arrays = _array_dataset(x, y, sample_weight, batch_size, shuffle, class_weight, steps_per_epoch)
+            arrays = user_data.array_dataset(x, y, sample_weight, batch_size, shuffle, class_weight,
+                                             steps_per_epoch)
             if arrays is not None:  # class weights are sample weights in it
                 x, y, sample_weight, batch_size, shuffle, class_weight = arrays, None, None, None, False, None
         if validation_data is not None:
@@ -273,7 +227,7 @@ class TextTask:
             shuffle = False  # Keras ignores it for datasets (and warns): a dataset comes shuffled or not
         self._schedule_default_optimizer(x, batch_size, epochs, steps_per_epoch, initial_epoch)
         if data is not None and hasattr(self, "choose_for_run"):  # text: at most `shapes` batch lengths
-            steps = steps_per_epoch or _steps_per_epoch(x, batch_size)
+            steps = steps_per_epoch or user_data.steps_per_epoch(x, batch_size)
             shapes = len(padding.batch_lengths(self.preprocessor.seq_length,
                                                self._text_multiple(pad_to_multiple_of)))
             if steps:
@@ -286,10 +240,10 @@ class TextTask:
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
                  pad_to_multiple_of="auto", **kwargs):
-        _refuse_no_examples(x, "evaluate")
+        user_data.refuse_no_examples(x, "evaluate")
         data = self.text_dataset(x, y, sample_weight, batch_size, pad_to_multiple_of=pad_to_multiple_of)
         if data is None:
-            data = _array_dataset(x, y, sample_weight, batch_size, steps=steps)
+            data = user_data.array_dataset(x, y, sample_weight, batch_size, steps=steps)
         if data is not None:
             x, y, sample_weight, batch_size = data, None, None, None
         return super().evaluate(x=steady(x), y=y, batch_size=batch_size, verbose=verbose,
@@ -297,13 +251,13 @@ class TextTask:
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None,
                 pad_to_multiple_of="auto", **kwargs):
-        if _no_examples(x):  # the outputs of one empty text, with no rows (as a served batch of 0)
+        if user_data.no_examples(x):  # the outputs of one empty text, with no rows (as a served batch of 0)
             one = ({key: [""] for key in x} if isinstance(x, dict)
                    else ([""], [""]) if isinstance(x, tuple) else [""])
             return keras.tree.map_structure(lambda a: a[:0], self.predict(one, verbose=0))
         data = self.text_dataset(x, batch_size=batch_size, pad_to_multiple_of=pad_to_multiple_of)
         if data is None:
-            data = _array_dataset(x, batch_size=batch_size, steps=steps)
+            data = user_data.array_dataset(x, batch_size=batch_size, steps=steps)
         if data is not None:
             x, batch_size = data, None
         return super().predict(steady(x), batch_size=batch_size, verbose=verbose, steps=steps,
@@ -318,7 +272,7 @@ class TextTask:
             return None  # e.g. a distributed dataset: passed to Keras as it is
         return (self.text_dataset(*validation_data, batch_size=batch_size,
                                   pad_to_multiple_of=pad_to_multiple_of)
-                or _array_dataset(*validation_data, batch_size=batch_size))
+                or user_data.array_dataset(*validation_data, batch_size=batch_size))
 
     # ----------------------------------------------------------------------------------- compile defaults
     def compile(self, optimizer="auto", loss="auto", metrics="auto", learning_rate=None,
@@ -392,7 +346,7 @@ class TextTask:
             return
         from keras_bert.training.optimization import WarmupLinearDecay
 
-        steps = steps_per_epoch or _steps_per_epoch(x, batch_size)
+        steps = steps_per_epoch or user_data.steps_per_epoch(x, batch_size)
         if steps is None:
             logger.warning("fit: the number of steps is unknown (pass steps_per_epoch); the default "
                            "optimizer keeps a constant learning rate of %g", self._schedule[0])
@@ -406,64 +360,3 @@ def _quantizes(layer):
     return type(layer).quantize is not keras.layers.Layer.quantize
 
 
-def _no_examples(x):
-    """True for an empty list or array of texts (alone, as a text pair, or in a dict of texts)."""
-    if isinstance(x, dict):
-        x = x.get("text")
-    if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (list, np.ndarray)):
-        x = x[0]
-    return isinstance(x, (list, np.ndarray)) and len(x) == 0
-
-
-def _refuse_no_examples(x, what):
-    if _no_examples(x):
-        raise ValueError(f"{what}: there is nothing to {what}: x holds no examples")
-
-
-def _class_ids(y, num_classes):
-    """Class ids `y` (int or float numpy) as int32, after a check that each is an integer in [0, num_classes);
-    ValueError naming the first value that is not (1.0 is class 1; 0.9, NaN and 7.0 of 3 classes are
-    refused)."""
-    flat = y.ravel()
-    with np.errstate(invalid="ignore"):
-        bad = (~np.isfinite(flat) | (flat != np.floor(flat)) if flat.dtype.kind == "f"
-               else np.zeros(flat.shape, bool))
-        bad |= (flat < 0) | (flat >= num_classes)
-    if bad.any():
-        index = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"label {flat[index].item()!r} (example {index}) is not a class id: expected an "
-                         f"integer in [0, {num_classes})")
-    return y.astype(np.int32) if y.dtype.kind == "f" else y
-
-
-def _as_string_array(value):
-    if isinstance(value, (tf.Tensor, tf.RaggedTensor)):
-        return value
-    if isinstance(value, (str, bytes)):
-        value = [value]
-    return np.asarray(value, dtype=object)
-
-
-def _array_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=False, class_weight=None,
-                   steps=None):
-    """Arrays (what Keras' ArrayDataAdapter takes: numpy, tensors, dicts of them) as the dataset Keras itself
-    builds from them (same batches, per-epoch shuffling, class and sample weights), for fit / evaluate /
-    predict to make `steady`: inside Keras it would keep tf.data's autotuning and stall when dropped
-    (keras_bert/data/options.py). None for anything else, or where this Keras lacks that adapter."""
-    if x is None or isinstance(x, (tf.data.Dataset, tf.distribute.DistributedDataset)):
-        return None
-    return compat.keras_array_dataset(x, y, sample_weight=sample_weight, batch_size=batch_size, steps=steps,
-                                      shuffle=shuffle, class_weight=class_weight)
-
-
-def _steps_per_epoch(x, batch_size):
-    """Batches in an epoch of `x` (a dataset of known cardinality, or arrays), else None."""
-    if isinstance(x, tf.data.Dataset):
-        cardinality = int(x.cardinality().numpy())
-        return cardinality if cardinality > 0 else None
-    leaves = keras.tree.flatten(x) if x is not None else []
-    try:
-        num_examples = len(leaves[0])
-    except (IndexError, TypeError):
-        return None
-    return -(-num_examples // (batch_size or DEFAULT_BATCH_SIZE))

@@ -29,15 +29,15 @@ def test_build_task_model_continues_a_saved_task_model_and_reuses_the_encoder_of
                                                                                          tmp_path):
     classifier = kb.BertClassifier(kb.BertEncoder(tiny_config), num_classes=3)
     kb.save_pretrained(classifier, str(tmp_path / "clf"))
-    same = finetuning.build_task_model(kb.BertClassifier, lambda e: kb.BertClassifier(e, 2),
-                                       str(tmp_path / "clf"))
+    same = finetuning.build_task_model(kb.BertClassifier, None, str(tmp_path / "clf"))
     assert same.num_classes == 3  # the fine-tuned head continues
-    other = finetuning.build_task_model(kb.BertTokenClassifier, lambda e: kb.BertTokenClassifier(e, 5),
-                                        str(tmp_path / "clf"))
+    with pytest.raises(ValueError, match="3 .*classes.*pass head=\"fresh\""):
+        finetuning.build_task_model(kb.BertClassifier, {"num_classes": 2}, str(tmp_path / "clf"))
+    other = finetuning.build_task_model(kb.BertTokenClassifier, {"num_classes": 5}, str(tmp_path / "clf"))
     assert other.task_kind == "token_classifier" and other.num_classes == 5
     np.testing.assert_array_equal(other.encoder.pooler.kernel.numpy(),
                                   classifier.encoder.pooler.kernel.numpy())
-    fresh = finetuning.build_task_model(kb.BertSpanLabeler, kb.BertSpanLabeler, config=tiny_config)
+    fresh = finetuning.build_task_model(kb.BertSpanLabeler, None, config=tiny_config)
     assert fresh.encoder.config.num_hidden_layers == 2
 
 
