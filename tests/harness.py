@@ -146,7 +146,8 @@ def run_task_test(model, serve_inputs, tmp_path, fit=None, serve_options=None):
     ids = model.text_inputs(_texts(serve_inputs), model.preprocessor) if "text" in serve_inputs else None
     if ids is not None:
         if model.compiled:
-            restored.compile()  # the same execution (XLA or not) as the model's compile() chose
+            restored.compile()  # the same execution (XLA or not) as the model's compile() and fit chose
+            restored.execution, restored.jit_compile = model.execution, model.jit_compile
         assert_same_outputs(restored.predict(ids, verbose=0), model.predict(ids, verbose=0))
     version_dir = export_saved_model(restored, str(tmp_path / f"{model.name}-export"), **options)
     arrays = str(tmp_path / f"{model.name}-check.npz")

@@ -99,8 +99,9 @@ def installed(tmp_path_factory):
     ours = sysconfig.get_paths()
     with open(os.path.join(site, "test_dependencies.pth"), "w", encoding="utf-8") as f:
         f.write("\n".join(dict.fromkeys([ours["purelib"], ours["platlib"]])) + "\n")
+    # --force-reinstall: the dependencies' site-packages may hold this checkout's editable install
     subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps",
-                    "--no-index", str(wheel)], check=True)
+                    "--force-reinstall", "--no-index", str(wheel)], check=True)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "KERAS_BERT_VERBOSE")}
     return python, os.path.join(_venv_path(python, "scripts"), "keras-bert"), site, env
 

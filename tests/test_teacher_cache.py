@@ -27,7 +27,7 @@ def _rows(teacher):
 def _distiller(teacher):
     keras.utils.set_random_seed(1)  # the same student (and dropout seeds) each time
     distiller = TaskDistiller(teacher, make_student(teacher, layers=2), alpha=0.5, hidden_weight=1.0)
-    distiller.compile(optimizer=keras.optimizers.Adam(1e-2), run_eagerly=True)
+    distiller.compile(optimizer=keras.optimizers.SGD(0.5), run_eagerly=True)  # steps track the gradients
     return distiller
 
 
@@ -46,7 +46,7 @@ def test_an_epoch_on_the_cache_is_the_epoch_that_runs_the_teacher(tmp_path):
         assert np.isfinite(history[name][0])
         assert history[name][0] == pytest.approx(expected[name][0], rel=1e-5)
     for ours, theirs in zip(cached.student.get_weights(), plain.student.get_weights(), strict=True):
-        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=5e-5)  # Adam: a ~0 gradient moves 1e-2
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-6)
     # Shuffled, rows keep their cached outputs: a batch's cached logits are the teacher's on its inputs.
     batch = next(iter(teacher_cache(cached, rows, str(tmp_path / "cache.tfrecord"), batch_size=5, seed=3)))
     stored = dict(batch[0])
