@@ -92,15 +92,13 @@ def ours_embedder(workdir, calibration, **export_options):
     kernels = [(hidden, 3 * hidden), (hidden, hidden), (hidden, intermediate), (intermediate, hidden)]
     intra_op_threads, _ = server_threads(export_options.get("quantize"), kernels)  # 0: every core
     tf = common.configure_tensorflow(intra_op_threads=intra_op_threads)
-    from keras_bert.checkpoints.sentence_transformers import sentence_pooling
     from keras_bert.export import export_saved_model
     from keras_bert.models.encoder import BertEncoder
 
-    pooling, normalize = sentence_pooling(directory)
     encoder = BertEncoder.from_pretrained(directory, seq_length=max_seq_length(directory))
     calibration_texts = calibration if export_options.get("quantize") else None
-    version_dir = export_saved_model(encoder, workdir, pooling=pooling, normalize=normalize, warmup=False,
-                                     calibration_texts=calibration_texts, **export_options)
+    version_dir = export_saved_model(encoder, workdir, warmup=False, calibration_texts=calibration_texts,
+                                     **export_options)  # the checkpoint's pooling: the encoder's own
     with open(os.path.join(version_dir, SERVER_FLAGS_FILE), encoding="utf-8") as f:
         if f"--tensorflow_intra_op_parallelism={intra_op_threads}" not in f.read().split():
             raise RuntimeError(f"{version_dir}: the export asks for another intra-op pool than "
@@ -208,15 +206,12 @@ def litert_embedder(workdir, calibration, quantize=None):
     common.quiet_tensorflow()
     import numpy as np
 
-    from keras_bert.checkpoints.sentence_transformers import sentence_pooling
     from keras_bert.export import export_litert, load_litert
     from keras_bert.models.encoder import BertEncoder
 
     directory = minilm_dir()
-    pooling, normalize = sentence_pooling(directory)
     encoder = BertEncoder.from_pretrained(directory, seq_length=max_seq_length(directory))
-    path = export_litert(encoder, os.path.join(workdir, "model.tflite"), quantize, pooling=pooling,
-                         normalize=normalize)
+    path = export_litert(encoder, os.path.join(workdir, "model.tflite"), quantize)  # its own pooling
     runner = load_litert(path, num_threads=common.NUM_THREADS)
 
     def embed(batch):

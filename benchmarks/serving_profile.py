@@ -59,18 +59,16 @@ def profile_calls(repeats, batch_size=1, quantize=None, dtype="float32"):
     (successive timed texts), of the float32 export, its `quantize` form (calibrated on other texts) or its
     `dtype` form."""
     tf = common.configure_tensorflow()
-    from keras_bert.checkpoints.sentence_transformers import sentence_pooling
     from keras_bert.export import export_saved_model
     from keras_bert.models.encoder import BertEncoder
 
     timed, calibration = sentence_texts()
     directory = minilm_dir()
-    pooling, normalize = sentence_pooling(directory)
     encoder = BertEncoder.from_pretrained(directory, seq_length=max_seq_length(directory))
     by_type, by_node, walls = collections.Counter(), collections.Counter(), []
     by_stage, stage_ops, stage_types = collections.Counter(), collections.Counter(), {}
     with tempfile.TemporaryDirectory() as workdir:
-        version_dir = export_saved_model(encoder, workdir, pooling=pooling, normalize=normalize,
+        version_dir = export_saved_model(encoder, workdir,  # the checkpoint's pooling: the encoder's own
                                          warmup=False, quantize=quantize, dtype=dtype,
                                          calibration_texts=calibration if quantize else None)
         config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=common.NUM_THREADS,

@@ -16,7 +16,6 @@ if __package__:  # python -m export.x (recipes/preamble.py: the repository root 
 else:  # python export/x.py
     import preamble  # noqa: F401
 
-import os
 
 from absl import app, flags
 
@@ -64,7 +63,6 @@ def load_model(path):
 def main(argv):
     del argv
     from keras_bert.checkpoints.files import find_vocab_file
-    from keras_bert.checkpoints.sentence_transformers import sentence_pooling
     from keras_bert.export import export_litert
     from keras_bert.export.preprocessing import preprocessor_with_overrides
     from recipes.common import flag_errors
@@ -76,13 +74,8 @@ def main(argv):
     if preprocessor is None:
         raise app.UsageError(f"--model_path={FLAGS.model_path} has no preprocessor and no vocab.txt beside "
                              "it; pass --vocab_file")
-    # A sentence-transformers directory's own pooling, unless the flags say otherwise.
-    own = sentence_pooling(FLAGS.model_path) if os.path.isdir(FLAGS.model_path) else None
-    pooling, normalize = FLAGS.pooling, FLAGS.normalize
-    if own is not None:
-        pooling = pooling or own[0]
-        normalize = normalize if FLAGS["normalize"].present else own[1]
-    options = shared_flags.given_options(OPTION_CLASSES, {"pooling": pooling, "normalize": normalize or None})
+    # A sentence-transformers checkpoint's pooling is the encoder's own default (from_pretrained).
+    options = shared_flags.given_options(OPTION_CLASSES)
     print(export_litert(model, FLAGS.output_file, FLAGS.quantize, preprocessor, FLAGS.signature,
                         FLAGS.overwrite, **options))
 

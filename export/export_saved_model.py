@@ -7,8 +7,9 @@
 format `from_pretrained` reads (Google TF1, Hugging Face, KerasHub, keras_bert, or a hub name), which
 exports the model it holds (`keras_bert.load_pretrained_model`): a Hugging Face BertFor* or KerasHub task
 preset as its task model with its trained head and label names, any other as its encoder; a
-sentence-transformers directory (modules.json) also serves its `sentence_embedding`, pooled and normalized
-as its modules.json says (--pooling / --normalize override). A model saved with its preprocessor
+sentence-transformers directory (modules.json), or a model saved from one, also serves its
+`sentence_embedding`, pooled and normalized as its modules.json says (the encoder's own default:
+--pooling / --normalize override, --pooling=none turns it off). A model saved with its preprocessor
 (fine-tuning recipes, `from_pretrained`, `preprocessor=`) exports with no other flag; --vocab_file,
 --do_lower_case and --max_seq_length then override its parts, and one that contradicts the model (another
 vocab or casing) is refused. The serving-option flags are generated from the models' Options dataclasses
@@ -17,7 +18,6 @@ model does not take (given other than its default) is refused, naming whom it ap
 directory is written atomically under --export_dir; the path is printed.
 """
 
-import os
 import subprocess
 import sys
 
@@ -99,19 +99,6 @@ def read_calibration_file(path):
     return texts
 
 
-def sentence_pooling_flags(path):
-    """(pooling, normalize): --pooling / --normalize where given, else those of a sentence-transformers
-    directory at `path` (modules.json), else none."""
-    from keras_bert.checkpoints.sentence_transformers import sentence_pooling
-
-    pooling, normalize = FLAGS.pooling, FLAGS.normalize
-    own = sentence_pooling(path) if os.path.isdir(path) else None
-    if own is not None:
-        pooling = pooling or own[0]
-        normalize = normalize if FLAGS["normalize"].present else own[1]
-    return pooling, normalize
-
-
 def main(argv):
     del argv
     from keras_bert.checkpoints.files import find_vocab_file
@@ -140,9 +127,8 @@ def main(argv):
     if FLAGS.format == "tfhub":
         exported = list(export_tfhub(model, preprocessor, FLAGS.export_dir[0], FLAGS.version))
     else:
-        pooling, normalize = sentence_pooling_flags(FLAGS.model_path)
-        options = shared_flags.given_options(OPTION_CLASSES,
-                                             {"pooling": pooling, "normalize": normalize or None})
+        # A sentence-transformers checkpoint's pooling is the encoder's own default (from_pretrained).
+        options = shared_flags.given_options(OPTION_CLASSES)
         # The overrides, checked above, become the model's own: the export runs it without checking it again.
         model.preprocessor = preprocessor
         exported = [export_saved_model(model, FLAGS.export_dir[0], None, FLAGS.version, FLAGS.signature,

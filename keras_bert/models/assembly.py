@@ -46,7 +46,8 @@ def register(model_class):
 def assemble(pretrained, model_class=None, dtype=None, head=CHECKPOINT_HEAD, head_args=None,
              hint=f'head="{FRESH_HEAD}"', weights=None):
     """The model of the checkpoint `pretrained` (a `Pretrained`), its preprocessor set to
-    `pretrained.preprocessor`.
+    `pretrained.preprocessor` and its encoder's `sentence_pooling` to `pretrained.sentence_pooling` (when
+    the checkpoint states one).
 
     Args:
         pretrained: what `resolve_pretrained` read.
@@ -75,6 +76,8 @@ def assemble(pretrained, model_class=None, dtype=None, head=CHECKPOINT_HEAD, hea
     else:
         model = _from_weights(pretrained, model_class, dtype, head, head_args, hint, weights)
     model.preprocessor = pretrained.preprocessor
+    if pretrained.sentence_pooling is not None:  # a sentence-transformers directory's: serve()'s default
+        split_model(model)[0].sentence_pooling = pretrained.sentence_pooling
     return model
 
 
@@ -195,7 +198,8 @@ def _under_dtype(saved, dtype, path):
     if dtype is None or encoder.embeddings.dtype_policy.name == dtype:  # the policy its layers were built in
         return saved
     weights = CheckpointWeights(path=path, arrays=collect_weights(encoder, pretrainer))
-    rebuilt = type(encoder)(encoder.config, dtype=dtype, preprocessor=encoder.preprocessor)
+    rebuilt = type(encoder)(encoder.config, dtype=dtype, preprocessor=encoder.preprocessor,
+                            sentence_pooling=encoder.sentence_pooling)
     assign_encoder(rebuilt, weights)
     if saved is encoder:
         return rebuilt

@@ -18,7 +18,8 @@ from keras_bert.models.text_task import TextTask
 
 # torch.nn.functional.normalize's floor on the norm, as sentence-transformers' Normalize module uses it.
 NORMALIZE_EPSILON = 1e-12
-POOLING = ("cls", "mean")
+NO_POOLING = "none"  # what turns off a model's own pooling (a flag cannot say None)
+POOLING = ("cls", "mean", NO_POOLING)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,15 +35,18 @@ class EncoderOptions(options.Options):
 
     pooling: str | None = options.option(
         None, "Encoder: also serve `sentence_embedding`, the [CLS] vector or the mean over real tokens; "
-        "default: a sentence-transformers directory's own (modules.json), else none.", "an encoder", POOLING)
-    normalize: bool = options.option(False, "L2-normalize `sentence_embedding` (default: a "
-                                     "sentence-transformers directory's own).", "an encoder")
+        "default: the model's own (a sentence-transformers checkpoint's modules.json), else none; 'none' "
+        "serves none whatever the model's own.", "an encoder", POOLING)
+    normalize: bool = options.option(False, "L2-normalize `sentence_embedding` (default: the model's own, "
+                                     "a sentence-transformers checkpoint's Normalize module).", "an encoder")
     sequence_output: bool = options.option(
         False, "Encoder: serving_default also returns sequence_output [batch, seq, hidden] (default: only "
         "pooled_output / sentence_embedding; serve_token_ids always has it).", "an encoder")
 
     def __post_init__(self):
         options.check_choice("pooling", self.pooling, POOLING, none_ok=True)
+        if self.pooling == NO_POOLING:
+            object.__setattr__(self, "pooling", None)  # one "off" from here on (frozen dataclass)
         if self.normalize and self.pooling is None:
             raise ValueError("normalize=True needs a pooling ('cls' or 'mean') to normalize")
 
@@ -70,6 +74,9 @@ class BertEncoder(Serving, TextTask, keras.Model):
         config: a `BertConfig` (or its dict).
         preprocessor: optional `keras_bert.text.BertPreprocessor`; `predict` then also takes raw text
             (a sequence of str, or a tuple (texts_a, texts_b)).
+        sentence_pooling: (pooling "cls" | "mean", normalize bool), the `sentence_embedding` that `serve`,
+            `serving_endpoints` and the exports give by default (`from_pretrained` of a sentence-transformers
+            directory sets its own); None: none unless asked. Saved in the config.
 
     Call with a dict of int32 [batch, seq] tensors `input_word_ids`, `input_mask` (1 for real tokens,
     0 for padding) and `input_type_ids` (segment ids). Returns a dict:
@@ -90,7 +97,7 @@ class BertEncoder(Serving, TextTask, keras.Model):
     task_kind = "encoder"
     options_class = EncoderOptions
 
-    def __init__(self, config, dtype=None, preprocessor=None, **kwargs):
+    def __init__(self, config, dtype=None, preprocessor=None, sentence_pooling=None, **kwargs):
         if isinstance(config, dict):
             config = BertConfig(**config)
         # === Layers ===
@@ -142,6 +149,19 @@ class BertEncoder(Serving, TextTask, keras.Model):
         self.transformer_layers = blocks
         self.pooler = pooler
         self._init_text(preprocessor)
+        self.sentence_pooling = sentence_pooling
+
+    @property
+    def sentence_pooling(self):
+        return self._sentence_pooling
+
+    @sentence_pooling.setter
+    def sentence_pooling(self, value):
+        if value is not None:  # a list after a JSON round trip
+            pooling, normalize = value
+            EncoderOptions(pooling=pooling, normalize=bool(normalize))  # checks both
+            value = (pooling, bool(normalize))
+        self._sentence_pooling = value
 
     def call(self, inputs, training=None):
         # Feature dicts often carry labels too (e.g. masked_lm_ids); the encoder takes its three inputs.
@@ -160,6 +180,16 @@ class BertEncoder(Serving, TextTask, keras.Model):
                                      for name in INPUT_NAMES}]
         archive.add_endpoint("serve", lambda inputs: flat_outputs(self(inputs, training=False)), specs)
         archive.write_out(filepath, verbose=True if verbose is None else verbose)
+
+    def serving_options(self, form, options=None):
+        """The serving Options; `pooling` / `normalize` not given default to `sentence_pooling` (pooling
+        "none" or None given: no sentence embedding, and normalize off)."""
+        if self.sentence_pooling is not None and not isinstance(options, EncoderOptions):
+            given = dict(options or {})
+            given.setdefault("pooling", self.sentence_pooling[0])
+            own = given["pooling"] not in (None, NO_POOLING) and self.sentence_pooling[1]
+            options = {**given, "normalize": given.get("normalize", own)}
+        return super().serving_options(form, options)
 
     def named_outputs(self, inputs):
         out = self.served_call(inputs)
@@ -187,8 +217,9 @@ class BertEncoder(Serving, TextTask, keras.Model):
         return dataclasses.replace(endpoint, function=function)
 
     def get_config(self):
+        own = {} if self.sentence_pooling is None else {"sentence_pooling": list(self.sentence_pooling)}
         return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable,
-                **self._text_config(), **quantization_config(self)}
+                **self._text_config(), **own, **quantization_config(self)}
 
     @classmethod
     def from_config(cls, config):

@@ -28,6 +28,7 @@ from keras_bert.checkpoints import (
 )
 from keras_bert.checkpoints.files import TOKENIZER_CONFIG_FILE, checkpoint_directory
 from keras_bert.checkpoints.names import local_checkpoint
+from keras_bert.checkpoints.sentence_transformers import sentence_pooling
 from keras_bert.config import BertConfig
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from keras_bert.text.vocab import load_vocab
@@ -59,6 +60,9 @@ class Pretrained:
             and "num_classes" / "labels" for classifiers}, else None.
         trained_preprocessor: True when `preprocessor` is the one a `.keras` save was trained with (not
             built from a vocab file).
+        sentence_pooling: (pooling "cls" | "mean", normalize) of a sentence-transformers directory
+            (modules.json), the encoder's default sentence embedding; else None (a `.keras` save's encoder
+            carries its own).
     """
 
     path: str
@@ -70,6 +74,7 @@ class Pretrained:
     labels: list | None = None
     head: dict | None = None
     trained_preprocessor: bool = False
+    sentence_pooling: tuple | None = None
 
 
 def resolve_pretrained(path, seq_length=None, lower_case=None, vocab_file=None) -> Pretrained:
@@ -104,7 +109,21 @@ def resolve_pretrained(path, seq_length=None, lower_case=None, vocab_file=None) 
         stated, head = None, None
     casing = checkpoint_lower_case(path, lower_case, stated)
     preprocessor = _vocab_preprocessor(path, config, seq_length, casing, vocab_file, stated)
-    return Pretrained(path, fmt, config, preprocessor, casing, labels=(head or {}).get("labels"), head=head)
+    return Pretrained(path, fmt, config, preprocessor, casing, labels=(head or {}).get("labels"), head=head,
+                      sentence_pooling=_sentence_pooling(path))
+
+
+def _sentence_pooling(path):
+    """`sentence_pooling` of the checkpoint directory `path`, or None: not a directory, not a
+    sentence-transformers one, or one whose pooling is not served (a warning names it; the encoder still
+    loads, e.g. to fine-tune)."""
+    if not os.path.isdir(path):
+        return None
+    try:
+        return sentence_pooling(path)
+    except CheckpointError as e:
+        logger.warning("%s; its encoder serves no sentence_embedding unless a pooling is passed", e)
+        return None
 
 
 def _resolve_saved(path, config, seq_length, lower_case, vocab_file):

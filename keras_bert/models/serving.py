@@ -20,6 +20,7 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import native_logs
 from keras_bert.layers.transformer import gathers_real_rows, real_rows, served_layout
 from keras_bert.models.buckets import LENGTH_MULTIPLE, in_one_graph, model_outputs
 from keras_bert.models.options import Options, model_options
@@ -387,9 +388,11 @@ class Serving:
         preprocessor = preprocessor or getattr(self, "preprocessor", None)
         key = (signature, tuple(sorted(options.items())), id(preprocessor))
         traced = _TRACED.setdefault(self, {})
-        if key not in traced:
-            endpoint = next(iter(self.serving_endpoints(preprocessor, signature, options).values()))
-            # the preprocessor kept alive with its id
-            traced[key] = (endpoint.traced(), endpoint.input_spec, preprocessor)
-        function, spec, _ = traced[key]
-        return {name: value.numpy() for name, value in function(served_arrays(inputs, spec)).items()}
+        # A function's first run optimizes its graph: grappler's and oneDNN's C++ lines (native_logs.py).
+        with native_logs.quiet(key not in traced):
+            if key not in traced:
+                endpoint = next(iter(self.serving_endpoints(preprocessor, signature, options).values()))
+                # the preprocessor kept alive with its id
+                traced[key] = (endpoint.traced(), endpoint.input_spec, preprocessor)
+            function, spec, _ = traced[key]
+            return {name: value.numpy() for name, value in function(served_arrays(inputs, spec)).items()}

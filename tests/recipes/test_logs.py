@@ -1,41 +1,23 @@
-"""The scripts' quiet-log defaults: which stderr lines are dropped, and how a user asks for all of them."""
+"""The scripts' quiet-log defaults: the library's filter of TensorFlow's C++ lines (tests/test_native_logs.py)
+for the whole process, and how a user asks for every line."""
 
 import re
+import subprocess
+import sys
 
 import pytest
 
 from recipes import logs
 
-# As TensorFlow 2.21 prints them on a CPU machine (captured from `python recipes/run_classifier.py`).
-DROPPED = [
-    b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
-    b"I0000 00:00:1796042593.201045   20597 port.cc:153] oneDNN custom operations are on. You may see ...\n",
-    b"I0000 00:00:1796042593.201385   20597 cudart_stub.cc:31] Could not find cuda drivers on your machine\n",
-    b"W0000 00:00:1796042294.579521   15841 local_rendezvous.cc:412] Local rendezvous is aborting\n",
-    b"To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild TensorFlow with "
-    b"the appropriate compiler flags.\n",
-    b"\t [[{{node MultiDeviceIteratorGetNextFromShard}}]]\n",
-    b"E0000 00:00:1796042597.324628   20597 cuda_platform.cc:52] failed call to cuInit: INTERNAL\n",
-    b"E0000 00:00:1796048032.790645   19581 util.cc:131] oneDNN supports DT_INT32 only on platforms with "
-    b"AVX-512. Falling back to the default Eigen-based implementation if present.\n",
-]
-KEPT = [
-    b"E0000 00:00:1796042597.324628   20597 op_kernel.cc:1857] OP_REQUIRES failed at example.cc:42: "
-    b"bad input\n",
-    b"I1130 12:43:20.251098 140113567464320 common.py:231] fine-tuning: 4 examples, 2 steps (2 per epoch)\n",
-    b"Traceback (most recent call last):\n",
-    b"keras_bert.data.formats.DataFormatError: train.csv:3: unknown label 'x'\n",
-]
 
+def test_the_scripts_filter_is_the_library_one_loaded_without_tensorflow():
+    import keras_bert.native_logs
 
-@pytest.mark.parametrize("line", DROPPED)
-def test_tensorflow_cpp_info_and_warning_lines_are_dropped(line):
-    assert logs._CPP_NOISE.match(line)
-
-
-@pytest.mark.parametrize("line", KEPT)
-def test_errors_our_logs_and_tracebacks_are_kept(line):
-    assert not logs._CPP_NOISE.match(line)
+    assert logs.native_logs is keras_bert.native_logs  # one definition, one state (its filter's)
+    program = ("import sys; from recipes import logs; print(sorted(m for m in ('tensorflow', 'keras', "
+               "'keras_bert') if m in sys.modules), logs.native_logs.__name__)")
+    loaded = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert loaded.stdout.split() == ["[]", "keras_bert.native_logs"], loaded.stderr  # the client stays light
 
 
 @pytest.mark.parametrize("argv, env, expected", [
