@@ -16,7 +16,6 @@ if __package__:  # python -m export.x (recipes/preamble.py: the repository root 
 else:  # python export/x.py
     import preamble  # noqa: F401
 
-
 from absl import app, flags
 
 from keras_bert.models.options import option_classes

@@ -162,6 +162,7 @@ def _leave():
             scope, _STATE["scope"] = _STATE["scope"], None
             scope.close(timeout=10)
 
+
 def list_devices_without_cuda():
     """Lists TensorFlow's physical devices now (inside `quiet`, at import) where no GPU can be used (no CUDA
     driver loads, or CUDA_VISIBLE_DEVICES hides every GPU), so that the `failed call to cuInit` line is

@@ -389,8 +389,9 @@ class Serving:
         key = (signature, tuple(sorted(options.items())), id(preprocessor))
         traced = _TRACED.setdefault(self, {})
         # A function's first run optimizes its graph: grappler's and oneDNN's C++ lines (native_logs.py).
-        with native_logs.quiet(key not in traced):
-            if key not in traced:
+        first = key not in traced
+        with native_logs.quiet(first):
+            if first:
                 endpoint = next(iter(self.serving_endpoints(preprocessor, signature, options).values()))
                 # the preprocessor kept alive with its id
                 traced[key] = (endpoint.traced(), endpoint.input_spec, preprocessor)
