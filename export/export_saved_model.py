@@ -130,7 +130,7 @@ def main(argv):
         # A sentence-transformers checkpoint's pooling is the encoder's own default (from_pretrained).
         options = shared_flags.given_options(OPTION_CLASSES)
         # The overrides, checked above, become the model's own: the export runs it without checking it again.
-        model.preprocessor = preprocessor
+        model.set_preprocessor(preprocessor)
         exported = [export_saved_model(model, FLAGS.export_dir[0], None, FLAGS.version, FLAGS.signature,
                                        FLAGS.warmup,
                                        example_seq_length=FLAGS.max_seq_length or DEFAULT_SEQ_LENGTH,

@@ -6,6 +6,8 @@ the installed Keras, so a Keras that moves one fails there, naming it. This modu
 TensorFlow (any floor of keras_bert may import it).
 """
 
+import contextlib
+
 import keras
 import tensorflow as tf
 
@@ -29,6 +31,37 @@ def saved_model_root():
     """An empty trackable object: its attributes (tf.functions, variables, assets) are what
     `tf.saved_model.save(root, ...)` writes."""
     return tf.__internal__.tracking.AutoTrackable()
+
+
+# TF 2.21: tensorflow/python/saved_model/save_context.py. tf.saved_model.save lists each tracked
+# tf.function's concrete functions inside a save context, whose variable policy is part of the function
+# cache key (polymorphic_function/function_context.py): a function traced outside it is traced again there.
+def save_tracing():
+    """A context in which tf.functions trace as `tf.saved_model.save` (default SaveOptions) will look them
+    up, so saving reuses the traces instead of tracing every endpoint a second time (a no-op inside one)."""
+    from tensorflow.python.saved_model import save_context
+
+    if save_context.in_save_context():
+        return contextlib.nullcontext()
+    return save_context.save_context(tf.saved_model.SaveOptions())
+
+
+# Keras 3.15.x: keras/src/export/saved_model_export_archive.py ExportArchive._get_concrete_fn, which
+# write_out (signatures, resource tracking) calls outside tf.saved_model.save's save context.
+def save_traced_archive():
+    """A `keras.export.ExportArchive` that looks its endpoints' concrete functions up in the save context
+    (`save_tracing`): endpoints traced there are written from that one trace, where the stock archive
+    traces each again and writes both copies of its graph. (`ExportArchive()` returns an instance of a
+    backend class, so the lookup is replaced on the instance.)"""
+    archive = keras.export.ExportArchive()
+    lookup = archive._get_concrete_fn
+
+    def concrete_function(endpoint):
+        with save_tracing():
+            return lookup(endpoint)
+
+    archive._get_concrete_fn = concrete_function
+    return archive
 
 
 # Keras 3.15.x: keras/src/layers/layer.py Layer._flatten_layers (no public recursive walk).

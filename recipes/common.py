@@ -332,7 +332,7 @@ def build_task_model(tokenizer, model_class, head_args=None):
     if model.preprocessor is None:  # the run's text preprocessing, so `serve` and `predict` take raw text
         from keras_bert.text import BertPreprocessor
 
-        model.preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
+        model.set_preprocessor(BertPreprocessor(tokenizer, FLAGS.max_seq_length))
     if FLAGS.lora_rank and FLAGS.do_train:
         model.enable_lora(FLAGS.lora_rank)
     return model
@@ -402,7 +402,7 @@ def save_task_model(model, strategy, labels=None, tokenizer=None):
     from keras_bert.text import BertPreprocessor
 
     if tokenizer is not None:
-        model.preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
+        model.set_preprocessor(BertPreprocessor(tokenizer, FLAGS.max_seq_length))
     if labels is not None:
         model.labels = [str(label) for label in labels]
     path = os.path.join(FLAGS.model_dir, "model.keras")

@@ -93,7 +93,7 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
         raise
     except ValueError as e:
         raise ExportError(str(e)) from None
-    archive = keras.export.ExportArchive()
+    archive = compat.save_traced_archive()  # each endpoint traced once (below), written from that trace
     # The model is not `track`ed: its variables are saved through the endpoints that capture them, and
     # `track` would add the Keras variable wrappers as second objects, doubling variables/ on disk.
     if preprocessor is not None:
@@ -101,25 +101,27 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
             preprocessor(tf.constant([""]))  # Keras layers build on their first call; export needs it built
         # Tracked explicitly so every tokenizer resource (vocab tables, tf-text model buffers) is saved.
         archive.track(preprocessor)
-    # Each endpoint is traced once here; serve_examples calls the traced default rather than retracing its
-    # body (the tokenizer graph is large: tracing it dominates export time).
-    traced = {name: endpoint.traced() for name, endpoint in endpoints.items()}
-    default_name, default = next(iter(endpoints.items()))
-    if default.example_features:
-        serve_default = traced[default_name]
+    # Each endpoint is traced once, in the context saving looks it up in (compat.save_traced_archive), and
+    # serve_examples calls the traced default rather than retracing its body (the tokenizer graph is large:
+    # tracing it dominates export time).
+    with compat.save_tracing():
+        traced = {name: endpoint.traced() for name, endpoint in endpoints.items()}
+        default_name, default = next(iter(endpoints.items()))
+        if default.example_features:
+            serve_default = traced[default_name]
 
-        def serve_examples(inputs):
-            parsed = tf.io.parse_example(inputs["examples"], default.example_features)
-            parsed = {name: tf.sparse.to_dense(value) if isinstance(value, tf.SparseTensor) else value
-                      for name, value in parsed.items()}
-            return serve_default({name: tf.cast(parsed[name], spec.dtype)
-                                  for name, spec in default.input_spec.items()})
+            def serve_examples(inputs):
+                parsed = tf.io.parse_example(inputs["examples"], default.example_features)
+                parsed = {name: tf.sparse.to_dense(value) if isinstance(value, tf.SparseTensor) else value
+                          for name, value in parsed.items()}
+                return serve_default({name: tf.cast(parsed[name], spec.dtype)
+                                      for name, spec in default.input_spec.items()})
 
-        traced["serve_examples"] = traced_function(
-            serve_examples, {"examples": tf.TensorSpec([None], tf.string, name="examples")})
-    # The first endpoint registered becomes serving_default (ExportArchive.write_out).
-    for name, function in traced.items():
-        archive.add_endpoint(name, function)
+            traced["serve_examples"] = traced_function(
+                serve_examples, {"examples": tf.TensorSpec([None], tf.string, name="examples")})
+        # The first endpoint registered becomes serving_default (ExportArchive.write_out).
+        for name, function in traced.items():
+            archive.add_endpoint(name, function)
     return archive, signature, endpoints
 
 

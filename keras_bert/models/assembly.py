@@ -75,7 +75,7 @@ def assemble(pretrained, model_class=None, dtype=None, head=CHECKPOINT_HEAD, hea
         model = _from_saved(pretrained, saved, model_class, head, head_args, hint)
     else:
         model = _from_weights(pretrained, model_class, dtype, head, head_args, hint, weights)
-    model.preprocessor = pretrained.preprocessor
+    model.set_preprocessor(pretrained.preprocessor)
     if pretrained.sentence_pooling is not None:  # a sentence-transformers directory's: serve()'s default
         split_model(model)[0].sentence_pooling = pretrained.sentence_pooling
     return model

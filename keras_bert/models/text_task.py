@@ -64,12 +64,12 @@ class TextTask:
     per choice) and `task_loss()` / `_default_metrics()`.
     """
 
-    def __setattr__(self, name, value):
-        if name != "preprocessor":
-            return super().__setattr__(name, value)
-        # A quantized model (Keras locks its tracker) still takes another preprocessor (from_pretrained).
+    def set_preprocessor(self, preprocessor):
+        """Gives the model `preprocessor` (a `BertPreprocessor`, or None: token ids only) after it was
+        built: a quantized model, whose layer tracker Keras locks, takes one too (a plain assignment to
+        `model.preprocessor` works on the others)."""
         with compat.tracking_unlocked(self):
-            return super().__setattr__(name, value)
+            self.preprocessor = preprocessor
 
     # ----------------------------------------------------------------------------------- config
     def _init_text(self, preprocessor=None, labels=None):
