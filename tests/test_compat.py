@@ -205,6 +205,30 @@ def test_saved_model_root_takes_variables_and_functions(tmp_path):
     assert float(tf.saved_model.load(str(tmp_path / "root")).double(tf.constant(3.0))) == 6.0
 
 
+def test_an_endpoint_traced_in_the_save_context_is_written_from_that_trace(tmp_path):
+    traces = []
+    variable = tf.Variable(2.0)
+
+    def double(inputs):
+        traces.append(1)
+        return {"y": inputs["x"] * variable}
+
+    spec = {"x": tf.TensorSpec([None], tf.float32, name="x")}
+    archive = compat.save_traced_archive()
+    with compat.save_tracing():
+        function = tf.function(double, input_signature=[spec], autograph=False)
+        function.get_concrete_function()
+        archive.add_endpoint("serve", function)
+    archive.write_out(str(tmp_path / "model"), verbose=False)
+    assert len(traces) == 1, "ExportArchive or tf.saved_model.save traced the endpoint again (cache key moved)"
+    loaded = tf.saved_model.load(str(tmp_path / "model"))
+    assert loaded.signatures["serving_default"](x=tf.constant([1.5]))["y"].numpy().tolist() == [3.0]
+    stock = keras.export.ExportArchive()
+    stock.add_endpoint("serve", tf.function(double, input_signature=[spec], autograph=False))
+    stock.write_out(str(tmp_path / "stock"), verbose=False)
+    assert len(traces) > 2, "the stock archive no longer traces twice: save_traced_archive may be dropped"
+
+
 def test_graph_op_builds_a_registered_op_without_a_python_wrapper():
     assert compat.has_op("MatMul") and not compat.has_op("NoSuchOpAnywhere")
     a, b = tf.constant([[1.0, 2.0]]), tf.constant([[3.0], [4.0]])

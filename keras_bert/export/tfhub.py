@@ -213,15 +213,19 @@ def export_tfhub(encoder_or_task, preprocessor, export_dir, version=None):
     check_compatible(encoder_or_task, preprocessor)
     if not preprocessor.built:
         preprocessor(tf.constant([""]))  # built on first call, as export needs
-    module = _Preprocessing(preprocessor, encoder_of(encoder_or_task).config.max_position_embeddings)
+    # Every function is traced in the context tf.saved_model.save looks it up in: traced once, written once.
+    with compat.save_tracing():
+        module = _Preprocessing(preprocessor, encoder_of(encoder_or_task).config.max_position_embeddings)
+        preprocess = module.__call__.get_concrete_function()
     preprocess_dir = publish_version(f"{export_dir}/preprocess", version, lambda tmp: tf.saved_model.save(
-        module, tmp, signatures={"serving_default": module.__call__.get_concrete_function()}))
+        module, tmp, signatures={"serving_default": preprocess}))
 
     def write_encoder(tmp):
         with tempfile.TemporaryDirectory() as vocab_dir:  # the asset is copied into the SavedModel
             vocab_file = os.path.join(vocab_dir, vocab_lib.VOCAB_ASSET)
             vocab_lib.save_vocab(preprocessor.tokenizer.vocab, vocab_file)
-            root = _encoder_root(encoder_or_task, preprocessor, tf.saved_model.Asset(vocab_file))
+            with compat.save_tracing():
+                root = _encoder_root(encoder_or_task, preprocessor, tf.saved_model.Asset(vocab_file))
             tf.saved_model.save(root, tmp, signatures={"serving_default": root.serving_default})
 
     encoder_dir = publish_version(f"{export_dir}/encoder", version, write_encoder)
