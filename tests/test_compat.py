@@ -220,7 +220,7 @@ def test_an_endpoint_traced_in_the_save_context_is_written_from_that_trace(tmp_p
         function.get_concrete_function()
         archive.add_endpoint("serve", function)
     archive.write_out(str(tmp_path / "model"), verbose=False)
-    assert len(traces) == 1, "ExportArchive or tf.saved_model.save traced the endpoint again (cache key moved)"
+    assert len(traces) == 1, "ExportArchive or tf.saved_model.save traced the endpoint again (its key moved)"
     loaded = tf.saved_model.load(str(tmp_path / "model"))
     assert loaded.signatures["serving_default"](x=tf.constant([1.5]))["y"].numpy().tolist() == [3.0]
     stock = keras.export.ExportArchive()

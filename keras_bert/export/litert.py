@@ -27,6 +27,7 @@ from keras_bert.export.preprocessing import serving_preprocessor
 from keras_bert.export.serving_form import serving_form
 from keras_bert.layers.transformer import litert_gelu
 from keras_bert.models.buckets import one_graph
+from keras_bert.models.serving import traced_function
 
 SIGNATURE = "serving_default"
 QUANTIZE = ("int8", "float16")
@@ -45,8 +46,8 @@ def litert_model(model, preprocessor=None, quantize=None, signature=None, option
     fast = fast_ops_preprocessor(preprocessor)
     try:
         endpoint = next(iter(model.serving_endpoints(fast, signature, options or {}).values()))
-        with one_graph(), litert_gelu():
-            function = endpoint.traced()
+        with one_graph(), litert_gelu():  # a graph of its own: not the cached trace serve() and exports run
+            function = traced_function(endpoint.function, endpoint.input_spec)
     except ValueError as e:
         raise ExportError(f"a {type(model).__name__} cannot be exported to LiteRT: {e}") from None
     converter = tf.lite.TFLiteConverter.from_concrete_functions(*_named_constant_function(function))

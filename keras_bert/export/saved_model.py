@@ -105,7 +105,7 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
     # serve_examples calls the traced default rather than retracing its body (the tokenizer graph is large:
     # tracing it dominates export time).
     with compat.save_tracing():
-        traced = {name: endpoint.traced() for name, endpoint in endpoints.items()}
+        traced = {name: endpoint.traced() for name, endpoint in endpoints.items()}  # `serve`'s, if it ran
         default_name, default = next(iter(endpoints.items()))
         if default.example_features:
             serve_default = traced[default_name]

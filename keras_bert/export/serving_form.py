@@ -86,7 +86,10 @@ def serving_form(model, quantize=None, dtype="float32", calibration_inputs=None)
                          f"{quantize!r}, which has no quantized inputs")
     quantize = resolve_quantize(quantize)  # "int8" resolved to "int8_weights" ignores the calibration
     merged = float_model(model)
-    if dtype != "float32" or any(layer.compute_dtype != "float32" for layer in compat.sublayers(merged)):
+    # Only a float layer computing in another float dtype calls for a rebuild (the preprocessor's layers
+    # compute in int32).
+    if dtype != "float32" or any(layer.compute_dtype in ("bfloat16", "float16")
+                                 for layer in compat.sublayers(merged)):
         merged = _rebuilt(merged, dtype)
     if quantize is None:
         if dtype == "bfloat16":

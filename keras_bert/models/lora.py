@@ -15,6 +15,7 @@ import logging
 
 import numpy as np
 
+from keras_bert.models import serving
 from keras_bert.models.float_form import float_model
 
 logger = logging.getLogger("keras_bert")
@@ -47,6 +48,7 @@ class LoraAdaptation:
             for name in LORA_PROJECTIONS:
                 getattr(block, name).enable_lora(int(rank), lora_alpha=alpha)
         self.lora_rank = int(rank)
+        serving.forget_traces(self)
         trainable, total = count_parameters(self.trainable_weights), count_parameters(self.weights)
         logger.info("LoRA rank %d: %d trainable parameters of %d (%.2f%%)", rank, trainable, total,
                     100.0 * trainable / total)

@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import native_logs
+from keras_bert import compat, native_logs
 from keras_bert.layers.transformer import gathers_real_rows, real_rows, served_layout
 from keras_bert.models.buckets import LENGTH_MULTIPLE, in_one_graph, model_outputs
 from keras_bert.models.options import Options, model_options
@@ -41,10 +41,22 @@ class Endpoint:
     input_spec: dict
     example_features: dict | None
     warmup: dict
+    # (model, key): what this function is of (`Serving.serving_endpoints`); one trace per model and key.
+    owner: object = None
+    key: tuple | None = None
 
     def traced(self):
-        """`function` as the tf.function an export writes (and `serve` runs), traced once."""
-        return traced_function(self.function, self.input_spec)
+        """`function` as the tf.function an export writes and `serve` runs, traced once per owner and key
+        (`serve` then an export, or two exports, of a model trace it once), in the context
+        `tf.saved_model.save` looks it up in (`compat.save_tracing`)."""
+        if self.owner is None:
+            with compat.save_tracing():
+                return traced_function(self.function, self.input_spec)
+        traced = _TRACED.setdefault(self.owner, {})
+        if self.key not in traced:
+            with compat.save_tracing():
+                traced[self.key] = traced_function(self.function, self.input_spec)
+        return traced[self.key]
 
 
 def traced_function(function, spec):
@@ -211,10 +223,17 @@ def _owners(form):
     return " or ".join(sorted(set(found))) or "no model"
 
 
-# Traced serving functions of each model, by (form, options, preprocessor): `serve` traces each once.
+# Traced serving functions of each model, by endpoint key (`Endpoint.traced`) and by `serve`'s arguments.
 _TRACED = weakref.WeakKeyDictionary()
 # Each model's inference graph functions, by input structure (`Serving.served_call`).
 _INFERENCE = weakref.WeakKeyDictionary()
+
+
+def forget_traces(model):
+    """Drops `model`'s traced serving and inference functions: a change of what its layers compute (Keras
+    quantization, LoRA adapters) is traced afresh by the next `serve` or export."""
+    _TRACED.pop(model, None)
+    _INFERENCE.pop(model, None)
 
 
 def inference_function(model, inputs, lone=False):
@@ -355,6 +374,7 @@ class Serving:
                 raise ValueError(f"signature={form!r} takes raw text and needs a preprocessor "
                                  "(BertPreprocessor); pass one, or use signature='token_ids'")
         self.check_serving(form, preprocessor, options)
+        given = preprocessor
         if preprocessor is not None and not options.fixed_length:
             preprocessor = preprocessor.padding_to_longest(LENGTH_MULTIPLE)
         endpoints = {}
@@ -366,7 +386,10 @@ class Serving:
             lambda inputs: self.token_id_outputs(checked_inputs(inputs, spec), options), spec,
             self.token_id_features(seq_length) if seq_length else None,
             self.token_id_warmup(preprocessor.seq_length if preprocessor is not None else 8))
-        return endpoints
+        # One trace per model, endpoint, form, options and preprocessor (kept alive in the key with its id).
+        key = (form, repr(options), id(given), given)
+        return {name: dataclasses.replace(endpoint, owner=self, key=(name, *key))
+                for name, endpoint in endpoints.items()}
 
     def serve(self, inputs, preprocessor=None, signature=None, **options):
         """Raw inputs -> finished answers, the function `serving_default` of an export with the same
@@ -393,7 +416,10 @@ class Serving:
         with native_logs.quiet(first):
             if first:
                 endpoint = next(iter(self.serving_endpoints(preprocessor, signature, options).values()))
-                # the preprocessor kept alive with its id
-                traced[key] = (endpoint.traced(), endpoint.input_spec, preprocessor)
+                # The concrete function of the export's trace (called outside the save context it was
+                # traced in); the preprocessor kept alive with its id.
+                with compat.save_tracing():
+                    function = endpoint.traced().get_concrete_function()
+                traced[key] = (function, endpoint.input_spec, preprocessor)
             function, spec, _ = traced[key]
             return {name: value.numpy() for name, value in function(served_arrays(inputs, spec)).items()}

@@ -31,7 +31,7 @@ import tensorflow as tf
 from keras_bert import compat, native_logs
 from keras_bert.data import features, padding
 from keras_bert.data.options import steady
-from keras_bert.models import user_data
+from keras_bert.models import serving, user_data
 from keras_bert.models.user_data import DEFAULT_BATCH_SIZE
 
 logger = logging.getLogger("keras_bert")
@@ -329,6 +329,7 @@ class TextTask:
         if filters is None:
             filters = _quantizes
         super().quantize(mode, config=config, filters=filters, **kwargs)
+        serving.forget_traces(self)
         if getattr(self, "optimizer", None) is not None and self.optimizer.built:
             self.compile_from_config(self.get_compile_config())
 

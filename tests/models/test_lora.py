@@ -54,3 +54,23 @@ def test_rejects_a_bad_rank_and_a_second_call(tiny_config):
     model.enable_lora(4)
     with pytest.raises(ValueError, match="already enabled"):
         model.enable_lora(4)
+
+
+def test_serve_after_enable_lora_or_quantize_runs_the_changed_layers(tiny_config):
+    """`serve` keeps its traced graph per model; enabling LoRA or quantizing changes what the layers compute,
+    so the next `serve` runs the changed layers (answers equal `predict`'s), not the graph traced before."""
+    model = kb.BertClassifier(kb.BertEncoder(tiny_config), num_classes=3, dropout=0.0)
+    x = _inputs(batch=2, seed=3)
+    before = model.serve(x, signature="token_ids")["logits"]
+    model.enable_lora(2)
+    for variable in model.encoder.weights:
+        if "lora_kernel_b" in variable.path:
+            variable.assign(np.full(variable.shape, 0.5, variable.dtype))
+    adapted = model.serve(x, signature="token_ids")["logits"]
+    assert np.abs(adapted - before).max() > 1e-3  # logits ~1e-2: the adapters move them by half
+    np.testing.assert_allclose(adapted, model.predict(x, verbose=0), atol=1e-5)
+    plain = kb.BertClassifier(kb.BertEncoder(tiny_config), num_classes=3, dropout=0.0)
+    plain.serve(x, signature="token_ids")
+    plain.quantize("int8")
+    np.testing.assert_allclose(plain.serve(x, signature="token_ids")["logits"], plain.predict(x, verbose=0),
+                               atol=1e-5)
