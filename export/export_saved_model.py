@@ -139,9 +139,10 @@ def main(argv):
     for path in exported:
         print(path)
     if FLAGS.check:  # the command in a fresh process: neither keras nor keras_bert imported there
-        for path in exported:
-            command = ["-m", "keras_bert_commands", "check_servable", f"--export_dir={path}"]
-            subprocess.run([sys.executable, *command], check=True)
+        # One process for every exported SavedModel (a TF Hub pair: two): check_servable takes several.
+        command = ["-m", "keras_bert_commands", "check_servable",
+                   *(f"--export_dir={path}" for path in exported)]
+        subprocess.run([sys.executable, *command], check=True)
 
 
 if __name__ == "__main__":

@@ -21,13 +21,15 @@ def _lora_classifier():
 
 
 @pytest.mark.slow
-def test_lora_merged_and_int8_exports_run_in_the_c_api(preprocessor, tmp_path):  # noqa: F811
+def test_lora_merged_int8_int8_matmul_static_int8_matmul_and_bfloat16_exports_run_in_the_c_api(
+        preprocessor, tmp_path):  # noqa: F811
+    """Every adapted export of this module checked in one C++ loader process."""
     texts = {"text": np.array(TEXTS, dtype=object)}
     lora = _lora_classifier()
     lora_want = _expected(lora, texts, preprocessor)
     fp32 = BertClassifier(BertEncoder(tiny_config()), 3)
     fp32_want = _expected(fp32, texts, preprocessor)
-    int8 = serving_form(fp32, "int8_weights")  # int8_matmul: the test below
+    int8 = serving_form(fp32, "int8_weights")  # int8_matmul: below
     int8_want = _expected(int8, texts, preprocessor)
     # int8 weights: logits within 2% of their range of float32's (measured here: 0.3%).
     scale = np.abs(fp32_want["logits"]).max()
@@ -35,26 +37,18 @@ def test_lora_merged_and_int8_exports_run_in_the_c_api(preprocessor, tmp_path): 
     assert any(isinstance(v.dtype, str) and v.dtype == "int8" for v in int8.weights)
     assert not any(v.dtype == "int8" for v in fp32.weights)  # the caller's model is left float
 
-    jobs = []
+    # LoRA merged and int8 weights: as served, equal to their Python forms (within 1e-5).
+    exact_jobs = []
     for name, model, want in (("lora", lora, lora_want), ("int8", fp32, int8_want)):
         version_dir = export_saved_model(model, tmp_path / name, preprocessor, signature="text",
                                          quantize="int8_weights" if name == "int8" else None)
-        jobs.append({"export_dir": version_dir,
-                     "runs": [_run(tmp_path, name, "serving_default", texts, want)]})
-    reports = {r["export_dir"]: r for r in servability.check_servable_subprocess(jobs, atol=1e-5)}
-    for job in jobs:
-        report = reports[job["export_dir"]]
-        assert "error" not in report, report["error"]
-        assert report["ops"]["missing"] == {}
-        assert max(report["runs"][0]["max_abs_diff"].values()) <= 1e-5
+        exact_jobs.append({"export_dir": version_dir,
+                           "runs": [_run(tmp_path, name, "serving_default", texts, want)]})
 
-
-@pytest.mark.slow
-def test_int8_matmul_static_int8_matmul_and_bfloat16_exports_run_in_the_c_api(preprocessor, tmp_path):  # noqa: F811
-    texts = {"text": np.array(TEXTS, dtype=object)}
+    # int8_matmul (dynamic and static ranges) and bfloat16: as served, against float32 in Python.
     model = _classifier()  # logits spread over +-1.4
-    fp32_want = _expected(model, texts, preprocessor)
-    jobs = []
+    spread_want = _expected(model, texts, preprocessor)
+    close_jobs = []
     forms = [("int8_matmul", "float32", None, 4e-2), (None, "bfloat16", None, 2e-2),
              ("int8_matmul", "float32", TEXTS * 4, 4e-2)]
     # int8_matmul runs only on a CPU with VNNI (elsewhere its export is refused: test_serving_form.py).
@@ -63,13 +57,21 @@ def test_int8_matmul_static_int8_matmul_and_bfloat16_exports_run_in_the_c_api(pr
         version_dir = export_saved_model(model, tmp_path / dtype / str(quantize) / str(bool(calibration)),
                                          preprocessor, signature="text", quantize=quantize, dtype=dtype,
                                          calibration_texts=calibration)
-        jobs.append({"export_dir": version_dir,
-                     "runs": [_run(tmp_path, f"{quantize}-{dtype}-{bool(calibration)}", "serving_default",
-                                   texts, fp32_want)]})
-    # As served, against float32 in Python: labels identical, logits within 4e-2 for int8 (measured 2.8e-2, 2%
-    # of their range; static ranges 2.2e-2 in Python) and 2e-2 for bfloat16 (measured 4e-3).
-    reports = {r["export_dir"]: r for r in servability.check_servable_subprocess(jobs, atol=4e-2)}
-    for job, (_, _, calibration, atol) in zip(jobs, forms, strict=True):
+        label = f"{quantize}-{dtype}-{bool(calibration)}"
+        close_jobs.append({"export_dir": version_dir,
+                           "runs": [_run(tmp_path, label, "serving_default", texts, spread_want)]})
+
+    # One C++ loader process for all: the loosest tolerance (4e-2) there, each job's own asserted below.
+    reports = {r["export_dir"]: r
+               for r in servability.check_servable_subprocess(exact_jobs + close_jobs, atol=4e-2)}
+    for job in exact_jobs:
+        report = reports[job["export_dir"]]
+        assert "error" not in report, report["error"]
+        assert report["ops"]["missing"] == {}
+        assert max(report["runs"][0]["max_abs_diff"].values()) <= 1e-5
+    # Labels identical, logits within 4e-2 for int8 (measured 2.8e-2, 2% of their range; static ranges
+    # 2.2e-2 in Python) and 2e-2 for bfloat16 (measured 4e-3).
+    for job, (_, _, calibration, atol) in zip(close_jobs, forms, strict=True):
         report = reports[job["export_dir"]]
         assert "error" not in report, report["error"]
         assert report["ops"]["missing"] == {}

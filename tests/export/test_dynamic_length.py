@@ -139,9 +139,14 @@ def test_buckets_cut_each_group_to_its_own_longest():
         rows = tf.shape(group["input_mask"])[0]
         return {"width": tf.fill([rows], tf.shape(group["input_mask"])[1]), "ids": group["input_word_ids"]}
 
-    def run(inputs, run_cost):  # traced, as served
-        return tf.function(lambda x: buckets.bucketed(widths, x, {"ids": -1}, run_cost=run_cost))(
-            {k: tf.constant(v) for k, v in inputs.items()})
+    traced = {}
+
+    def run(inputs, run_cost):  # traced, as served (once per cost: any batch size)
+        if run_cost not in traced:
+            spec = {k: tf.TensorSpec([None, 48], tf.int32) for k in inputs}
+            traced[run_cost] = tf.function(
+                lambda x: buckets.bucketed(widths, x, {"ids": -1}, run_cost=run_cost), input_signature=[spec])
+        return traced[run_cost]({k: tf.constant(v) for k, v in inputs.items()})
 
     # Sorted 1 2 3 5 9 17 25 33 40, cut to 8 8 8 8 16 24 32 40 40. A run costing 20 tokens: groups
     # 1-5 | 9-17 | 25-40 (4 x 8 + 2 x 24 + 3 x 40 + 3 x 20 = 260 tokens, the least); 50: 1-5 | 9-40.

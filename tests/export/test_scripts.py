@@ -1,6 +1,8 @@
 """The export scripts: export_saved_model.py (TF Hub layout from a checkpoint), check_servable.py,
 client.py."""
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -16,6 +18,7 @@ from export import client
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints.ours import save_pretrained
 from keras_bert.text import BertPreprocessor, BertTokenizer
+from tests.recipes.conftest import run_in_process  # noqa: F401 (the fixture)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "good", "##s", "day", "!"]
@@ -30,15 +33,20 @@ def _script(name, *args):
 
 
 @pytest.mark.slow
-def test_tfhub_export_from_checkpoint_and_check_servable_cli(tmp_path):
+def test_tfhub_export_from_checkpoint_and_check_servable_cli(tmp_path, run_in_process):  # noqa: F811
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("\n".join(WORDS) + "\n")
     encoder = BertEncoder(BertConfig(vocab_size=len(WORDS), hidden_size=32, num_hidden_layers=2,
                                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=32))
     save_pretrained(encoder, str(tmp_path / "ckpt"), vocab_file=str(vocab_file))
-    out = _script("export_saved_model.py", f"--model_path={tmp_path / 'ckpt'}",
-                  f"--export_dir={tmp_path / 'hub'}", "--format=tfhub", "--max_seq_length=8", "--check")
-    preprocess_dir, encoder_dir = out.split()[:2]
+    # export_saved_model.py's main in this process (no second TensorFlow import); its --check runs the
+    # check_servable command in a fresh process, on both SavedModels, and fails the export if one fails.
+    with contextlib.redirect_stdout(out := io.StringIO()):
+        status, stderr = run_in_process("export.export_saved_model", f"--model_path={tmp_path / 'ckpt'}",
+                                        f"--export_dir={tmp_path / 'hub'}", "--format=tfhub",
+                                        "--max_seq_length=8", "--check")
+    assert not status, stderr
+    preprocess_dir, encoder_dir = out.getvalue().split()[:2]
     assert preprocess_dir == str(tmp_path / "hub" / "preprocess" / "1")
     assert encoder_dir == str(tmp_path / "hub" / "encoder" / "1")
 

@@ -32,6 +32,12 @@ def exported(tmp_path_factory):
     return (pretrainer, *export_tfhub(pretrainer, pretrainer.preprocessor, tmp_path_factory.mktemp("hub")))
 
 
+@pytest.fixture(scope="module")
+def preprocess(exported):
+    """The preprocessing SavedModel loaded once (it has no variables a test could change)."""
+    return tf.saved_model.load(exported[1])
+
+
 def _values(variables):
     return [v.numpy().copy() for v in variables]
 
@@ -67,9 +73,9 @@ def _names(variables):
     return sorted((v.value if isinstance(v, keras.Variable) else v).name for v in variables)
 
 
-def test_mlm_fine_tunes_through_hub_keras_layer(exported):
-    pretrainer, preprocess_dir, encoder_dir = exported
-    preprocess, loaded = tf.saved_model.load(preprocess_dir), tf.saved_model.load(encoder_dir)
+def test_mlm_fine_tunes_through_hub_keras_layer(exported, preprocess):
+    pretrainer, _, encoder_dir = exported
+    loaded = tf.saved_model.load(encoder_dir)
     assert _names(loaded.trainable_variables) == _names(pretrainer.encoder.trainable_variables)
     # `.mlm` reads the encoder and the MLM head, not the next-sentence head.
     assert _names(loaded.mlm.trainable_variables) == [
@@ -111,8 +117,7 @@ PACK_ROWS = [
 ]
 
 
-def test_bert_pack_inputs_refuses_with_one_line(exported):
-    preprocess = tf.saved_model.load(exported[1])
+def test_bert_pack_inputs_refuses_with_one_line(preprocess):
     for batches, seq_length, line in PACK_ROWS:
         segments = _segments(preprocess, *batches)
         with pytest.raises(tf.errors.InvalidArgumentError) as caught:
@@ -124,9 +129,8 @@ def test_bert_pack_inputs_refuses_with_one_line(exported):
         preprocess.signatures["serving_default"](text=tf.constant("the fox"))
 
 
-def test_bert_pack_inputs_takes_int32_and_int64_lengths_up_to_the_encoders(exported):
-    pretrainer, preprocess_dir, _ = exported
-    preprocess = tf.saved_model.load(preprocess_dir)
+def test_bert_pack_inputs_takes_int32_and_int64_lengths_up_to_the_encoders(exported, preprocess):
+    pretrainer = exported[0]
     segments = _segments(preprocess, TEXTS[:2], TEXTS[2:4])
     for seq_length in (tf.constant(3, tf.int32), tf.constant(MAX_POSITIONS, tf.int64), 7):
         packed = preprocess.bert_pack_inputs(segments, seq_length=seq_length)
