@@ -16,8 +16,9 @@ evaluation included), on the same train/dev CSVs, checkpoint, batch size, epochs
   kerashub      `keras_hub.models.BertTextClassifier.from_preset(...)` (the same weights, written by
                 `save_keras_hub`) and its `fit(texts, labels)` with KerasHub's defaults
 
-The task: sentences of the standard library's docstrings labeled by topic (keras_bert.data
-.default_classification), joined into passages of 1 to 6 consecutive sentences of one topic, so texts run
+The task: sentences of the standard library's docstrings labeled by topic
+(keras_bert.tasks.classification.default_data), joined into passages of 1 to 6 consecutive sentences of one
+topic, so texts run
 from ~10 to over 128 tokens (truncated at --max_seq_length by every peer).
 """
 
@@ -42,7 +43,7 @@ PASSAGE_SENTENCES = (1, 1, 2, 1, 3, 1, 6)
 def write_task(directory, per_class_train, per_class_dev, seed=0):
     """Writes train.csv and dev.csv (`text,label`) of passages of docstring sentences by topic; returns
     their paths."""
-    from keras_bert.data.default_classification import topic_sentences
+    from keras_bert.tasks.classification.default_data import topic_sentences
 
     rng = random.Random(seed)
     splits = {"train": [], "dev": []}

@@ -11,11 +11,6 @@ serving_default, takes the model's raw-text inputs and returns what `model.serve
 naming them. The path is printed.
 """
 
-if __package__:  # python -m export.x (recipes/preamble.py: the repository root importable, quiet logs)
-    from recipes import preamble  # noqa: F401  (before TensorFlow loads)
-else:  # python export/x.py
-    import preamble  # noqa: F401
-
 from absl import app, flags
 
 from keras_bert.models.options import option_classes

@@ -149,3 +149,34 @@ def test_installed_wheel_from_an_empty_directory(installed, tmp_path):
     assert servable.returncode == 1
     assert servable.stderr.strip() == ("error: [Errno 2] No such file or directory: "
                                        "'nothing/1/saved_model.pb' (given as --export_dir=nothing/1)")
+
+
+def test_every_command_and_benchmark_imports_only_modules_that_exist():
+    """What each command script and benchmark imports from this project (also inside functions) resolves,
+    read from its source, not run (the scripts define flags of the same names, so they cannot all be
+    imported in one process): a script left importing a module that moved fails its every run."""
+    import ast
+    import importlib
+    import importlib.util
+
+    project = ("keras_bert", "recipes", "export", "keras_bert_commands")
+    missing = []
+    scripts = [(name, os.path.join(REPO, package, f"{name}.py"))
+               for name, (package, _) in commands.commands().items()]
+    scripts += [(name, os.path.join(REPO, "benchmarks", name)) for name in
+                sorted(os.listdir(os.path.join(REPO, "benchmarks"))) if name.endswith(".py")]
+    project += ("benchmarks",)
+    for name, path in scripts:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module.split(".")[0] in project:
+                module = importlib.import_module(node.module)
+                missing += [f"{name}: from {node.module} import {alias.name}" for alias in node.names
+                            if not hasattr(module, alias.name)
+                            and importlib.util.find_spec(f"{node.module}.{alias.name}") is None]
+            elif isinstance(node, ast.Import):
+                missing += [f"{name}: import {alias.name}" for alias in node.names
+                            if alias.name.split(".")[0] in (*project, "preamble")
+                            and importlib.util.find_spec(alias.name) is None]
+    assert not missing, missing
