@@ -68,8 +68,8 @@ def run_recipe(name, *flags, check=True, timeout=900):
 def run_in_process(capsys, monkeypatch):
     """run(name, *flags) -> (exit status, stderr): recipes/<name>.py's main (or export/<x>.py's for name
     "export.<x>") through `logs.call_main`, the wrapper its `__main__` line uses, in this process (no 10 s
-    TensorFlow import). The recipe's flags are defined afresh, and absl's flags as they were are put back
-    after."""
+    TensorFlow import); what it printed to stdout is then `run.stdout`. The recipe's flags are defined
+    afresh, and absl's flags as they were are put back after."""
     from absl import flags
 
     from recipes import flags as shared_flags
@@ -97,7 +97,9 @@ def run_in_process(capsys, monkeypatch):
                 run.stdout = printed.out  # what --help printed
                 return stop.code, printed.err
             status = logs.call_main(module.main, [name])
-            return status, capsys.readouterr().err
+            printed = capsys.readouterr()
+            run.stdout = printed.out
+            return status, printed.err
         finally:
             logs.AFTER_MAIN.clear()
             sys.modules.pop(module_name, None)

@@ -6,8 +6,6 @@ C++ loader). A flag that contradicts the saved model is refused naming both valu
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,7 +14,7 @@ from keras_bert import BertClassifier, BertConfig, BertEncoder, BertSpanLabeler,
 from keras_bert.tasks.ner.metrics import extract_chunks
 from keras_bert.tasks.squad.answers import AnswerRules
 from keras_bert.text import BertPreprocessor, BertTokenizer
-from tests.recipes.conftest import REPO, write_vocab
+from tests.recipes.conftest import write_vocab
 
 SEQ_LENGTH = 24
 CONTEXT = "The bridge over the river was built in 1895 by Steve Smith and his company from Paris."
@@ -38,19 +36,8 @@ def _saved(tmp_path, name, build, vocab):
     return model, path
 
 
-def _start(recipe, *flags):
-    env = {k: v for k, v in os.environ.items() if k != "KERAS_BERT_VERBOSE"}
-    return subprocess.Popen([sys.executable, os.path.join("recipes", f"{recipe}.py"), *flags], cwd=REPO,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _finish(process):
-    stdout, stderr = process.communicate(timeout=900)
-    return process.returncode, stdout, stderr
-
-
 @pytest.mark.slow
-def test_recipes_predict_from_a_lone_keras_file_as_it_serves(tmp_path):
+def test_recipes_predict_from_a_lone_keras_file_as_it_serves(tmp_path, run_in_process):
     vocab, _ = write_vocab(tmp_path / "vocab.txt",
                            [CONTEXT, *TEXTS, " ".join(SENTENCES[1]), "who when built"])
     span, span_path = _saved(tmp_path, "span", BertSpanLabeler, vocab)
@@ -72,21 +59,21 @@ def test_recipes_predict_from_a_lone_keras_file_as_it_serves(tmp_path):
 
     common = ["--do_train=false", "--nojit_compile"]
     runs = {
-        "squad": _start("run_squad", f"--init_checkpoint={span_path}", f"--predict_file={squad_file}",
-                        "--do_predict", "--do_eval=false", "--doc_stride=8", "--max_query_length=8",
-                        f"--output_dir={tmp_path / 'squad_out'}", *common),
-        "ner": _start("run_ner", f"--init_checkpoint={ner_path}", f"--predict_file={conll_file}",
-                      "--do_predict", "--do_eval=false", f"--output_dir={tmp_path / 'ner_out'}", *common),
-        "clf": _start("run_classifier", "--task_name=custom", f"--init_checkpoint={clf_path}",
-                      f"--predict_file={csv_file}", "--do_predict", "--do_eval=false",
-                      f"--output_dir={tmp_path / 'clf_out'}", *common),
-        "contradiction": _start("run_classifier", "--task_name=custom", f"--init_checkpoint={clf_path}",
-                                f"--predict_file={csv_file}", "--do_predict", "--do_eval=false",
-                                "--max_seq_length=32", f"--output_dir={tmp_path / 'refused'}", *common),
+        "squad": ("run_squad", f"--init_checkpoint={span_path}", f"--predict_file={squad_file}",
+                  "--do_predict", "--do_eval=false", "--doc_stride=8", "--max_query_length=8",
+                  f"--output_dir={tmp_path / 'squad_out'}", *common),
+        "ner": ("run_ner", f"--init_checkpoint={ner_path}", f"--predict_file={conll_file}", "--do_predict",
+                "--do_eval=false", f"--output_dir={tmp_path / 'ner_out'}", *common),
+        "clf": ("run_classifier", "--task_name=custom", f"--init_checkpoint={clf_path}",
+                f"--predict_file={csv_file}", "--do_predict", "--do_eval=false",
+                f"--output_dir={tmp_path / 'clf_out'}", *common),
+        "contradiction": ("run_classifier", "--task_name=custom", f"--init_checkpoint={clf_path}",
+                          f"--predict_file={csv_file}", "--do_predict", "--do_eval=false",
+                          "--max_seq_length=32", f"--output_dir={tmp_path / 'refused'}", *common),
     }
-    done = {name: _finish(process) for name, process in runs.items()}
+    done = {name: run_in_process(*run) for name, run in runs.items()}  # (exit status, stderr)
     for name in ("squad", "ner", "clf"):
-        assert done[name][0] == 0, f"{name}:\n{done[name][2][-4000:]}"
+        assert done[name][0] is None, f"{name}:\n{done[name][1][-4000:]}"  # main returned
 
     predictions = json.loads((tmp_path / "squad_out" / "predictions.json").read_text())
     served = span.serve({"question": list(questions.values()), "context": [CONTEXT] * 2},
@@ -107,7 +94,7 @@ def test_recipes_predict_from_a_lone_keras_file_as_it_serves(tmp_path):
     np.testing.assert_array_equal(clf.serve({"text": TEXTS})["label_id"],
                                   np.argmax(clf.predict(TEXTS, verbose=0), -1))
 
-    code, _, stderr = done["contradiction"]
-    assert code != 0
+    code, stderr = done["contradiction"]
+    assert code == 1
     assert (f"--max_seq_length=32 but --init_checkpoint={clf_path} was trained with seq_length={SEQ_LENGTH}"
             in stderr)

@@ -105,7 +105,7 @@ def _final_weights(model_dir):
 
 
 @pytest.mark.slow
-def test_multi_worker_equals_single_process(corpus, tmp_path):
+def test_multi_worker_equals_single_process(corpus, tmp_path, run_in_process):
     common = [*corpus["flags"], "--num_train_steps=4", "--save_checkpoints_steps=2", "--train_batch_size=16",
               "--num_warmup_steps=1", "--learning_rate=1e-3"]
     cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
@@ -117,10 +117,13 @@ def test_multi_worker_equals_single_process(corpus, tmp_path):
             [sys.executable, "-m", "recipes.pretrain", *common, f"--model_dir={tmp_path / 'multi'}",
              "--distribution_strategy=multi_worker_mirrored"], cwd=REPO, env=env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outputs = [w.communicate(timeout=300)[0] for w in workers]
+    try:  # the single-process run in this process while the workers start and train
+        status, stderr = run_in_process("pretrain", *common, f"--model_dir={tmp_path / 'single'}")
+    finally:
+        outputs = [w.communicate(timeout=300)[0] for w in workers]
+    assert status is None, stderr  # main returned: the run succeeded
     for worker, output in zip(workers, outputs, strict=True):
         assert worker.returncode == 0, output[-5000:]
-    run_recipe("pretrain", *common, f"--model_dir={tmp_path / 'single'}")
 
     multi, single = _final_weights(str(tmp_path / "multi")), _final_weights(str(tmp_path / "single"))
     initial = BertConfig.from_json_file(str(corpus["root"] / "bert_config.json"))
@@ -137,16 +140,17 @@ def test_multi_worker_equals_single_process(corpus, tmp_path):
 
 
 @pytest.mark.slow
-def test_learns_masked_lm_on_real_text(corpus, tmp_path):
+def test_learns_masked_lm_on_real_text(corpus, tmp_path, run_in_process):
     model_dir = tmp_path / "learn"
     small = BertConfig.from_json_file(str(corpus["root"] / "bert_config.json"))
     wider = BertConfig(**dict(small.to_dict(), hidden_size=64, intermediate_size=256))
     wider.to_json_file(str(tmp_path / "bert_config.json"))
     flags = [f for f in corpus["flags"] if not f.startswith(("--eval_steps", "--bert_config_file"))]
-    run_recipe("pretrain", *flags, f"--bert_config_file={tmp_path / 'bert_config.json'}",
-               f"--model_dir={model_dir}", "--num_train_steps=600", "--save_checkpoints_steps=300",
-               "--train_batch_size=32", "--num_warmup_steps=30", "--learning_rate=2e-3", "--eval_steps=0",
-               "--jit_compile", timeout=600)
+    status, stderr = run_in_process(
+        "pretrain", *flags, f"--bert_config_file={tmp_path / 'bert_config.json'}", f"--model_dir={model_dir}",
+        "--num_train_steps=600", "--save_checkpoints_steps=300", "--train_batch_size=32",
+        "--num_warmup_steps=30", "--learning_rate=2e-3", "--eval_steps=0", "--jit_compile")
+    assert status is None, stderr  # main returned: the run succeeded
     with open(model_dir / "eval_results.json") as f:
         results = json.load(f)
     # Unigram baseline: always predict the most frequent masked token of the training data.
@@ -240,15 +244,16 @@ def _check_mixed_precision_run(model_dir, dtype, vocab_size):
 
 
 @pytest.mark.slow
-def test_tfds_input_mixed_float16(corpus, tfds_prose, tmp_path):
+def test_tfds_input_mixed_float16(corpus, tfds_prose, tmp_path, run_in_process):
     model_dir = str(tmp_path / "run")
     flags = [f for f in corpus["flags"]
              if not f.startswith(("--input_files", "--eval_input_files", "--eval_steps"))]
-    run_recipe("pretrain", *flags, f"--model_dir={model_dir}", f"--tfds_name={tfds_prose['name']}",
-               f"--tfds_data_dir={tfds_prose['data_dir']}", "--tfds_text_key=text",
-               "--tfds_eval_split=validation", "--dtype=mixed_float16", "--num_train_steps=6",
-               "--save_checkpoints_steps=3", "--train_batch_size=8", "--num_warmup_steps=1", "--eval_steps=2",
-               "--eval_batch_size=8", timeout=300)
+    status, stderr = run_in_process(
+        "pretrain", *flags, f"--model_dir={model_dir}", f"--tfds_name={tfds_prose['name']}",
+        f"--tfds_data_dir={tfds_prose['data_dir']}", "--tfds_text_key=text", "--tfds_eval_split=validation",
+        "--dtype=mixed_float16", "--num_train_steps=6", "--save_checkpoints_steps=3", "--train_batch_size=8",
+        "--num_warmup_steps=1", "--eval_steps=2", "--eval_batch_size=8")
+    assert status is None, stderr  # main returned: the run succeeded
     _check_mixed_precision_run(model_dir, "mixed_float16", corpus["vocab_size"])
 
     # The paragraphs come back as the sentences they were made of.
@@ -265,7 +270,7 @@ def test_tfds_input_mixed_float16(corpus, tfds_prose, tmp_path):
 
 
 @pytest.mark.slow
-def test_text_files_mixed_bfloat16_whole_words(corpus, tmp_path):
+def test_text_files_mixed_bfloat16_whole_words(corpus, tmp_path, run_in_process, caplog):
     """Streaming from text files (an empty file and one-sentence documents among them), whole-word masks,
     batches grouped by length."""
     documents = list(iter_documents(max_bytes=80_000))
@@ -275,12 +280,14 @@ def test_text_files_mixed_bfloat16_whole_words(corpus, tmp_path):
     model_dir = str(tmp_path / "run")
     flags = [f for f in corpus["flags"]
              if not f.startswith(("--input_files", "--eval_input_files", "--eval_steps"))]
-    result = run_recipe("pretrain", *flags, f"--model_dir={model_dir}", f"--input_files={tmp_path}/*.txt",
-                        "--dtype=mixed_bfloat16", "--do_whole_word_mask", "--num_train_steps=6",
-                        "--save_checkpoints_steps=3", "--train_batch_size=8", "--num_warmup_steps=1",
-                        "--eval_steps=2", "--eval_batch_size=8", "--pad_to_multiple_of=16", timeout=300)
+    status, stderr = run_in_process(
+        "pretrain", *flags, f"--model_dir={model_dir}", f"--input_files={tmp_path}/*.txt",
+        "--dtype=mixed_bfloat16", "--do_whole_word_mask", "--num_train_steps=6", "--save_checkpoints_steps=3",
+        "--train_batch_size=8", "--num_warmup_steps=1", "--eval_steps=2", "--eval_batch_size=8",
+        "--pad_to_multiple_of=16")
+    assert status is None, stderr  # main returned: the run succeeded
     _check_mixed_precision_run(model_dir, "mixed_bfloat16", corpus["vocab_size"])
-    assert "--input_files: skipped 1 file(s) with no text" in result.stderr
+    assert "--input_files: skipped 1 file(s) with no text" in caplog.text  # the keras_bert logger's warning
 
 
 def test_text_input_needs_two_documents(corpus, tmp_path, run_in_process):

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import logging
 import os
 
 import keras
@@ -12,7 +13,6 @@ from keras_bert.data import features
 from keras_bert.tasks.classification.glue import read_glue_examples
 from keras_bert.tasks.classification.metrics import compute_metrics
 from keras_bert.text import BertPreprocessor, BertTokenizer
-from tests.recipes.conftest import run_recipe
 
 PAIRS = [
     ("The company said profits rose sharply in the third quarter.",
@@ -43,15 +43,18 @@ def _write_mrpc(directory):
 # Also with LoRA, accumulation and remat: the saved model (LoRA merged) then reproduces the LoRA model's
 # metrics.
 @pytest.mark.parametrize("adaptation", [(), ("--lora_rank=2", "--gradient_accumulation_steps=3", "--remat")])
-def test_mrpc_train_eval_predict(tmp_path, tiny_model, adaptation):
+def test_mrpc_train_eval_predict(tmp_path, tiny_model, run_in_process, caplog, adaptation):
     data_dir, out = str(tmp_path / "MRPC"), str(tmp_path / "out")
     _write_mrpc(data_dir)
     flags = tiny_model([a + " " + b for a, b in PAIRS], max_seq_length=48)
-    result = run_recipe("run_classifier", "--task_name=MRPC", f"--data_dir={data_dir}", "--do_predict",
-                        f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4",
-                        "--eval_batch_size=4", "--pad_to_multiple_of=16", *flags, *adaptation)
+    caplog.set_level(logging.INFO, logger="keras_bert")
+    status, stderr = run_in_process("run_classifier", "--task_name=MRPC", f"--data_dir={data_dir}",
+                                    "--do_predict", f"--output_dir={out}", "--num_train_epochs=1",
+                                    "--train_batch_size=4", "--eval_batch_size=4", "--pad_to_multiple_of=16",
+                                    *flags, *adaptation)
+    assert status is None, stderr  # main returned: the run succeeded
     if adaptation:
-        assert "LoRA rank 2: " in result.stderr
+        assert "LoRA rank 2: " in caplog.text
 
     with open(os.path.join(out, "eval_results.json")) as f:
         results = json.load(f)

@@ -7,8 +7,6 @@ import os
 import numpy as np
 import pytest
 
-from tests.recipes.conftest import run_recipe
-
 HEADER = ["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source",
           "ending0", "ending1", "ending2", "ending3", "label"]
 QUESTIONS = [
@@ -32,16 +30,17 @@ def _write_swag(path, questions, labeled=True):
 
 
 @pytest.mark.slow
-def test_swag_train_eval_predict(tmp_path, tiny_model):
+def test_swag_train_eval_predict(tmp_path, tiny_model, run_in_process):
     train = _write_swag(tmp_path / "train.csv", QUESTIONS * 3)
     val = _write_swag(tmp_path / "val.csv", QUESTIONS)
     test = _write_swag(tmp_path / "test.csv", QUESTIONS[:2], labeled=False)
     out = str(tmp_path / "out")
     texts = [" ".join([q[0], q[1], *q[2]]) for q in QUESTIONS]
-    run_recipe("run_multiple_choice", f"--train_file={train}", f"--eval_file={val}", f"--predict_file={test}",
-               "--do_predict", f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4",
-               "--pad_to_multiple_of=8",
-               *tiny_model(texts, max_seq_length=24))
+    status, stderr = run_in_process(
+        "run_multiple_choice", f"--train_file={train}", f"--eval_file={val}", f"--predict_file={test}",
+        "--do_predict", f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4",
+        "--pad_to_multiple_of=8", *tiny_model(texts, max_seq_length=24))
+    assert status is None, stderr  # main returned: the run succeeded
     with open(os.path.join(out, "eval_results.json")) as f:
         results = json.load(f)
     with open(os.path.join(out, "eval_predictions.csv")) as f:

@@ -6,7 +6,6 @@ import os
 import pytest
 
 from keras_bert.tasks.ner.metrics import conlleval
-from tests.recipes.conftest import run_recipe
 
 SENTENCES = [
     [("EU", "I-ORG"), ("rejects", "O"), ("German", "I-MISC"), ("call", "O"), (".", "O")],
@@ -25,14 +24,15 @@ def _write_conll(path, sentences):
 
 
 @pytest.mark.slow
-def test_conll_train_eval_predict(tmp_path, tiny_model):
+def test_conll_train_eval_predict(tmp_path, tiny_model, run_in_process):
     train = _write_conll(tmp_path / "eng.train", SENTENCES * 4)
     dev = _write_conll(tmp_path / "eng.testa", SENTENCES)
     out = str(tmp_path / "out")
-    run_recipe("run_ner", f"--train_file={train}", f"--eval_file={dev}", f"--predict_file={dev}",
-               "--do_predict", f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4",
-               "--pad_to_multiple_of=8",
-               *tiny_model([" ".join(t for t, _ in s) for s in SENTENCES], max_seq_length=16))
+    status, stderr = run_in_process(
+        "run_ner", f"--train_file={train}", f"--eval_file={dev}", f"--predict_file={dev}", "--do_predict",
+        f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4", "--pad_to_multiple_of=8",
+        *tiny_model([" ".join(t for t, _ in s) for s in SENTENCES], max_seq_length=16))
+    assert status is None, stderr  # main returned: the run succeeded
     with open(os.path.join(out, "eval_results.json")) as f:
         results = json.load(f)
     with open(os.path.join(out, "labels.json")) as f:

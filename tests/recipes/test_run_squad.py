@@ -7,7 +7,6 @@ import os
 import pytest
 
 from keras_bert.tasks.squad.metrics import evaluate_v2
-from tests.recipes.conftest import run_recipe
 
 FILLER = "The river flows past the old mill and the quiet town. "
 CONTEXTS = [
@@ -49,14 +48,14 @@ def test_squad_v2_train_predict_eval(tmp_path, tiny_model, run_in_process):
         [_qa("d3", "Where is the moon?")],
     ])
     out = str(tmp_path / "out")
-    result = run_recipe("run_squad", f"--train_file={train}", f"--predict_file={dev}", "--do_predict",
-                        "--version_2_with_negative", "--doc_stride=16", "--max_query_length=12",
-                        f"--output_dir={out}", "--num_train_epochs=1", "--train_batch_size=4",
-                        "--pad_to_multiple_of=8",
-                        *tiny_model(CONTEXTS
-                                    + ["when was built who what is capital france spain slept moon where"],
-                                    max_seq_length=40))
-    assert "5 questions (1 skipped: answer not at its offset)" in result.stdout
+    status, stderr = run_in_process(
+        "run_squad", f"--train_file={train}", f"--predict_file={dev}", "--do_predict",
+        "--version_2_with_negative", "--doc_stride=16", "--max_query_length=12", f"--output_dir={out}",
+        "--num_train_epochs=1", "--train_batch_size=4", "--pad_to_multiple_of=8",
+        *tiny_model(CONTEXTS + ["when was built who what is capital france spain slept moon where"],
+                    max_seq_length=40))
+    assert status is None, stderr  # main returned: the run succeeded
+    assert "5 questions (1 skipped: answer not at its offset)" in run_in_process.stdout
     with open(os.path.join(out, "predictions.json")) as f:
         predictions = json.load(f)
     with open(os.path.join(out, "null_odds.json")) as f:
@@ -81,7 +80,7 @@ def test_squad_v2_train_predict_eval(tmp_path, tiny_model, run_in_process):
         "run_squad", f"--init_checkpoint={out}/model.keras", "--do_train=false", "--do_predict",
         f"--predict_file={dev}", "--version_2_with_negative", "--doc_stride=16", "--max_query_length=12",
         f"--output_dir={again}", *[f for f in model_flags if not f.startswith("--bert_config_file")])
-    assert status is None, stderr  # main returned (run_recipe's check=True, in this process)
+    assert status is None, stderr  # main returned
     with open(os.path.join(again, "predictions.json")) as f:
         assert json.load(f) == predictions
 
