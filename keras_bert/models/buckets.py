@@ -13,7 +13,8 @@ of small matmuls) as well as one per token, so the split is the cheapest under t
 one group, a batch with a long tail splits where the padding saved pays for another run (a float32
 model's matmuls run on real tokens only, `layers.transformer.real_rows`: there the padding a split saves
 is attention's). The constants are measured (benchmarks/README.md, "Length buckets", "Real rows"). Each
-group is a tf.cond that skips an empty group's run; the run calls the one graph function all groups share
+group is a tf.cond that skips an empty group's run; the run is one graph function all groups call (its
+gathers, answers and padding traced once), which calls the model's one graph function
 (`Serving.served_call`: the model's graph and weights once per export, the served fusions of
 docs/serving.md inside it).
 """
