@@ -1,5 +1,6 @@
 """The train step's execution chosen by dtype and CPU features: the cpuinfo reader mocked, real steps run."""
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -79,6 +80,13 @@ def test_bf16_without_hardware_says_once_why(cpu, caplog):
     assert "float32 is the faster policy" in warnings[0].getMessage()
 
 
+@pytest.fixture
+def one_layer(tiny_config):
+    """tiny_config with one transformer layer: the choice and the ops it runs are those of every layer, and a
+    layer fewer is less to trace and compile."""
+    return dataclasses.replace(tiny_config, num_hidden_layers=1)
+
+
 def _pretraining_batch(batch=4, seq=12, predictions=3, vocab=60):
     rng = np.random.default_rng(0)
     return {
@@ -99,9 +107,9 @@ def _pretraining_batch(batch=4, seq=12, predictions=3, vocab=60):
     (BF16_CPU, "mixed_bfloat16", True, "xla"),  # an explicit choice wins
     (BF16_CPU, "mixed_bfloat16", False, "kernels"),
 ])
-def test_pretrainer_compile_chooses_and_steps(cpu, tiny_config, flags, policy, jit_compile, expected):
+def test_pretrainer_compile_chooses_and_steps(cpu, one_layer, flags, policy, jit_compile, expected):
     cpu(flags)
-    model = kb.BertPretrainer(kb.BertEncoder(tiny_config, dtype=policy))
+    model = kb.BertPretrainer(kb.BertEncoder(one_layer, dtype=policy))
     kwargs = {} if jit_compile == "auto" else {"jit_compile": jit_compile}
     model.compile(optimizer="adam", **kwargs)
     assert model.execution == expected
@@ -132,14 +140,14 @@ def _executed_op_types(run):
 
 
 @pytest.mark.parametrize("accumulation", [1, 2])
-def test_fusions_cluster_the_ops_between_the_dots(cpu, tiny_config, accumulation):
+def test_fusions_cluster_the_ops_between_the_dots(cpu, one_layer, accumulation):
     import tensorflow as tf
 
     cpu(BF16_CPU)
     batch = _pretraining_batch()
     ops = {}
     for jit_compile in ("auto", False):
-        model = kb.BertPretrainer(kb.BertEncoder(tiny_config, dtype="mixed_bfloat16"))
+        model = kb.BertPretrainer(kb.BertEncoder(one_layer, dtype="mixed_bfloat16"))
         model.compile(optimizer="adam", jit_compile=jit_compile, gradient_accumulation_steps=accumulation)
         model.fit(batch, batch_size=4, epochs=1, verbose=0)  # traces
         ops[model.execution] = _executed_op_types(lambda m=model: m.fit(batch, batch_size=4, epochs=1,
@@ -152,9 +160,9 @@ def test_fusions_cluster_the_ops_between_the_dots(cpu, tiny_config, accumulation
     assert not tf.config.optimizer.get_jit()  # nothing global was turned on
 
 
-def test_task_model_compile_chooses(cpu, tiny_config):
+def test_task_model_compile_chooses(cpu, one_layer):
     cpu(BF16_CPU)
-    model = kb.BertClassifier(kb.BertEncoder(tiny_config, dtype="mixed_bfloat16"), num_classes=2)
+    model = kb.BertClassifier(kb.BertEncoder(one_layer, dtype="mixed_bfloat16"), num_classes=2)
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
     assert model.execution == "fusions" and model.jit_compile is False
     batch = _pretraining_batch()

@@ -3,6 +3,7 @@ that everything else comes through in order, and where the library scopes the fi
 `serve` and `predict` calls)."""
 
 import contextlib
+import dataclasses
 import os
 import re
 import select
@@ -144,7 +145,8 @@ def test_only_the_first_serve_and_predict_calls_are_scoped(monkeypatch, tiny_con
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "movie"]
                                + [f"w{i}" for i in range(53)]) + "\n")
-    model = BertClassifier(BertEncoder(tiny_config), num_classes=2,
+    one_layer = dataclasses.replace(tiny_config, num_hidden_layers=1)  # the calls, not the depth, are scoped
+    model = BertClassifier(BertEncoder(one_layer), num_classes=2,
                            preprocessor=BertPreprocessor(BertTokenizer(str(vocab)), 8))
     scoped = []
     monkeypatch.setattr(native_logs, "quiet", lambda active=True: scoped.append(active) or

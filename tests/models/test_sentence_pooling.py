@@ -2,6 +2,7 @@
 (`resolve_pretrained`), kept in the encoder's config, the default of `serve` and every export; explicit
 options win, `pooling="none"` (or None) turns it off."""
 
+import dataclasses
 import json
 import logging
 
@@ -18,11 +19,12 @@ TEXTS = ["good movie!", "the film was bad", ""]
 
 
 def write_sentence_transformers_dir(tmp_path, config, pooling_mode="pooling_mode_cls_token", normalize=True):
-    """(directory, encoder): a random encoder of `config` saved as a Hugging Face directory plus
+    """(directory, encoder): a random one-layer encoder of `config` saved as a Hugging Face directory plus
     sentence-transformers' modules.json (Transformer, Pooling by `pooling_mode`, Normalize if `normalize`)."""
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("\n".join(WORDS + [f"[unused{i}]" for i in range(config.vocab_size - len(WORDS))]))
-    encoder = BertEncoder(config)
+    # One layer: pooling reads the last layer's output whatever the depth.
+    encoder = BertEncoder(dataclasses.replace(config, num_hidden_layers=1))
     directory = tmp_path / "st"
     save_huggingface(encoder, str(directory), str(vocab_file))
     modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},

@@ -24,15 +24,21 @@ POSITIVE = ["good movie", "great film", "the plot was good", "a great plot", "it
 NEGATIVE = ["bad movie", "awful film", "the plot was bad", "an awful plot", "it is bad and awful"]
 
 
-@pytest.fixture
-def preprocessor(tmp_path):
-    path = tmp_path / "vocab.txt"
+def _preprocessor(directory):
+    path = directory / "vocab.txt"
     path.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "?", *WORDS]) + "\n")
     return BertPreprocessor(BertTokenizer(str(path), lower_case=True), seq_length=16)
 
 
+@pytest.fixture(scope="module")
+def preprocessor(tmp_path_factory):
+    """One preprocessor for the module (read-only: a test that deletes its vocab file builds its own)."""
+    return _preprocessor(tmp_path_factory.mktemp("vocab"))
+
+
 def _encoder(preprocessor):
-    config = BertConfig(vocab_size=preprocessor.tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+    # One layer: what these tests check (text in, labels, padding, saving) does not depend on the depth.
+    config = BertConfig(vocab_size=preprocessor.tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
                         num_attention_heads=4, intermediate_size=64, max_position_embeddings=32,
                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     return BertEncoder(config)
@@ -72,7 +78,7 @@ def test_raw_strings_give_the_token_id_outputs(preprocessor):
     np.testing.assert_array_equal(by_dataset, by_ids)
 
 
-def test_text_batches_pay_for_their_tokens(preprocessor):
+def test_text_batches_pay_for_their_tokens(preprocessor, monkeypatch):
     longer = BertPreprocessor(preprocessor.tokenizer, seq_length=32)
     clf = BertClassifier(_encoder(preprocessor), labels=["neg", "pos"], preprocessor=longer)
     texts, labels = _sentiment(2)  # 20 texts of at most 8 tokens
@@ -91,9 +97,14 @@ def test_text_batches_pay_for_their_tokens(preprocessor):
     clf.compile()
     clf.fit(texts, labels, batch_size=8, verbose=0)
     assert clf.execution == "kernels" and not clf.jit_compile
+    # An explicit jit_compile=True is kept for the same run: the execution Keras' fit is handed (its XLA step
+    # is not run here: tests/data/test_padding.py fits XLA on trimmed batches).
+    handed = []
+    monkeypatch.setattr(keras.Model, "fit", lambda self, *args, **kwargs: handed.append(
+        (self.execution, self.jit_compile)))
     clf.compile(jit_compile=True)
     clf.fit(texts, labels, batch_size=8, verbose=0)
-    assert clf.execution == "xla"
+    assert handed == [("xla", True)] and clf.execution == "xla"
 
 
 def test_sentence_pairs_and_datasets_of_text_and_labels(preprocessor):
@@ -144,7 +155,8 @@ def test_span_labeler_token_classifier_and_encoder_predict_text(preprocessor):
     assert encoder_with_text.predict(["the cat"], verbose=0)["pooled_output"].shape == (1, 32)
 
 
-def test_keras_file_is_self_contained(preprocessor, tmp_path):
+def test_keras_file_is_self_contained(tmp_path):
+    preprocessor = _preprocessor(tmp_path)  # its own: the test deletes the vocab file
     clf = BertClassifier(_encoder(preprocessor), labels=["neg", "pos"], preprocessor=preprocessor)
     clf.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=False)
     texts, labels = _sentiment(1)
