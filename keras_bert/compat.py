@@ -2,8 +2,8 @@
 
 Nothing else in the package imports `keras.src` or reads a private attribute of a Keras or TF object; each
 entry names the versions it was written for, and tests/test_compat.py checks every internal it touches on
-the installed Keras, so a Keras that moves one fails there, naming it. This module imports only Keras and
-TensorFlow (any floor of keras_bert may import it).
+the installed Keras, so a Keras that moves one fails there, naming it. This module imports only Keras,
+TensorFlow and the standard library (any floor of keras_bert may import it).
 """
 
 import contextlib
