@@ -2,8 +2,8 @@
 only in keras_bert/compat.py, which imports nothing of keras_bert; short module docstrings; short modules."""
 
 import ast
-import sys
 import pathlib
+import sys
 
 PACKAGE_ROOT = pathlib.Path(__file__).resolve().parent.parent / "keras_bert"
 MAX_DOCSTRING_LINES = 30
