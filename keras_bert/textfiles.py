@@ -70,3 +70,9 @@ def read_json(path):
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise DataFormatError(path, e.lineno, f"not valid JSON: {e.msg} (column {e.colno})") from None
+
+
+def cache_dir(given=None):
+    """Where keras_bert keeps what it builds once per machine (the default corpus and vocab, the tokenizer's
+    character tables): `given`, else $KERAS_BERT_CACHE, else ~/.cache/keras_bert. Not created here."""
+    return given or os.environ.get("KERAS_BERT_CACHE") or os.path.expanduser("~/.cache/keras_bert")

@@ -12,6 +12,7 @@ import re
 import sys
 import sysconfig
 
+from keras_bert import textfiles
 from keras_bert.data.pretraining.documents import split_sentences
 
 DEFAULT_MAX_BYTES = 8_000_000
@@ -81,7 +82,7 @@ def default_corpus_path(max_bytes=DEFAULT_MAX_BYTES, cache_dir=None):
     Cached in `cache_dir` (default $KERAS_BERT_CACHE or ~/.cache/keras_bert), keyed by Python version and
     size; written to a temporary name and renamed, so a killed build leaves no partial corpus.
     """
-    cache_dir = cache_dir or os.environ.get("KERAS_BERT_CACHE") or os.path.expanduser("~/.cache/keras_bert")
+    cache_dir = textfiles.cache_dir(cache_dir)
     os.makedirs(cache_dir, exist_ok=True)
     path = os.path.join(cache_dir,
                         f"docstring_corpus_py{sys.version_info[0]}{sys.version_info[1]}_{max_bytes}_v2.txt")

@@ -10,10 +10,14 @@ SearchSorted and core ragged ops; no Python per string.
 """
 
 import functools
+import hashlib
+import os
+import unicodedata
 
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import textfiles
 from keras_bert.text import keras_hub_rules, unicode_rules
 from keras_bert.text.ragged_ops import exclusive_cumsum, ragged_from_rows, row_ids, shift_right, utf8_length
 
@@ -28,8 +32,33 @@ _CAPITAL_SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C2
 
 @functools.lru_cache(maxsize=4)
 def _character_tables(lower_case, strip_accents=None, rules="google"):
-    """Packs `unicode_rules.code_point_table` (or `keras_hub_rules`') into int32 lookup tables (once per
-    process and setting).
+    """`_packed_tables`, read from the machine's cache (`textfiles.cache_dir`) where an earlier process wrote
+    them: evaluating the rules for 1.1M code points takes 3-4 s, which every process building a tokenizer
+    (each recipe run, each served check) would pay. The cache file is keyed by the arguments, Python's
+    Unicode database version and the rule modules' source, written to a temporary name and renamed; an
+    unreadable or unwritable cache only means the tables are built in this process."""
+    sources = b"".join(open(module.__file__, "rb").read() for module in (unicode_rules, keras_hub_rules))
+    key = hashlib.sha256(repr((lower_case, strip_accents, rules, unicodedata.unidata_version)).encode()
+                         + sources + open(__file__, "rb").read()).hexdigest()[:20]
+    path = os.path.join(textfiles.cache_dir(), f"character_tables_{key}.npz")
+    try:
+        with np.load(path) as cached:
+            return cached["block_index"], cached["blocks"], cached["multi"]
+    except Exception:  # absent, partial or unreadable: build it
+        pass
+    tables = _packed_tables(lower_case, strip_accents, rules)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp.npz"
+        np.savez(tmp, **dict(zip(("block_index", "blocks", "multi"), tables, strict=True)))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return tables
+
+
+def _packed_tables(lower_case, strip_accents, rules):
+    """Packs `unicode_rules.code_point_table` (or `keras_hub_rules`') into int32 lookup tables.
 
     Returns:
         (block_index int32 [0x110000 / 128], blocks int32 [n * 128], multi int32 [m, width]): the packed

@@ -46,3 +46,20 @@ def test_code_point_table_entries():
     assert int(np.max(table.mapped_length)) == unicode_rules.MAX_MAPPED
     cased = unicode_rules.code_point_table(lower_case=False)
     assert cased.mapped[ord("É"), 0] == ord("É") and not cased.cased.any()
+
+
+def test_character_tables_are_cached_per_machine_and_rebuilt_when_unreadable(tmp_path, monkeypatch):
+    from keras_bert.text import splitter
+
+    monkeypatch.setenv("KERAS_BERT_CACHE", str(tmp_path))
+    built = splitter._character_tables.__wrapped__(False, None, "google")  # no cache yet: built and written
+    cached, = tmp_path.glob("character_tables_*.npz")
+    read = splitter._character_tables.__wrapped__(False, None, "google")
+    for a, b in zip(built, read, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not list(tmp_path.glob("*.tmp*"))
+    cached.write_bytes(b"a half-written file")
+    rebuilt = splitter._character_tables.__wrapped__(False, None, "google")
+    for a, b in zip(built, rebuilt, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert np.load(cached)["blocks"].shape == built[1].shape  # written again, whole

@@ -15,6 +15,7 @@ import random
 import sys
 import sysconfig
 
+from keras_bert import textfiles
 from keras_bert.data.default_corpus import DOCSTRING, prose_sentences
 
 TOPICS = {"email": ("email",), "asyncio": ("asyncio",), "gui": ("tkinter",), "web": ("http", "urllib")}
@@ -47,7 +48,7 @@ def default_classification_files(per_class_train=100, per_class_dev=50, seed=0, 
     Cached in `cache_dir` (default $KERAS_BERT_CACHE or ~/.cache/keras_bert), keyed by Python version and
     sizes. Raises ValueError when this Python's standard library has too few sentences for a topic.
     """
-    cache_dir = cache_dir or os.environ.get("KERAS_BERT_CACHE") or os.path.expanduser("~/.cache/keras_bert")
+    cache_dir = textfiles.cache_dir(cache_dir)
     os.makedirs(cache_dir, exist_ok=True)
     stem = (f"docstring_topics_py{sys.version_info[0]}{sys.version_info[1]}_{per_class_train}_"
             f"{per_class_dev}_{seed}")
