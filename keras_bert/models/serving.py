@@ -49,10 +49,7 @@ class Endpoint:
         """`function` as the tf.function an export writes and `serve` runs, traced once per owner and key
         (`serve` then an export, or two exports, of a model trace it once), in the context
         `tf.saved_model.save` looks it up in (`compat.save_tracing`)."""
-        if self.owner is None:
-            with compat.save_tracing():
-                return traced_function(self.function, self.input_spec)
-        traced = _TRACED.setdefault(self.owner, {})
+        traced = {} if self.owner is None else _TRACED.setdefault(self.owner, {})
         if self.key not in traced:
             with compat.save_tracing():
                 traced[self.key] = traced_function(self.function, self.input_spec)

@@ -12,6 +12,7 @@ SearchSorted and core ragged ops; no Python per string.
 import functools
 import hashlib
 import os
+import pathlib
 import unicodedata
 
 import numpy as np
@@ -33,13 +34,14 @@ _CAPITAL_SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C2
 @functools.lru_cache(maxsize=4)
 def _character_tables(lower_case, strip_accents=None, rules="google"):
     """`_packed_tables`, read from the machine's cache (`textfiles.cache_dir`) where an earlier process wrote
-    them: evaluating the rules for 1.1M code points takes 3-4 s, which every process building a tokenizer
+    them: evaluating the rules for 1.1M code points takes 0.7-1 s, which every process building a tokenizer
     (each recipe run, each served check) would pay. The cache file is keyed by the arguments, Python's
     Unicode database version and the rule modules' source, written to a temporary name and renamed; an
     unreadable or unwritable cache only means the tables are built in this process."""
-    sources = b"".join(open(module.__file__, "rb").read() for module in (unicode_rules, keras_hub_rules))
+    sources = b"".join(pathlib.Path(path).read_bytes()
+                       for path in (unicode_rules.__file__, keras_hub_rules.__file__, __file__))
     key = hashlib.sha256(repr((lower_case, strip_accents, rules, unicodedata.unidata_version)).encode()
-                         + sources + open(__file__, "rb").read()).hexdigest()[:20]
+                         + sources).hexdigest()[:20]
     path = os.path.join(textfiles.cache_dir(), f"character_tables_{key}.npz")
     try:
         with np.load(path) as cached:
