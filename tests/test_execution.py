@@ -126,15 +126,15 @@ def _executed_op_types(run):
     import tensorflow as tf
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-    logdir = tempfile.mkdtemp()
-    tf.profiler.experimental.start(logdir)
-    try:
-        run()
-    finally:
-        tf.profiler.experimental.stop()
     space = xplane_pb2.XSpace()
-    with open(glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)[0], "rb") as f:
-        space.ParseFromString(f.read())
+    with tempfile.TemporaryDirectory(prefix="keras_bert-profile-") as logdir:  # no trace left in /tmp
+        tf.profiler.experimental.start(logdir)
+        try:
+            run()
+        finally:
+            tf.profiler.experimental.stop()
+        with open(glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)[0], "rb") as f:
+            space.ParseFromString(f.read())
     return {plane.event_metadata[event.metadata_id].name.rsplit(":", 1)[-1].strip()
             for plane in space.planes for line in plane.lines for event in line.events}
 
