@@ -54,6 +54,14 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """After each test: its garbage collected while it is small, then what survives frozen with the rest."""
+    yield
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.fixture(autouse=True)
 def _seed_and_policy():
     keras.utils.set_random_seed(1234)

@@ -2,10 +2,10 @@
 FastWordpieceTokenizer (custom ops its runtime registers) and a packer of builtin ops.
 
 LiteRT has no kernel for the ops `BertTokenizer` runs on code points (UnicodeDecode, RegexFullMatch,
-StringLower, searchsorted) nor for RaggedRange / RaggedGather, which `BertPacker`'s ragged concat uses. So a
-.tflite tokenizes with tf-text's two fast ops, which give our ids on every text of printable ASCII (there
-they are `BertTokenizer`'s own fast path) and differ on some other characters, listed with the inputs they
-affect in docs/litert.md; and it packs with `DensePacker`, whose outputs equal `BertPacker`'s (tested).
+StringLower, searchsorted). So a .tflite tokenizes with tf-text's two fast ops, which give our ids on every
+text of printable ASCII (there they are `BertTokenizer`'s own fast path) and differ on some other
+characters, listed with the inputs they affect in docs/litert.md; it packs with `BertPacker`, which is made of
+builtin ops (gathers and selects).
 """
 
 import tensorflow as tf
@@ -13,7 +13,6 @@ import tensorflow_text as tf_text
 
 from keras_bert.export.errors import ExportError
 from keras_bert.text import BertPreprocessor, BertTokenizer
-from keras_bert.text.packer import BertPacker, truncated_lengths
 
 
 class FastOpsTokenizer(BertTokenizer):
@@ -46,51 +45,8 @@ class FastOpsTokenizer(BertTokenizer):
                      for name in outputs)
 
 
-class DensePacker(BertPacker):
-    """`BertPacker` in dense gathers and selects: the same outputs from ragged [batch, (pieces)] segments
-    (one or two), without the ragged ops LiteRT has no kernel for."""
-
-    def call(self, inputs, seq_length=None):
-        segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        seq_length = self.seq_length if seq_length is None else seq_length
-        lengths = [tf.cast(segment.row_lengths(), tf.int32) for segment in segments]
-        if len(segments) == 1:
-            kept = [tf.minimum(lengths[0], seq_length - 2)]
-        else:
-            kept = list(truncated_lengths(*lengths, seq_length - 3))
-        total = 1 + sum(n + 1 for n in kept)  # [CLS] a [SEP] (b [SEP]) of each row
-        longest = tf.reduce_max(tf.concat([total, [1]], 0))
-        if self.pad_to_multiple_of is None:
-            width = seq_length
-        else:
-            multiple = self.pad_to_multiple_of
-            width = tf.minimum(seq_length, -(-longest // multiple) * multiple)
-        position = tf.range(width)[None, :]
-        word_ids = tf.where(position == 0, self.start_id, self.pad_id) + 0 * total[:, None]
-        type_ids = tf.zeros_like(word_ids)
-        begin = tf.ones_like(total)
-        for segment_type, (segment, n) in enumerate(zip(segments, kept, strict=True)):
-            begin_, end = begin[:, None], (begin + n)[:, None]
-            # One pad value after the pieces, so an empty batch's gather has an index to take.
-            pieces = tf.concat([tf.cast(segment.flat_values, tf.int32), [self.pad_id]], 0)
-            index = tf.cast(segment.row_splits[:-1], tf.int32)[:, None] + position - begin_
-            inside = (position >= begin_) & (position < end)
-            word_ids = tf.where(inside, tf.gather(pieces, tf.where(inside, index, tf.size(pieces) - 1)),
-                                word_ids)
-            word_ids = tf.where(position == end, self.end_id, word_ids)
-            type_ids = tf.where((position >= begin_) & (position <= end), segment_type, type_ids)
-            begin = begin + n + 1
-        return {"input_word_ids": word_ids, "input_mask": tf.cast(position < total[:, None], tf.int32),
-                "input_type_ids": type_ids}
-
-
 class FastOpsPreprocessor(BertPreprocessor):
-    """A `BertPreprocessor` of a `FastOpsTokenizer` and a `DensePacker`."""
-
-    def __init__(self, tokenizer, seq_length, pad_to_multiple_of=None, **kwargs):
-        super().__init__(tokenizer, seq_length, pad_to_multiple_of, **kwargs)
-        self.packer = DensePacker.from_tokenizer(tokenizer, self.seq_length,
-                                                 pad_to_multiple_of=pad_to_multiple_of)
+    """A `BertPreprocessor` of a `FastOpsTokenizer`."""
 
     def padding_to_longest(self, multiple):
         return FastOpsPreprocessor(self.tokenizer, self.seq_length, pad_to_multiple_of=multiple,

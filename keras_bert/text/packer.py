@@ -1,7 +1,10 @@
 """Packing WordPiece ids into BERT encoder inputs: [CLS] a [SEP] (b [SEP]), truncated and padded.
 
-Only core TensorFlow ragged ops are used (RaggedRange, boolean_mask, concat, to_tensor), no tf-text
-ops such as RoundRobinTrimmer, so a serving graph containing the packer runs on any TF Serving build.
+Only core TensorFlow ops are used (Range, GatherV2, SelectV2 and integer arithmetic on the ragged ids' row
+splits), no tf-text ops such as RoundRobinTrimmer and no ragged kernels (RaggedRange, RaggedGather), so a
+serving graph containing the packer runs on any TF Serving build and in LiteRT. Each output position is
+computed from its row's segment lengths rather than by building and concatenating ragged rows, which keeps
+the graph small: every export, serving signature and `fit` on raw text traces it.
 """
 
 import keras
@@ -25,10 +28,27 @@ def truncated_lengths(length_a, length_b, max_tokens):
     return new_a, new_b
 
 
-def _keep_first(segment, lengths):
-    """Keeps the first lengths[i] items of row i of a ragged [batch, (n)] tensor."""
-    positions = tf.ragged.range(segment.row_lengths())
-    return tf.ragged.boolean_mask(segment, positions < lengths[:, None])
+def _packed(segments, kept, width, start_id, end_id, pad_id):
+    """[CLS] s0[:kept0] [SEP] (s1[:kept1] [SEP]) per row, padded with `pad_id` to `width` (an int or an int32
+    scalar tensor). `segments`: ragged int32 [batch, (n)]; `kept`: int32 [batch], at most each row's length.
+
+    Returns dense int32 [batch, width] word ids, type ids and mask."""
+    position = tf.range(width)[None, :]
+    total = 1 + sum(count + 1 for count in kept)  # [CLS] a [SEP] (b [SEP]) of each row
+    word_ids = tf.where(position == 0, start_id, pad_id) + 0 * total[:, None]
+    type_ids = tf.zeros_like(word_ids)
+    begin = tf.ones_like(total)
+    for type_id, (segment, count) in enumerate(zip(segments, kept, strict=True)):
+        first, end = begin[:, None], (begin + count)[:, None]
+        # One pad value after the pieces: positions outside the segment (and an empty batch) gather it.
+        pieces = tf.concat([segment.flat_values, [pad_id]], 0)
+        inside = (position >= first) & (position < end)
+        index = tf.cast(segment.row_splits[:-1], tf.int32)[:, None] + position - first
+        word_ids = tf.where(inside, tf.gather(pieces, tf.where(inside, index, tf.size(pieces) - 1)), word_ids)
+        word_ids = tf.where(position == end, end_id, word_ids)
+        type_ids = tf.where((position >= first) & (position <= end), type_id, type_ids)
+        begin = begin + count + 1
+    return word_ids, type_ids, tf.cast(position < total[:, None], tf.int32)
 
 
 def _as_batched_ragged(segment):
@@ -108,49 +128,22 @@ class BertPacker(keras.layers.Layer):
         converted = [_as_batched_ragged(segment) for segment in segments]
         unbatched = converted[0][1]
         segments = [segment for segment, _ in converted]
-        batch = segments[0].nrows()
-        ones = tf.ones([batch, 1], tf.int32)
-        cls, sep = ones * self.start_id, ones * self.end_id
+        seq_length = tf.cast(seq_length, tf.int32) if isinstance(seq_length, tf.Tensor) else seq_length
+        lengths = [tf.cast(segment.row_lengths(), tf.int32) for segment in segments]
         if len(segments) == 1:
-            kept = tf.minimum(segments[0].row_lengths(), tf.cast(seq_length, tf.int64) - 2)
-            a = _keep_first(segments[0], kept)
-            pieces = [cls, a, sep]
-            types = [tf.zeros_like(cls), tf.zeros_like(a), tf.zeros_like(sep)]
+            kept = [tf.minimum(lengths[0], seq_length - 2)]
         else:
-            a, b = segments
-            new_a, new_b = truncated_lengths(a.row_lengths(), b.row_lengths(), seq_length - 3)
-            a, b = _keep_first(a, new_a), _keep_first(b, new_b)
-            pieces = [cls, a, sep, b, sep]
-            types = [
-                tf.zeros_like(cls),
-                tf.zeros_like(a),
-                tf.zeros_like(sep),
-                tf.ones_like(b),
-                tf.ones_like(sep),
-            ]
-        word_ids = tf.concat(pieces, axis=1)
-        type_ids = tf.concat(types, axis=1)
-        outputs = {
-            "input_word_ids": self._dense(word_ids, self.pad_id, seq_length),
-            "input_mask": self._dense(tf.ones_like(word_ids), 0, seq_length),
-            "input_type_ids": self._dense(type_ids, 0, seq_length),
-        }
+            kept = list(truncated_lengths(*lengths, seq_length - 3))
+        width = seq_length
+        if self.pad_to_multiple_of is not None:  # the longest packed row rounded up, at most seq_length
+            longest = tf.reduce_max(tf.concat([1 + len(segments) + tf.add_n(kept), [1]], 0))
+            multiple = self.pad_to_multiple_of
+            width = tf.minimum(seq_length, -(-longest // multiple) * multiple)
+        word_ids, type_ids, mask = _packed(segments, kept, width, self.start_id, self.end_id, self.pad_id)
+        outputs = {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
         if unbatched:
             outputs = {name: value[0] for name, value in outputs.items()}
         return outputs
-
-    def _dense(self, rows, pad, seq_length):
-        """Ragged [batch, (length)] -> dense [batch, seq_length] (an int or a scalar tensor), or with
-        pad_to_multiple_of, [batch, the longest row rounded up to it (<= seq_length)]."""
-        if self.pad_to_multiple_of is None:
-            shape = [None, seq_length] if isinstance(seq_length, int) else tf.stack(
-                [rows.nrows(), tf.cast(seq_length, tf.int64)])
-            return rows.to_tensor(pad, shape=shape)
-        dense = rows.to_tensor(pad)  # as long as the longest row
-        longest = tf.shape(dense)[1]
-        multiple = self.pad_to_multiple_of
-        length = tf.minimum(tf.cast(seq_length, tf.int32), tf.maximum(1, -(-longest // multiple)) * multiple)
-        return tf.pad(dense, [[0, 0], [0, length - longest]], constant_values=pad)
 
     def compute_output_spec(self, inputs):
         first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs

@@ -4,7 +4,6 @@ ids on the parity corpus: tests/text/test_fast_ops.py."""
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_bert import (
     BertClassifier,
@@ -15,8 +14,7 @@ from keras_bert import (
     BertTokenClassifier,
 )
 from keras_bert.export import ExportError, export_litert, load_litert
-from keras_bert.export.litert_text import DensePacker
-from keras_bert.text import BertPacker, BertPreprocessor, BertTokenizer
+from keras_bert.text import BertPreprocessor, BertTokenizer
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox", "jump", "##s", "over",
          "lazy", "dog", ".", ",", "a", "is", "hello", "world", "##ing", "?", "what", "cafe"]
@@ -123,14 +121,3 @@ def test_runner_names_a_missing_input_and_runs_an_empty_batch(converted):
         runner(text=TEXTS)
     empty = runner(text=TEXTS[:0], text_b=TEXTS[:0])
     assert empty["probabilities"].shape == (0, 2) and empty["label"].shape == (0,)
-
-
-def test_dense_packer_equals_bert_packer():
-    ragged = tf.ragged.constant([[7, 8, 9, 10, 11, 12], [], [5], [6, 6, 6, 6, 6, 6, 6, 6, 6]], tf.int32)
-    other = ragged[::-1]
-    for multiple in (None, 4):
-        ours, reference = (cls(10, 2, 3, 0, pad_to_multiple_of=multiple) for cls in (DensePacker, BertPacker))
-        for segments in (ragged, (ragged, other)):
-            got, want = ours(segments), reference(segments)
-            for name in want:
-                np.testing.assert_array_equal(got[name].numpy(), want[name].numpy(), err_msg=name)

@@ -50,6 +50,23 @@ def test_single_segment_and_unbatched():
         BertPacker(2, 1, 2)
 
 
+def test_longest_row_padding_and_builtin_ops_only():
+    ragged = tf.ragged.constant([[7, 8, 9, 10, 11, 12], [], [5], [6, 6, 6, 6, 6, 6, 6, 6, 6]], tf.int32)
+    fixed, longest = BertPacker(32, 2, 3), BertPacker(32, 2, 3, pad_to_multiple_of=8)
+    for segments, width in ((ragged, 16), ((ragged, ragged[::-1]), 24)):  # rows of at most 11 and 18 ids
+        want, got = fixed(segments), longest(segments)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name][:, :width], err_msg=name)
+    empty = longest(ragged[:0])
+    assert empty["input_word_ids"].shape == (0, 8)
+    # Gathers and selects, no ragged kernels (LiteRT has none), and few ops: every export traces them.
+    spec = tf.RaggedTensorSpec([None, None], tf.int32, row_splits_dtype=tf.int64)
+    graph = tf.function(lambda a, b: longest((a, b))).get_concrete_function(spec, spec).graph
+    op_types = {op.type for op in graph.get_operations()}
+    assert not {op for op in op_types if op.startswith("Ragged")}, op_types
+    assert len(graph.get_operations()) < 200
+
+
 def test_preprocessor_pairs_dataset_and_config(tiny_vocab_file):
     tokenizer = BertTokenizer(tiny_vocab_file)
     preprocessor = BertPreprocessor(tokenizer, seq_length=8)
