@@ -33,7 +33,9 @@ def _packed(segments, kept, width, start_id, end_id, pad_id):
     scalar tensor). `segments`: ragged int32 [batch, (n)]; `kept`: int32 [batch], at most each row's length.
 
     Returns dense int32 [batch, width] word ids, type ids and mask."""
-    position = tf.range(width)[None, :]
+    # A tensor width below 0 (a caller's checked seq_length) packs nothing rather than failing the graph's
+    # shape inference, so the caller's check is the error raised.
+    position = tf.range(width if isinstance(width, int) else tf.maximum(width, 0))[None, :]
     total = 1 + sum(count + 1 for count in kept)  # [CLS] a [SEP] (b [SEP]) of each row
     word_ids = tf.where(position == 0, start_id, pad_id) + 0 * total[:, None]
     type_ids = tf.zeros_like(word_ids)

@@ -53,7 +53,8 @@ def piece_windows(pieces, window_length, stride):
     row = tf.repeat(tf.range(pieces.nrows()), counts)
     start = tf.ragged.range(counts).flat_values * stride
     window_lengths = tf.clip_by_value(tf.gather(lengths, row) - start, 0, window_length)
-    offsets = tf.ragged.range(window_lengths) + (tf.gather(pieces.row_splits, row) + start)[:, None]
+    first = tf.gather(pieces.row_splits, row) + start  # each window's first piece in pieces.flat_values
+    offsets = tf.ragged.range(first, first + window_lengths)
     windowed = tf.RaggedTensor.from_row_splits(tf.gather(pieces.flat_values, offsets.flat_values),
                                                offsets.row_splits, validate=False)
     return Windows(windowed, row, start, pieces.row_splits)
