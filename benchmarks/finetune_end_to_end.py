@@ -87,7 +87,7 @@ def run_recipe(args, peer):
                f"--init_checkpoint={inputs.minilm_dir()}", f"--output_dir={output_dir}", "--overwrite",
                f"--train_batch_size={args.batch_size}", f"--num_train_epochs={args.epochs}",
                f"--learning_rate={args.learning_rate}", f"--max_seq_length={args.max_seq_length}"]
-    command += RECIPE_FLAGS[peer]
+    command += RECIPE_FLAGS[peer] + ([] if args.seed is None else [f"--seed={args.seed}"])
     proc = subprocess.run(command, capture_output=True, text=True,
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if proc.returncode:
@@ -104,7 +104,7 @@ def run_fit(args):
 
     import keras_bert as kb
 
-    keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(args.seed or 0)
     texts, labels = read_task(args.train_file)
     dev_texts, dev_labels = read_task(args.dev_file)
     clf = kb.BertClassifier.from_pretrained(inputs.minilm_dir(), labels=sorted(set(labels)),
@@ -119,7 +119,7 @@ def run_torch(args):
     torch = common.configure_torch()
     import transformers
 
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed or 0)
     texts, labels = read_task(args.train_file)
     dev_texts, dev_labels = read_task(args.dev_file)
     names = sorted(set(labels))
@@ -136,7 +136,7 @@ def run_torch(args):
 
     ids = torch.tensor([names.index(label) for label in labels])
     order = list(range(len(texts)))
-    rng = random.Random(0)
+    rng = random.Random(args.seed or 0)
     model.train()
     for _ in range(args.epochs):
         rng.shuffle(order)
@@ -163,7 +163,7 @@ def run_kerashub(args):
     import keras_hub
     import numpy as np
 
-    keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(args.seed or 0)
     texts, labels = read_task(args.train_file)
     dev_texts, dev_labels = read_task(args.dev_file)
     names = sorted(set(labels))
@@ -197,6 +197,11 @@ def command_line():
     parser.add_argument("--learning_rate", type=float, default=5e-5, help="the peak rate of every peer "
                         "(BertClassifier.compile()'s and KerasHub's default)")
     parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--seeds", type=common.comma_separated(int), default=None,
+                        help="run each peer once per seed (weights of the new head, dropout, data order; "
+                        "the data split stays the same); default: each peer's own seed (the recipe's --seed "
+                        "default, 0 elsewhere)")
+    parser.add_argument("--seed", type=int, help=common.HIDDEN)
     # Set by the parent for the peers' processes.
     parser.add_argument("--peer", choices=PEERS, help=common.HIDDEN)
     parser.add_argument("--work_dir", help=common.HIDDEN)
@@ -226,11 +231,14 @@ def main(argv=None):
     print(f"{common.machine_description()}; train {len(read_task(train_file)[0])}, dev "
           f"{len(read_task(dev_file)[0])} texts", flush=True)
     for round_ in range(args.rounds):
-        for peer in args.peers:
-            start = time.perf_counter()
-            result = common.run_subprocess("finetune_end_to_end", [f"--peer={peer}", *shared], timeout=1800)
-            result["wall_s"] = round(time.perf_counter() - start, 1)
-            print(json.dumps(dict(round=round_, **result)), flush=True)
+        for seed in args.seeds or [None]:
+            for peer in args.peers:
+                seeded = [] if seed is None else [f"--seed={seed}"]
+                start = time.perf_counter()
+                result = common.run_subprocess("finetune_end_to_end", [f"--peer={peer}", *shared, *seeded],
+                                               timeout=1800)
+                result["wall_s"] = round(time.perf_counter() - start, 1)
+                print(json.dumps(dict(round=round_, seed=seed, **result)), flush=True)
 
 
 if __name__ == "__main__":

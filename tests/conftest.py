@@ -56,7 +56,12 @@ def pytest_collection_finish(session):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """After each test: its garbage collected while it is small, then what survives frozen with the rest."""
+    """After each test: its garbage collected while it is small, then what survives frozen with the rest.
+
+    Left to Python's own schedule, a worker's heap grew to 2-4 million objects (the graphs of every model it
+    had traced) and single full collections inside later tests took 40-55 s, 16% of the suite. A collection
+    here sees only one test's objects; the price is the memory of frozen objects that die later in cycles
+    (6.5-7.7 GB peak RSS per worker; benchmarks/README.md, "The suite at 10:08")."""
     yield
     gc.collect()
     gc.freeze()
