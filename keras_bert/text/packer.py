@@ -28,15 +28,15 @@ def truncated_lengths(length_a, length_b, max_tokens):
     return new_a, new_b
 
 
-def _packed(segments, kept, width, start_id, end_id, pad_id):
+def _packed(segments, kept, total, width, start_id, end_id, pad_id):
     """[CLS] s0[:kept0] [SEP] (s1[:kept1] [SEP]) per row, padded with `pad_id` to `width` (an int or an int32
-    scalar tensor). `segments`: ragged int32 [batch, (n)]; `kept`: int32 [batch], at most each row's length.
+    scalar tensor). `segments`: ragged int32 [batch, (n)]; `kept`: int32 [batch], at most each row's length;
+    `total`: int32 [batch], each row's packed length.
 
     Returns dense int32 [batch, width] word ids, type ids and mask."""
     # A tensor width below 0 (a caller's checked seq_length) packs nothing rather than failing the graph's
     # shape inference, so the caller's check is the error raised.
     position = tf.range(width if isinstance(width, int) else tf.maximum(width, 0))[None, :]
-    total = 1 + sum(count + 1 for count in kept)  # [CLS] a [SEP] (b [SEP]) of each row
     word_ids = tf.where(position == 0, start_id, pad_id) + 0 * total[:, None]
     type_ids = tf.zeros_like(word_ids)
     begin = tf.ones_like(total)
@@ -136,12 +136,14 @@ class BertPacker(keras.layers.Layer):
             kept = [tf.minimum(lengths[0], seq_length - 2)]
         else:
             kept = list(truncated_lengths(*lengths, seq_length - 3))
+        total = 1 + len(segments) + tf.add_n(kept)  # [CLS] a [SEP] (b [SEP]) of each row
         width = seq_length
         if self.pad_to_multiple_of is not None:  # the longest packed row rounded up, at most seq_length
-            longest = tf.reduce_max(tf.concat([1 + len(segments) + tf.add_n(kept), [1]], 0))
+            longest = tf.reduce_max(tf.concat([total, [1]], 0))
             multiple = self.pad_to_multiple_of
             width = tf.minimum(seq_length, -(-longest // multiple) * multiple)
-        word_ids, type_ids, mask = _packed(segments, kept, width, self.start_id, self.end_id, self.pad_id)
+        word_ids, type_ids, mask = _packed(segments, kept, total, width, self.start_id, self.end_id,
+                                           self.pad_id)
         outputs = {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
         if unbatched:
             outputs = {name: value[0] for name, value in outputs.items()}
