@@ -6,6 +6,7 @@ One configuration per process (see benchmarks/common.py):
   python -m benchmarks.pretrain_throughput --impl=kerashub --size=mini      # BertMaskedLM: MLM only, no NSP
   python -m benchmarks.pretrain_throughput --impl=transformers --size=mini  # BertForPreTraining, torch CPU
   python -m benchmarks.pretrain_throughput --impl=peak --dtype=bfloat16     # the matmul peak, GFLOP/s
+  python -m benchmarks.pretrain_throughput --impl=floor --dtype=mixed_bfloat16  # a step's matmuls alone
   python -m benchmarks.pretrain_throughput --impl=loss_curve --dtype=mixed_bfloat16
   python -m benchmarks.pretrain_throughput --impl=ours --data=corpus --steps=24 --pad_to_multiple_of=32
 
@@ -64,6 +65,55 @@ def measure_peak(dtype, n=2048, repeats=8):
         results[name] = 2 * n**3 / best / 1e9
     return {"gflops": round(max(results.values()), 1),
             "by_kernel": {k: round(v, 1) for k, v in results.items()}}
+
+
+def step_matmuls(size, batch_size, seq_length=common.SEQ_LENGTH, predictions=common.MAX_PREDICTIONS,
+                 vocab_size=common.VOCAB_SIZE):
+    """{name: (count, batch dims, m, k, n)} of the products one MLM + NSP train step computes: each dense
+    and attention product of the forward pass and its two gradients (dX = dY W^T, dW = X^T dY) as the three
+    [m, k] x [k, n] products they are. The pooler and NSP head (one row per sequence) are left out."""
+    layers, hidden, heads, intermediate = common.SIZES[size]
+    tokens, masked, rows = batch_size * seq_length, batch_size * predictions, batch_size * heads
+    head = hidden // heads
+    forward = {"qkv": ((), tokens, hidden, 3 * hidden), "attention_output": ((), tokens, hidden, hidden),
+               "intermediate": ((), tokens, hidden, intermediate),
+               "output": ((), tokens, intermediate, hidden),
+               "scores": ((rows,), seq_length, head, seq_length),
+               "context": ((rows,), seq_length, seq_length, head)}
+    mlm = {"mlm_transform": ((), masked, hidden, hidden), "mlm_output": ((), masked, hidden, vocab_size)}
+    products = {}
+    for name, (batch, m, k, n) in list(forward.items()) + list(mlm.items()):
+        count = layers if name in forward else 1
+        products[name] = (count, batch, m, k, n)
+        products[name + " dX"] = (count, batch, m, n, k)
+        products[name + " dW"] = (count, batch, k, m, n)
+    return products
+
+
+def measure_floor(size, dtype, batch_size, repeats=20):
+    """Milliseconds a train step's matmuls take alone on TF's kernels (the ones the library's steps run
+    them on): each product of `step_matmuls` timed on its own (median of `repeats` calls) times its count.
+    No step that computes these products runs faster than their sum."""
+    tf = common.configure_tensorflow()
+    compute = "bfloat16" if "bfloat16" in dtype else "float32"
+    by_product = {}
+    for name, (count, batch, m, k, n) in step_matmuls(size, batch_size).items():
+        a = tf.cast(tf.random.normal((*batch, m, k)), compute)
+        b = tf.cast(tf.random.normal((*batch, k, n)), compute)
+        product = tf.function(tf.matmul)
+        product(a, b).numpy()
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            product(a, b).numpy()
+            times.append(time.perf_counter() - start)
+        seconds = statistics.median(times)
+        flops = 2 * m * k * n * (batch[0] if batch else 1)
+        by_product[name] = {"ms": round(1e3 * count * seconds, 2), "gflops": round(flops / seconds / 1e9, 1)}
+    total_ms = sum(entry["ms"] for entry in by_product.values())
+    return {"floor_step_ms": round(total_ms, 1),
+            "floor_tokens_per_s": round(batch_size * common.SEQ_LENGTH / total_ms * 1e3, 1),
+            "by_product": by_product}
 
 
 def _layers(size):
@@ -210,7 +260,7 @@ RUNNERS = {"ours": run_ours, "kerashub": run_kerashub, "transformers": run_trans
 def command_line():
     """This script's flags (`--help` prints them with the module docstring)."""
     parser = common.argument_parser(__doc__)
-    parser.add_argument("--impl", choices=sorted(RUNNERS) + ["peak", "loss_curve"], default="ours")
+    parser.add_argument("--impl", choices=sorted(RUNNERS) + ["peak", "loss_curve", "floor"], default="ours")
     parser.add_argument("--size", choices=sorted(common.SIZES), default="mini")
     parser.add_argument("--dtype", default="float32",
                         help="float32 | mixed_bfloat16 for models; float32 | bfloat16 for --impl=peak")
@@ -241,6 +291,10 @@ def main(argv=None):
 
     if args.impl == "peak":
         common.emit(dict(kind="peak", dtype=args.dtype, **measure_peak(args.dtype)))
+        return
+    if args.impl == "floor":
+        common.emit(dict(kind="floor", size=args.size, dtype=args.dtype, batch_size=args.batch_size,
+                         **measure_floor(args.size, args.dtype, args.batch_size)))
         return
     if args.impl == "loss_curve":
         common.emit(dict(kind="loss_curve", dtype=args.dtype, losses=run_loss_curve(args.dtype, args.steps)))

@@ -107,6 +107,20 @@ def test_comma_separated_flags():
         serving_peers.command_line().parse_args(["--clients=1,x"])
 
 
+@pytest.mark.parametrize("size", ["mini", "base"])
+def test_the_step_floor_times_the_products_the_flop_count_counts(size):
+    """--impl=floor times the products whose FLOPs MFU is computed from: their sum is exactly the model
+    FLOPs of a step (a product missed or counted twice would move the floor)."""
+    from benchmarks import common, pretrain_throughput
+
+    batch_size = 32
+    products = pretrain_throughput.step_matmuls(size, batch_size)
+    flops = sum(count * 2 * m * k * n * (batch[0] if batch else 1)
+                for count, batch, m, k, n in products.values())
+    per_step = pretrain_throughput.train_flops_per_token(size) * batch_size * common.SEQ_LENGTH
+    assert flops == per_step
+
+
 def test_sequential_server_answers_one_request_at_a_time():
     from benchmarks import traffic
 

@@ -42,8 +42,8 @@ def test_clips_global_norm():
     optimizer = create_optimizer(1.0, num_train_steps=10, weight_decay=0.0, epsilon=1e3, clip_global_norm=1.0)
     optimizer.apply([keras.ops.convert_to_tensor([30.0, 40.0])], [variable])
     clipped = np.array([0.6, 0.8])
-    # Keras Adam, step 1: lr * sqrt(1 - b2) / (1 - b1) * (1 - b1) g / (sqrt((1 - b2) g^2) + eps).
-    expected = -np.sqrt(0.001) * clipped / (np.sqrt(0.001) * clipped + 1e3)
+    # AdamW, step 1: lr * m_hat / (sqrt(v_hat) + eps) with m_hat = g, sqrt(v_hat) = |g|.
+    expected = -clipped / (clipped + 1e3)
     np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-4)
 
 
@@ -69,47 +69,56 @@ def test_checkpoint_restores_step_slots_and_schedule(tmp_path):
     assert float(restored_model.optimizer.learning_rate) == pytest.approx(0.002)
 
 
-@pytest.mark.parametrize("strategy", [None, "one_device"])
-def test_fused_update_matches_keras_adamw(strategy):
-    """The one-device update (ResourceApplyAdam + one-multiply decay) gives Keras AdamW's values over
-    several steps, a sparse (embedding) gradient included; a mirroring strategy gets Keras' own path."""
+@pytest.mark.parametrize("strategy", [None, "one_device", "mirrored"])
+def test_update_matches_torch_adamw(strategy):
+    """The update equals torch.optim.AdamW's (epsilon on the bias-corrected sqrt(v_hat); decoupled decay, off
+    the bias) over several steps from a small epsilon-dominated gradient, a sparse (embedding) gradient
+    included: the one-device update (ResourceApplyAdam + one-multiply decay) and, under a mirroring strategy,
+    the unfused one."""
     import tensorflow as tf
+    import torch
 
     from keras_bert.training import distribute
 
     rng = np.random.default_rng(0)
     start = {"kernel": rng.normal(size=(3, 4)), "bias": rng.normal(size=4),
              "embeddings": rng.normal(size=(6, 4))}
-    grads = [{name: rng.normal(size=value.shape) for name, value in start.items()} for _ in range(4)]
+    # Gradients of 1e-6: where Keras' epsilon (added to the uncorrected sqrt(v)) would shrink the step.
+    scales = {"kernel": 1.0, "bias": 1e-6, "embeddings": 1e-3}
+    grads = [{name: scales[name] * rng.normal(size=value.shape) for name, value in start.items()}
+             for _ in range(4)]
+    rows = [1, 1, 4]  # the embedding's gradient as a lookup makes it: a repeated id
 
-    def run(make_optimizer, dense=False):
-        tf_strategy = distribute.get_strategy(strategy) if strategy else tf.distribute.get_strategy()
-        with tf_strategy.scope():
-            variables = [keras.Variable(value.astype("float32"), name=name) for name, value in start.items()]
-            optimizer = make_optimizer()
-        for step in grads:
-            gradients = [tf.constant(step[name], tf.float32) for name in start]
-            # The embedding's gradient as a lookup makes it: rows 1, 1 and 4 (a repeated id).
-            rows = tf.constant([1, 1, 4])
-            gradients[2] = tf.IndexedSlices(tf.gather(gradients[2], rows), rows, tf.constant([6, 4]))
-            if dense:
-                gradients[2] = tf.convert_to_tensor(gradients[2])
-            tf_strategy.run(optimizer.apply, args=(gradients, variables))  # as Keras' train step runs it
-        return optimizer, {v.name: v.numpy() for v in variables}
+    tf_strategy = distribute.get_strategy(strategy) if strategy else tf.distribute.get_strategy()
+    with tf_strategy.scope():
+        variables = [keras.Variable(value.astype("float32"), name=name) for name, value in start.items()]
+        optimizer = create_optimizer(1e-2, num_train_steps=None, weight_decay=0.1, clip_global_norm=None)
+        assert optimizer._fused(variables[0]) == (strategy != "mirrored")
+    for step in grads:
+        gradients = [tf.constant(step[name], tf.float32) for name in start]
+        index = tf.constant(rows)
+        gradients[2] = tf.IndexedSlices(tf.gather(gradients[2], index), index, tf.constant([6, 4]))
+        tf_strategy.run(optimizer.apply, args=(gradients, variables))  # as Keras' train step runs it
 
-    ours, fused = run(lambda: create_optimizer(1e-2, num_train_steps=None, weight_decay=0.1,
-                                               clip_global_norm=None))
-    with distribute.get_strategy("mirrored").scope():
-        assert not ours._fused()  # mirrored variables: Keras' own update
-    # Keras' own AdamW squares a sparse gradient's rows before summing a repeated id's (g^2 + g^2, not
-    # (2g)^2); ours (fused or not) takes it as the dense tensor it stands for, as Keras does given that
-    # tensor.
-    _, reference = run(lambda: _keras_adamw(1e-2, 0.1), dense=True)
-    for name in start:
-        np.testing.assert_allclose(fused[name], reference[name], rtol=2e-6, atol=1e-7, err_msg=name)
+    params = {name: torch.tensor(value, dtype=torch.float64, requires_grad=True)
+              for name, value in start.items()}
+    reference = torch.optim.AdamW([{"params": [params["kernel"], params["embeddings"]]},
+                                   {"params": [params["bias"]], "weight_decay": 0.0}],
+                                  lr=1e-2, weight_decay=0.1, eps=1e-6)
+    for step in grads:
+        dense = {**step, "embeddings": np.zeros_like(step["embeddings"])}
+        for row in rows:  # a repeated id's rows summed: the dense gradient the lookup stands for
+            dense["embeddings"][row] += step["embeddings"][row]
+        for name, param in params.items():
+            param.grad = torch.tensor(dense[name])
+        reference.step()
+    for variable, name in zip(variables, start, strict=True):
+        np.testing.assert_allclose(variable.numpy(), params[name].detach().numpy(), rtol=2e-6, atol=1e-7,
+                                   err_msg=name)
 
 
-def _keras_adamw(learning_rate, weight_decay):
-    optimizer = keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay, epsilon=1e-6)
-    optimizer.exclude_from_weight_decay(var_names=["bias"])
-    return optimizer
+def test_amsgrad_refused():
+    from keras_bert.training import AdamW
+
+    with pytest.raises(ValueError, match="amsgrad"):
+        AdamW(1e-3, amsgrad=True)
