@@ -92,8 +92,8 @@ def step_matmuls(size, batch_size, seq_length=common.SEQ_LENGTH, predictions=com
 
 def measure_floor(size, dtype, batch_size, repeats=20):
     """Milliseconds a train step's matmuls take alone on TF's kernels (the ones the library's steps run
-    them on): each product of `step_matmuls` timed on its own (median of `repeats` calls) times its count.
-    No step that computes these products runs faster than their sum."""
+    them on): each product of `step_matmuls` timed on its own (`common.median_latency` of `repeats` calls)
+    times its count. No step that computes these products runs faster than their sum."""
     tf = common.configure_tensorflow()
     compute = "bfloat16" if "bfloat16" in dtype else "float32"
     by_product = {}
@@ -101,13 +101,7 @@ def measure_floor(size, dtype, batch_size, repeats=20):
         a = tf.cast(tf.random.normal((*batch, m, k)), compute)
         b = tf.cast(tf.random.normal((*batch, k, n)), compute)
         product = tf.function(tf.matmul)
-        product(a, b).numpy()
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            product(a, b).numpy()
-            times.append(time.perf_counter() - start)
-        seconds = statistics.median(times)
+        seconds = common.median_latency(lambda f=product, a=a, b=b: f(a, b).numpy(), repeats)
         flops = 2 * m * k * n * (batch[0] if batch else 1)
         by_product[name] = {"ms": round(1e3 * count * seconds, 2), "gflops": round(flops / seconds / 1e9, 1)}
     total_ms = sum(entry["ms"] for entry in by_product.values())

@@ -102,9 +102,8 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
 
     The step is the paper's (and torch's / Hugging Face's): var -= lr * m_hat / (sqrt(v_hat) + epsilon)
     with m_hat, v_hat the bias-corrected moments. Keras' Adam adds epsilon to the uncorrected sqrt(v), which
-    makes it sqrt(1 - beta_2^t) times larger where it counts (31x at step 1, 6x at step 24): the updates of
-    small gradients shrink, which costs a short fine-tuning about 2 points of accuracy
-    (docs/optimizer.md).
+    makes it 1 / sqrt(1 - beta_2^t) times larger (31x at step 1, 6x at step 24): the updates of small
+    gradients shrink, which a short fine-tuning pays for in accuracy (docs/optimizer.md).
 
     On one device (no strategy, or `OneDeviceStrategy`) the update runs as TF's fused kernels: the decay as
     one multiply (var * (1 - lr * wd)) and the Adam step as `ResourceApplyAdam` with its epsilon scaled to
