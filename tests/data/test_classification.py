@@ -80,3 +80,35 @@ def test_ids_empty_label_columns_and_files_to_evaluate(tmp_path):
     with pytest.raises(DataFormatError, match=r"ids\.tsv:4: duplicate id '1' \(first at line 2\); "
                                               r"predictions are written by id"):
         read_classification_file(tmp_path / "ids.tsv")
+
+
+def test_a_duplicated_column_is_refused_naming_it(tmp_path):
+    # Was: the second `text` column silently ignored.
+    _write(tmp_path / "dup.csv", "text,text,label\nfirst,second,a\nthird,fourth,b\n")
+    with pytest.raises(DataFormatError, match=r"^\S*dup\.csv:1: column 'text' appears twice in the header "
+                                              r"\(columns 1 and 2\)"):
+        read_classification_file(tmp_path / "dup.csv")
+    # A repeated column that is not read stays harmless.
+    _write(tmp_path / "notes.csv", "text,note,note,label\nfirst,x,y,a\n")
+    assert read_classification_file(tmp_path / "notes.csv")[0].label == "a"
+
+
+def test_a_header_repeated_mid_file_is_refused(tmp_path):
+    # Was: a class named `label` (two files concatenated, each with its header).
+    _write(tmp_path / "cat.csv", "text,label\nfirst,a\n text , label \nsecond,b\n")
+    with pytest.raises(DataFormatError, match=r"^\S*cat\.csv:3: this row repeats the header of line 1"):
+        read_classification_file(tmp_path / "cat.csv")
+
+
+def test_integer_labels_sort_as_numbers(tmp_path):
+    # Was: ["1", "10", "2"]: class ids in string order.
+    _write(tmp_path / "train.csv", "text,label\na,2\nb,10\nc,1\nd,-3\ne,2\n")
+    assert collect_labels(read_classification_file(tmp_path / "train.csv")) == ["-3", "1", "2", "10"]
+    # Not all integers: string order.
+    _write(tmp_path / "mixed.csv", "text,label\na,2\nb,10\nc,x\n")
+    assert collect_labels(read_classification_file(tmp_path / "mixed.csv")) == ["10", "2", "x"]
+    # "01" and "1" are one number written two ways: refused rather than two classes.
+    _write(tmp_path / "zeros.csv", "text,label\na,1\nb,01\nc,2\n")
+    with pytest.raises(ValueError, match=r"^zeros\.csv: labels '01' and '1' are the same number written two "
+                                         r"ways"):
+        collect_labels(read_classification_file(tmp_path / "zeros.csv"), "zeros.csv")

@@ -2,7 +2,8 @@
 
 The custom format: a CSV (`.csv`) or TSV (`.tsv`, `.txt`) file with a header row naming the columns `text`,
 optionally `text_b`, and `label` (other columns are ignored). Labels are strings; the classes are the sorted
-distinct labels of the training file (`collect_labels`). With `is_regression=True` labels are floats.
+distinct labels of the training file (`collect_labels`; integers in numeric order). With `is_regression=True`
+labels are floats.
 
     train = read_classification_file("train.csv")
     labels = collect_labels(train, "train.csv")
@@ -14,6 +15,7 @@ import csv
 import dataclasses
 import math
 import os
+import re
 
 from keras_bert.data.formats import DataFormatError, check_new_id, header_index, read_rows
 
@@ -88,7 +90,8 @@ def read_classification_file(path, label_list=None, is_regression=False, delimit
       column's text, or the row number (0-based, header excluded) when there is none.
 
     Raises:
-      DataFormatError: empty file, no `text` column, a row whose field count differs from the header's,
+      DataFormatError: empty file, no `text` column, a column read twice (`text,text,label`), a row that
+        repeats the header (of two or more columns), a row whose field count differs from the header's,
         an empty `text`, an empty or repeated id, an empty label among non-empty ones, no labels with
         `require_labels`, an unknown label, a non-numeric or non-finite regression label.
     """
@@ -96,12 +99,21 @@ def read_classification_file(path, label_list=None, is_regression=False, delimit
     header_line, header = rows[0]
     header = [name.strip() for name in header]
     columns = header_index(path, header, header_line, ["text"])
+    for name in ("text", "text_b", "label", "index", "id", "idx"):
+        if header.count(name) > 1:  # one of them would be read, the others silently ignored
+            positions = " and ".join(str(i + 1) for i, column in enumerate(header) if column == name)
+            raise DataFormatError(path, header_line, f"column {name!r} appears twice in the header (columns "
+                                                     f"{positions}); rename or drop the one not meant")
     text_b_column = header.index("text_b") if "text_b" in header else None
     label_column = header.index("label") if "label" in header else None
     id_column = next((header.index(name) for name in ("index", "id", "idx") if name in header), None)
     if len(rows) == 1:
         raise DataFormatError(path, None, "file has a header but no examples")
     for line, fields in rows[1:]:
+        # e.g. two files concatenated, headers and all (one column: a text that happens to be its name)
+        if len(header) > 1 and [field.strip() for field in fields] == header:
+            raise DataFormatError(path, line, f"this row repeats the header of line {header_line}; expected "
+                                              "one header, on the first line")
         if len(fields) != len(header):
             raise DataFormatError(path, line,
                                   f"expected {len(header)} fields as in the header, got {len(fields)}")
@@ -144,12 +156,26 @@ def read_classification_file(path, label_list=None, is_regression=False, delimit
     return examples
 
 
-def collect_labels(examples, source="examples"):
-    """The sorted distinct string labels of `examples` (the class list of a custom task).
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
-    Raises ValueError naming `source` when no example has a label, or only one class occurs.
+
+def collect_labels(examples, source="examples"):
+    """The sorted distinct string labels of `examples` (the class list of a custom task): in numeric order
+    when every label is an integer ("1", "2", "10"; ASCII digits, optional sign), else in string order.
+
+    Labels stay the strings written: two that are one integer written two ways ("01" and "1", "+1" and
+    "1") are refused rather than made two classes, since such a file more likely means one class than two.
+
+    Raises ValueError naming `source` when no example has a label, only one class occurs, or two integer
+    labels are one number.
     """
     labels = sorted({example.label for example in examples if example.label is not None})
+    if labels and all(_INTEGER.fullmatch(label) for label in labels):
+        labels.sort(key=int)  # stable: labels of one number stay side by side, in string order
+        for first, second in zip(labels, labels[1:], strict=False):
+            if int(first) == int(second):
+                raise ValueError(f"{source}: labels {first!r} and {second!r} are the same number written two "
+                                 "ways; write each class one way")
     if len(labels) < 2:
         raise ValueError(f"{source}: a classification task needs at least 2 distinct labels, found {labels}")
     return labels
