@@ -212,3 +212,16 @@ def test_basic_tokenize():
     assert basic_tokenize("Héllo, WORLD!\u00a0a$b 中文", True) == [
         "hello", ",", "world", "!", "a", "$", "b", "中", "文"]
     assert basic_tokenize("Héllo\x00 World", False) == ["Héllo", "World"]
+
+
+def test_an_answer_with_surrounding_whitespace_labels_its_words_only(tmp_path):
+    # Was: " cat " at the space before "cat" labelled "The cat" (the space maps to the word before it).
+    context = "The cat  sat."
+    path = _squad_file(tmp_path, [_qa("q1", " cat ", 3), _qa("q2", "\tcat", 4), _qa("q3", "  sat.  ", 7),
+                                  _qa("q4", "   ", 3)], context=context)
+    examples, skipped = squad.read_squad_examples(path, is_training=True)
+    spans = {e.qas_id: (e.answer_text, e.answer_start, e.start_position, e.end_position) for e in examples}
+    # q2: the text starts with a tab but its offset is already the word's.
+    assert spans == {"q1": ("cat", 4, 1, 1), "q2": ("cat", 4, 1, 1), "q3": ("sat.", 9, 2, 2)}
+    assert all(context[s : s + len(text)] == text for text, s, _, _ in spans.values())
+    assert skipped == ["q4"]  # whitespace only: no answer to label

@@ -165,8 +165,19 @@ def read_squad_examples(path, is_training, version_2_with_negative=False):
 
 
 def _set_training_answer(path, where, example, answer):
+    """Sets the training answer of `example` from the JSON `answer`; False when it is not in the context at
+    its offset. Whitespace around the answer text is dropped, and the offset moved past the context's
+    whitespace it pointed at: " cat " given at the space before "cat" labels "cat", where the original
+    (the space mapping to the word before it) labelled "The cat"."""
     text = _field(path, f"{where}.answers[0]", answer, "text", str)
     start = _field(path, f"{where}.answers[0]", answer, "answer_start", int)
+    context = example.context_text
+    while text and _is_squad_whitespace(text[0]):
+        text = text[1:]
+        if 0 <= start < len(context) and _is_squad_whitespace(context[start]):
+            start += 1
+    while text and _is_squad_whitespace(text[-1]):
+        text = text[:-1]
     example.answer_text, example.answer_start = text, start
     end = start + len(text) - 1
     if not text or start < 0 or end >= len(example.context_text):
