@@ -418,3 +418,56 @@ def write_eval_results(results, strategy):
     write_json(os.path.join(FLAGS.model_dir, "eval_results.json"), results, strategy)
     print("Eval results: " + ", ".join(f"{k} = {_plain(v):.4f}" if isinstance(_plain(v), float)
                                        else f"{k} = {v}" for k, v in sorted(results.items())))
+
+
+class FlagRun:
+    """The hooks of `keras_bert.tasks.driver.Run` from the flags: `build_task_model`, `compile_task`,
+    `fit_task`, `save_task_model`, `write_eval_results`; a stage's errors noted with the flags of
+    `stage_flags` ({stage: flag names}, as `flag_errors`)."""
+
+    def __init__(self, strategy, tokenizer, stage_flags=None):
+        from keras_bert.text import BertPreprocessor
+
+        self.strategy, self.tokenizer, self.stage_flags = strategy, tokenizer, stage_flags or {}
+        self.preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
+        self.output_dir = FLAGS.model_dir
+        self.train, self.evaluate, self.predict = FLAGS.do_train, FLAGS.do_eval, FLAGS.do_predict
+        self.train_batch_size, self.eval_batch_size = FLAGS.train_batch_size, FLAGS.eval_batch_size
+        self.seed, self.pad_to_multiple_of = FLAGS.seed, pad_to_multiple_of()
+
+    def errors(self, stage):
+        names = self.stage_flags.get(stage)
+        return flag_errors(*names) if names else contextlib.nullcontext()
+
+    def show(self, line):
+        print(line)
+
+    def build_model(self, model_class, head_args):
+        return build_task_model(self.tokenizer, model_class, head_args)
+
+    def compile(self, model, metrics, num_train_examples):
+        loss, loss_weights = model.task_loss()
+        compile_task(model, self.strategy, loss, metrics, num_train_examples, loss_weights)
+
+    def fit(self, model, batches, num_examples):
+        fit_task(model, batches, num_examples)
+
+    def save(self, model, labels):
+        save_task_model(model, self.strategy, labels, self.tokenizer)
+
+    def write_results(self, results):
+        write_eval_results(results, self.strategy)
+
+
+def finetune(task, stage_flags=None):
+    """Fine-tunes, scores and predicts `task` (a `keras_bert.tasks.base.Task`, or a function making one,
+    called once the run is set up) as the flags say, through the one driver
+    (`keras_bert.tasks.driver.finetune`); `stage_flags` ({stage: flag names}) notes the flags a stage's errors
+    came from. Returns (model, results)."""
+    from keras_bert.tasks import driver
+    from keras_bert.tasks.base import Task
+
+    strategy = setup()
+    task = task if isinstance(task, Task) else task()
+    run = FlagRun(strategy, finetuning_tokenizer(), stage_flags)
+    return driver.finetune(task, run)

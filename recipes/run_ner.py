@@ -15,8 +15,6 @@ token accuracy, eval_loss), eval_predictions.txt / test_predictions.txt (`token 
 input of conlleval.pl), model.keras and labels.json (the tag list).
 """
 
-import os
-
 from absl import flags
 
 from recipes import common, logs
@@ -34,60 +32,12 @@ shared_flags.define("stride")
 
 def main(argv):
     del argv
-    import tensorflow as tf
+    from keras_bert.tasks.ner.task import NerTask
 
-    from keras_bert.tasks.finetuning import check_num_classes
-    from keras_bert.tasks.labels import read_labels
-    from keras_bert.tasks.ner import conll
-    from keras_bert.tasks.ner import task as ner
-    from keras_bert.tasks.ner.model import BertTokenClassifier
-    from keras_bert.tasks.ner.windows import training_windows
-    from keras_bert.text import BertPreprocessor
-
-    strategy = common.setup()
-    tokenizer = common.finetuning_tokenizer(BertTokenClassifier)
-    preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
-    with common.flag_errors("train_file", "init_checkpoint"):
-        train, tags = ner.tag_list(FLAGS.train_file, read_labels(FLAGS.init_checkpoint))
-    # Every input is parsed before the first training step: a bad eval or predict file fails in seconds.
-    read = {}
-    for flag, wanted in (("eval_file", FLAGS.do_eval), ("predict_file", FLAGS.do_predict)):
-        if wanted:
-            with common.flag_errors(flag):
-                read[flag] = conll.read_conll_file(FLAGS[flag].value, tag_list=tags)
-    if FLAGS.do_train:
-        with common.flag_errors("stride", "max_seq_length"):
-            inputs, labels, weights = training_windows(train, preprocessor, tags, FLAGS.stride)
-        print(f"Training: {len(train)} sentences, {len(labels)} windows")
-
-    with strategy.scope():
-        model = common.build_task_model(tokenizer, BertTokenClassifier, {"labels": tags})
-        with common.flag_errors("init_checkpoint"):
-            check_num_classes(model, tags)
-        loss, loss_weights = model.task_loss()
-        common.compile_task(model, strategy, loss, num_train_examples=len(labels) if FLAGS.do_train else None,
-                            loss_weights=loss_weights)
-    if FLAGS.do_train:
-        dataset = tf.data.Dataset.from_tensor_slices((inputs, labels, weights)).shuffle(len(labels),
-                                                                                        seed=FLAGS.seed)
-        batches = common.without_padding(dataset.batch(FLAGS.train_batch_size), per_token_labels=True)
-        common.fit_task(model, batches, len(labels))
-        common.save_task_model(model, strategy, tags, tokenizer)
-
-    if model.labels is None:  # a saved tagger without tag names: served entities and word tags need them
-        model.labels = list(tags)
-
-    def predict(flag, name):
-        return ner.predict_sentences(model, read[flag], preprocessor, tags,
-                                     os.path.join(FLAGS.output_dir, f"{name}_predictions.txt"),
-                                     FLAGS.eval_batch_size, FLAGS.stride)
-
-    if FLAGS.do_eval:
-        common.write_eval_results(ner.eval_results(*predict("eval_file", "eval"), iobes=FLAGS.iobes),
-                                  strategy)
-    if FLAGS.do_predict:
-        predict("predict_file", "test")
-        print(f"Predictions: {os.path.join(FLAGS.output_dir, 'test_predictions.txt')}")
+    common.finetune(lambda: NerTask(FLAGS.train_file, FLAGS.eval_file, FLAGS.predict_file,
+                                    common.checkpoint_labels(), FLAGS.iobes, FLAGS.stride),
+                    {"labels": ("train_file", "init_checkpoint"), "train": ("stride", "max_seq_length"),
+                     "model": ("init_checkpoint",), "eval": ("eval_file",), "predict": ("predict_file",)})
 
 
 if __name__ == "__main__":

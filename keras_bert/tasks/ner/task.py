@@ -1,7 +1,7 @@
 """Named-entity recognition on CoNLL files: the tag set, predictions in conlleval's `token gold predicted`
 format (from the token classifier's `serve`), and the entity-level scores with conlleval's chunk rules.
 The training windows are `windows.training_windows` (those `serve` reads); the loss is the model's
-(`BertTokenClassifier.task_loss`).
+(`BertTokenClassifier.task_loss`). `NerTask` is the task for the driver (`keras_bert.tasks.driver`).
 
     train, tags = tag_list(train_file="eng.train")
     model = BertTokenClassifier(encoder, labels=tags); model.compile(optimizer)
@@ -11,11 +11,18 @@ The training windows are `windows.training_windows` (those `serve` reads); the l
     results = eval_results(sentences, predicted, eval_loss)
 """
 
-import numpy as np
+import os
 
-from keras_bert.tasks.finetuning import served_batches
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.data import padding
+from keras_bert.tasks.base import TRAIN, Task, TrainingData
+from keras_bert.tasks.finetuning import check_num_classes, served_batches
 from keras_bert.tasks.ner import conll
 from keras_bert.tasks.ner.metrics import conlleval
+from keras_bert.tasks.ner.model import BertTokenClassifier
+from keras_bert.tasks.ner.windows import training_windows
 
 
 def tag_list(train_file=None, saved_tags=None):
@@ -40,6 +47,14 @@ def predict_sentences(model, sentences, preprocessor, tags, output_path, batch_s
     `windows.training_windows` trains on), and a token takes the tag of its first piece ("O" when it has
     none); `tags[i]` names tag id i. Returns (sentences, predicted tags per sentence, the task loss over the
     tokens' first pieces)."""
+    predicted, loss = tag_sentences(model, sentences, preprocessor, tags, batch_size, stride)
+    conll.write_conll_predictions(output_path, sentences, predicted)
+    return sentences, predicted, loss
+
+
+def tag_sentences(model, sentences, preprocessor, tags, batch_size=32, stride=None):
+    """(predicted tags per sentence, the task loss over the tokens' first pieces): `predict_sentences`
+    without its file."""
     predicted, first_logits, first_labels = [], [], []
     tag_ids = {tag: index for index, tag in enumerate(tags)}
     texts = {"text": [" ".join(sentence.tokens) for sentence in sentences]}
@@ -51,10 +66,9 @@ def predict_sentences(model, sentences, preprocessor, tags, output_path, batch_s
             first_logits.extend(served["word_logits"][row, w] for w in words if w is not None)
             first_labels.extend(tag_ids[tag] for tag, w in zip(sentence.tags, words, strict=True)
                                 if w is not None)
-    conll.write_conll_predictions(output_path, sentences, predicted)
     loss = (model.task_loss()[0](np.asarray(first_labels, np.int32), np.stack(first_logits)) if first_labels
             else 0.0)
-    return sentences, predicted, float(loss)
+    return predicted, float(loss)
 
 
 def _first_words(tokens, word_starts):
@@ -75,3 +89,55 @@ def eval_results(sentences, predicted, eval_loss, iobes=False):
     results.update(eval_loss=eval_loss, num_sentences=len(sentences),
                    **{f"{kind}/f1": value["f1"] for kind, value in scores["per_type"].items()})
     return results
+
+
+class NerTask(Task):
+    """Named-entity recognition on CoNLL files, for the driver (`keras_bert.tasks.driver.finetune`): the tags
+    of `train_file` ("O" first), else `saved_tags` (a fine-tuned model's labels.json); `eval_file` scored
+    (`iobes`: E-/S- chunk rules), `predict_file` predicted; sentences longer than a window read in windows
+    `stride` pieces apart, in training as served. Predictions: eval_predictions.txt / test_predictions.txt."""
+
+    model_class = BertTokenClassifier
+
+    def __init__(self, train_file=None, eval_file=None, predict_file=None, saved_tags=None, iobes=False,
+                 stride=None):
+        self.files = {TRAIN: train_file, "eval": eval_file, "predict": predict_file}
+        self.saved_tags, self.iobes, self.stride = saved_tags, iobes, stride
+        self.train, self.tags = None, None
+
+    def prepare(self):
+        self.train, self.tags = tag_list(self.files[TRAIN], self.saved_tags)
+
+    @property
+    def labels(self):
+        return self.tags
+
+    def check_model(self, model):
+        check_num_classes(model, self.tags)
+
+    def read(self, split):
+        if split == TRAIN:
+            return self.train
+        return conll.read_conll_file(self.files[split], tag_list=self.tags)
+
+    def dataset(self, examples, preprocessor, batch_size=32, training=True, seed=0, pad_to_multiple_of=0):
+        inputs, labels, weights = training_windows(examples, preprocessor, self.tags, self.stride)
+        dataset = tf.data.Dataset.from_tensor_slices((inputs, labels, weights))
+        if training:
+            dataset = dataset.shuffle(len(labels), seed=seed)
+        batches = padding.trim_dataset(dataset.batch(batch_size), pad_to_multiple_of, per_token_labels=True)
+        summary = f"Training: {len(examples)} sentences, {len(labels)} windows"
+        return TrainingData(batches, len(labels), summary)
+
+    def predict(self, model, examples, batch_size=32, preprocessor=None):
+        if model.labels is None:  # a saved tagger without tag names: served entities and word tags need them
+            model.labels = list(self.tags)
+        return tag_sentences(model, examples, preprocessor, self.tags, batch_size, self.stride)
+
+    def results(self, model, examples, predictions):
+        return eval_results(examples, *predictions, iobes=self.iobes)
+
+    def write_predictions(self, split, examples, predictions, output_dir):
+        path = os.path.join(output_dir, f"{'test' if split == 'predict' else split}_predictions.txt")
+        conll.write_conll_predictions(path, examples, predictions[0])
+        return [path]
