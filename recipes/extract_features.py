@@ -4,7 +4,8 @@ original `extract_features.py`.
     keras-bert extract_features --input_file=input.txt --output_file=features.jsonl \\
         --init_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt --layers=-1,-2,-3,-4 --max_seq_length=128
 
-Input: one example per line, `text` or `text_a ||| text_b`. Output: one JSON object per line,
+Input: one example per line, `text` or `text_a ||| text_b` (a blank line is one too, [CLS] [SEP], so that
+`linex_index` counts the input's lines from 0, across the files in order). Output: one JSON object per line,
 `{"linex_index": i, "features": [{"token": "[CLS]", "layers": [{"index": -1, "values": [...]}, ...]}, ...]}`
 for every packed token ([CLS], pieces, [SEP]; padding dropped), values rounded to 6 decimals. Layer -1 is
 the last transformer layer, 0 the first.
@@ -16,7 +17,7 @@ from recipes import common, logs
 from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
-common.define_finetuning_flags(output_dir="runs/features", max_seq_length=128, task_head=False)
+common.define_finetuning_flags(output_dir="runs/features", task_head=False)
 shared_flags.define_one("input_file", help="Comma-separated text files or globs: one example per line, "
                         "`text` or `text_a ||| text_b`.")
 shared_flags.define_one("output_file", help="JSON lines output.")

@@ -12,16 +12,14 @@ from keras_bert.textfiles import read_text
 
 
 def read_lines(path):
-    """[(text_a, text_b or None)] of the non-empty lines of `path` (`text` or `text_a ||| text_b`); an empty
-    file is an error naming it."""
+    """[(text_a, text_b or None)] of every line of `path` (`text` or `text_a ||| text_b`), in order: a blank
+    line is ("", None), packed as [CLS] [SEP], so that the i-th pair (its `linex_index`) is line i + 1, as
+    in the original. A file without a non-blank line is an error naming it."""
     pairs = []
     for line in read_text(path).splitlines():  # bad UTF-8: DataFormatError naming the line
-        line = line.strip()
-        if not line:
-            continue
-        text_a, separator, text_b = line.partition(" ||| ")
+        text_a, separator, text_b = line.strip().partition(" ||| ")
         pairs.append((text_a, text_b if separator else None))
-    if not pairs:
+    if not any(text_a for text_a, _ in pairs):
         raise ValueError(f"{path}: no non-empty lines")
     return pairs
 
