@@ -34,53 +34,17 @@ shared_flags.define_fields(AnswerRules)
 
 def main(argv):
     del argv
-    import tensorflow as tf
+    from keras_bert.tasks.squad.task import SquadSettings, SquadTask
 
-    from keras_bert.tasks.squad import task as squad
-    from keras_bert.tasks.squad.model import BertSpanLabeler
-
-    strategy = common.setup()
-    tokenizer = common.finetuning_tokenizer(BertSpanLabeler)
-    settings = squad.SquadSettings(
+    settings = SquadSettings(
         max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
         max_query_length=FLAGS.max_query_length,
         version_2_with_negative=FLAGS.version_2_with_negative, n_best_size=FLAGS.n_best_size,
-        max_answer_length=FLAGS.max_answer_length, null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-        do_lower_case=tokenizer.lower_case)
-
-    # Every input is parsed before the first training step: a bad predict file fails in seconds.
-    predict_examples = None
-    if FLAGS.do_eval or FLAGS.do_predict:
-        with common.flag_errors("predict_file"):
-            predict_examples = squad.read_predict_examples(FLAGS.predict_file, settings)
-    train = None
-    if FLAGS.do_train:
-        with common.flag_errors("train_file", "max_seq_length", "doc_stride", "max_query_length"):
-            train = squad.training_windows(FLAGS.train_file, tokenizer, settings)
-        print(f"Training: {train.num_questions} questions ({train.num_skipped} skipped: answer not at its "
-              f"offset), {train.num_windows} windows")
-
-    with strategy.scope():
-        model = common.build_task_model(tokenizer, BertSpanLabeler)
-        loss, loss_weights = model.task_loss()
-        common.compile_task(model, strategy, loss, num_train_examples=train.num_windows if train else None,
-                            loss_weights=loss_weights)
-    if train:
-        dataset = tf.data.Dataset.from_tensor_slices(train.arrays).shuffle(train.num_windows, seed=FLAGS.seed)
-        common.fit_task(model, common.without_padding(dataset.batch(FLAGS.train_batch_size)),
-                        train.num_windows)
-        common.save_task_model(model, strategy, tokenizer=tokenizer)
-
-    if predict_examples is None:
-        return
-    with common.flag_errors("predict_file", "max_seq_length", "doc_stride", "max_query_length"):
-        num_windows, result = squad.predict(model, predict_examples, tokenizer, settings,
-                                            FLAGS.eval_batch_size)
-    print("Predictions: " + ", ".join(result.save(FLAGS.output_dir)))
-    if FLAGS.do_eval:
-        scores = squad.evaluate(FLAGS.predict_file, result, settings)
-        scores.update(num_questions=len(predict_examples), num_windows=num_windows)
-        common.write_eval_results(scores, strategy)
+        max_answer_length=FLAGS.max_answer_length, null_score_diff_threshold=FLAGS.null_score_diff_threshold)
+    windows = ("max_seq_length", "doc_stride", "max_query_length")
+    common.finetune(lambda: SquadTask(FLAGS.train_file, FLAGS.predict_file, settings),
+                    {"train": ("train_file", *windows), "model": ("init_checkpoint",),
+                     "eval": ("predict_file", *windows), "predict": ("predict_file", *windows)})
 
 
 if __name__ == "__main__":

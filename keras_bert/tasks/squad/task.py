@@ -4,22 +4,26 @@ windows of the span labeler's `serve`, with the same settings), predictions with
 EM/F1. The loss is the model's (`BertSpanLabeler.task_loss`).
 
     settings = SquadSettings(max_seq_length=384, version_2_with_negative=True)
-    train = training_windows("train-v2.0.json", tokenizer, settings)   # the windows `serve` cuts
-    model.compile(optimizer); model.fit(...)
     examples = read_predict_examples("dev-v2.0.json", settings)     # before training: bad files fail early
     num_windows, result = predict(model, examples, tokenizer, settings)
     result.save(output_dir); scores = evaluate("dev-v2.0.json", result, settings)
+
+`SquadTask` is the task for the driver (`keras_bert.tasks.driver`), training on the windows `serve` cuts.
 """
 
 import dataclasses
 
 import numpy as np
+import tensorflow as tf
 
+from keras_bert.data import padding
+from keras_bert.tasks.base import TRAIN, Task, TrainingData
 from keras_bert.tasks.finetuning import served_batches
 from keras_bert.tasks.squad import answers as squad_answers
 from keras_bert.tasks.squad import metrics as squad_metrics
 from keras_bert.tasks.squad import reader as squad
 from keras_bert.tasks.squad import windows
+from keras_bert.tasks.squad.model import BertSpanLabeler
 from keras_bert.text import BertPreprocessor
 from keras_bert.textfiles import read_json
 
@@ -36,7 +40,6 @@ class SquadSettings:
         n_best_size: candidates considered (and listed in nbest_predictions.json).
         max_answer_length: longest answer, in pieces.
         null_score_diff_threshold: v2.0: no answer when null score - best span score exceeds this.
-        do_lower_case: the tokenizer's casing (to map answers back onto the original text).
     """
 
     max_seq_length: int = 384
@@ -46,7 +49,6 @@ class SquadSettings:
     n_best_size: int = 20
     max_answer_length: int = 30
     null_score_diff_threshold: float = 0.0
-    do_lower_case: bool = True
 
     def answer_rules(self):
         """The `squad_answers.AnswerRules` of these settings."""
@@ -54,29 +56,6 @@ class SquadSettings:
             doc_stride=self.doc_stride, max_query_length=self.max_query_length, n_best_size=self.n_best_size,
             max_answer_length=self.max_answer_length, version_2_with_negative=self.version_2_with_negative,
             null_score_diff_threshold=self.null_score_diff_threshold)
-
-
-@dataclasses.dataclass
-class TrainingWindows:
-    """The training data of a SQuAD file: `arrays` (inputs dict, targets) of int32 [num_windows, ...] and
-    the counts of questions used, questions skipped (answer not at its offset) and windows."""
-
-    arrays: tuple
-    num_questions: int
-    num_skipped: int
-    num_windows: int
-
-
-def training_windows(path, tokenizer, settings):
-    """The `TrainingWindows` of the SQuAD JSON file `path`: the windows `predict` serves (`tokenizer`, a
-    `BertTokenizer`, in windows of `settings`). Raises ValueError naming `path` when no question is usable,
-    and naming the setting that leaves no room for a window."""
-    examples, skipped = squad.read_squad_examples(path, True, settings.version_2_with_negative)
-    if not examples:
-        raise ValueError(f"{path}: no usable training questions ({len(skipped)} skipped)")
-    arrays = windows.training_arrays(examples, BertPreprocessor(tokenizer, settings.max_seq_length),
-                                     settings.answer_rules())
-    return TrainingWindows(arrays, len(examples), len(skipped), len(arrays[1]["start_logits"]))
 
 
 def read_predict_examples(path, settings):
@@ -142,3 +121,54 @@ def evaluate(path, result, settings):
     if settings.version_2_with_negative:
         return squad_metrics.evaluate_v2(dataset, result.predictions, na_probs=result.null_odds)
     return squad_metrics.evaluate_v1(dataset, result.predictions)
+
+
+class SquadTask(Task):
+    """SQuAD question answering for the driver (`keras_bert.tasks.driver.finetune`): trains on `train_file`
+    in the windows `serve` cuts (questions whose answer is not at its offset skipped and counted), answers
+    `predict_file` (scored with the official EM/F1 when evaluating; predictions.json, nbest_predictions.json,
+    null_odds.json written either way), windows and answers as `settings` (a `SquadSettings`) say."""
+
+    model_class = BertSpanLabeler
+
+    def __init__(self, train_file=None, predict_file=None, settings=None):
+        self.train_file, self.predict_file = train_file, predict_file
+        self.settings = settings or SquadSettings()
+        self.num_skipped = 0
+
+    def splits(self, evaluate, predict):
+        # One pass over predict_file: scored when evaluating, its prediction files written either way.
+        return (["eval"] if evaluate else []), (["predict"] if predict and not evaluate else [])
+
+    def read(self, split):
+        if split != TRAIN:
+            return read_predict_examples(self.predict_file, self.settings)
+        examples, skipped = squad.read_squad_examples(self.train_file, True,
+                                                      self.settings.version_2_with_negative)
+        if not examples:
+            raise ValueError(f"{self.train_file}: no usable training questions ({len(skipped)} skipped)")
+        self.num_skipped = len(skipped)
+        return examples
+
+    def dataset(self, examples, preprocessor, batch_size=32, training=True, seed=0, pad_to_multiple_of=0):
+        arrays = windows.training_arrays(examples, preprocessor, self.settings.answer_rules())
+        size = len(arrays[1]["start_logits"])
+        dataset = tf.data.Dataset.from_tensor_slices(arrays)
+        if training:
+            dataset = dataset.shuffle(size, seed=seed)
+        return TrainingData(padding.trim_dataset(dataset.batch(batch_size), pad_to_multiple_of), size,
+                            f"Training: {len(examples)} questions ({self.num_skipped} skipped: answer not "
+                            f"at its offset), {size} windows")
+
+    def predict(self, model, examples, batch_size=32, preprocessor=None):
+        tokenizer = (preprocessor or model.preprocessor).tokenizer
+        return predict(model, examples, tokenizer, self.settings, batch_size)
+
+    def results(self, model, examples, predictions):
+        num_windows, result = predictions
+        scores = evaluate(self.predict_file, result, self.settings)
+        scores.update(num_questions=len(examples), num_windows=num_windows)
+        return scores
+
+    def write_predictions(self, split, examples, predictions, output_dir):
+        return predictions[1].save(output_dir)
