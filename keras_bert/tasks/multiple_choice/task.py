@@ -2,15 +2,20 @@
 questions, and the predictions CSV (`swag_id,label,prob0..prob3` per question; label is the predicted
 ending). Training and `serve` take the same raw texts (`choice_texts`) through the same packing
 (`keras_bert.text.packer.pack_choices`, the model's `text_inputs`). The loss is the model's
-(`BertMultipleChoice.task_loss`)."""
+(`BertMultipleChoice.task_loss`). `MultipleChoiceTask` is the task for the driver
+(`keras_bert.tasks.driver`)."""
 
 import csv
+import os
 
 import numpy as np
 
 from keras_bert.data.features import text_dataset
 from keras_bert.metrics.glue import accuracy
+from keras_bert.tasks.base import Task, TrainingData
 from keras_bert.tasks.finetuning import serve_all
+from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
+from keras_bert.tasks.multiple_choice.swag import NUM_CHOICES, read_swag_examples
 from keras_bert.text.packer import pack_choices
 
 
@@ -71,3 +76,38 @@ def write_predictions(path, examples, answers):
         for example, row, choice in zip(examples, probabilities, answers["choice"], strict=True):
             writer.writerow([example.swag_id, int(choice), *(f"{p:.6f}" for p in row)])
     return path
+
+
+class MultipleChoiceTask(Task):
+    """SWAG multiple choice for the driver (`keras_bert.tasks.driver.finetune`): trains on `train_file`,
+    scores `eval_file` (labels required), predicts `predict_file`; the predictions are eval_predictions.csv /
+    predictions.csv."""
+
+    model_class = BertMultipleChoice
+    compile_metrics = "auto"
+
+    def __init__(self, train_file=None, eval_file=None, predict_file=None):
+        self.files = {"train": train_file, "eval": eval_file, "predict": predict_file}
+
+    def head_args(self):
+        return {"num_choices": NUM_CHOICES}
+
+    def read(self, split):
+        examples = read_swag_examples(self.files[split])
+        if split == "eval":
+            check_labeled(examples, self.files[split])
+        return examples
+
+    def dataset(self, examples, preprocessor, batch_size=32, training=True, seed=0, pad_to_multiple_of=0):
+        return TrainingData(training_dataset(examples, preprocessor, batch_size, shuffle=training, seed=seed,
+                                             pad_to_multiple_of=pad_to_multiple_of), len(examples))
+
+    def predict(self, model, examples, batch_size=32, preprocessor=None):
+        return served(model, examples, batch_size, preprocessor)
+
+    def results(self, model, examples, predictions):
+        return eval_results(model, examples, predictions, self.files["eval"])
+
+    def write_predictions(self, split, examples, predictions, output_dir):
+        name = "predictions.csv" if split == "predict" else f"{split}_predictions.csv"
+        return [write_predictions(os.path.join(output_dir, name), examples, predictions)]
