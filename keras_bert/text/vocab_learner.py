@@ -8,6 +8,7 @@ import collections
 import glob
 import heapq
 import itertools
+import logging
 import os
 
 import tensorflow as tf
@@ -16,6 +17,8 @@ from keras_bert.text import vocab as vocab_lib
 from keras_bert.text.splitter import BasicWordSplitter
 from keras_bert.text.unicode_rules import MAX_CHARS_PER_WORD
 from keras_bert.textfiles import DataFormatError
+
+logger = logging.getLogger("keras_bert")
 
 
 def _check_utf8(path, line_number, line):
@@ -118,7 +121,8 @@ def learn_wordpiece_vocab(
 
     Args:
         files_or_lines: a path or glob, a list of paths/globs, or an iterable of str/bytes lines.
-        vocab_size: size of the returned vocab (smaller if no pair occurs `min_frequency` times any more).
+        vocab_size: size of the returned vocab (smaller, with a warning naming both sizes, if no pair occurs
+            `min_frequency` times any more).
         lower_case: whether the vocab is for an uncased tokenizer.
         max_lines: read at most this many lines (None: all).
         reserved_tokens: tokens put first, in order (default [PAD] [UNK] [CLS] [SEP] [MASK] at ids 0..4).
@@ -153,6 +157,10 @@ def learn_wordpiece_vocab(
         if token not in seen:
             seen.add(token)
             vocab.append(token)
+    if len(vocab) < vocab_size:
+        logger.warning("the corpus yields %d tokens, fewer than vocab_size=%d: no pair of pieces occurs "
+                       "min_frequency=%d times more (a larger corpus or a lower min_frequency gives more)",
+                       len(vocab), vocab_size, min_frequency)
     return vocab_lib.check_vocab(vocab)
 
 
