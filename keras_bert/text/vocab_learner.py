@@ -158,8 +158,8 @@ def learn_wordpiece_vocab(
             seen.add(token)
             vocab.append(token)
     if len(vocab) < vocab_size:
-        logger.warning("the corpus yields %d tokens, fewer than vocab_size=%d: no pair of pieces occurs "
-                       "min_frequency=%d times more (a larger corpus or a lower min_frequency gives more)",
+        logger.warning("the corpus yields %d tokens, fewer than vocab_size=%d: no pair of pieces left occurs "
+                       "min_frequency=%d times (a larger corpus or a lower min_frequency gives more)",
                        len(vocab), vocab_size, min_frequency)
     return vocab_lib.check_vocab(vocab)
 

@@ -19,8 +19,8 @@ def test_a_vocab_smaller_than_asked_is_warned_of(tmp_path, run_in_process, caplo
     assert 60 < size < 200
     # Was: nothing said.
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert warned == [f"the corpus yields {size} tokens, fewer than vocab_size=200: no pair of pieces occurs "
-                      "min_frequency=2 times more (a larger corpus or a lower min_frequency gives more)"]
+    assert warned == [f"the corpus yields {size} tokens, fewer than vocab_size=200: no pair of pieces left "
+                      "occurs min_frequency=2 times (a larger corpus or a lower min_frequency gives more)"]
     caplog.clear()
     status, stderr = run_in_process("build_vocab", f"--input_files={tmp_path}/corpus.txt",
                                     f"--output_file={output}", f"--vocab_size={size}", "--nodo_lower_case",
