@@ -1,6 +1,7 @@
 """The classification head in other libraries' formats, declared to the checkpoint converters through
 `SPEC` (spec.py): transformers' BertForSequenceClassification (id2label, problem_type: one output or
-"regression" reads as a regression, no class names) and KerasHub's BertTextClassifier task preset."""
+"regression" reads as a regression, no class names; a regression of several outputs is refused)
+and KerasHub's BertTextClassifier task preset."""
 
 import logging
 
@@ -13,12 +14,19 @@ logger = logging.getLogger("keras_bert")
 def _regression(values, count):
     """Whether transformers' config.json `values` of a `count`-output head state a regression. A
     multi-label classifier (independent sigmoids) is refused: BertClassifier serves one label by softmax
-    (BUILD.md, "Hugging Face checkpoints")."""
+    (BUILD.md, "Hugging Face checkpoints"); so is a regression of more than one output."""
     if values.get("problem_type") == "multi_label_classification":
         raise CheckpointError("problem_type='multi_label_classification': a multi-label classifier (an "
                               "independent sigmoid per label) is not served by keras_bert, whose "
                               "BertClassifier picks one label by softmax; expected 'single_label_"
                               "classification' or 'regression'")
+    if values.get("problem_type") == "regression" and count != 1:
+        # transformers' regression with num_labels > 1 (a value per output): BertClassifier regresses one
+        # value (num_classes 1), and would serve these outputs as a softmax over classes.
+        id2label = values.get("id2label")
+        names = f" (id2label: {', '.join(map(str, id2label.values()))})" if isinstance(id2label, dict) else ""
+        raise CheckpointError(f"problem_type='regression' with {count} outputs{names}: keras_bert's "
+                              "regression head has one output; expected num_labels 1 for a regression")
     return values.get("problem_type") == "regression" or count == 1
 
 
