@@ -224,19 +224,22 @@ class TaskDistiller(ChoosesExecution, keras.distillation.Distiller):
             sample_weight=sample_weight[name] if isinstance(sample_weight, dict) else sample_weight)
             for name in sorted(loss)])
 
-    def compile(self, optimizer="auto", loss="auto", metrics=None, **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics=None, *, jit_compile="auto", **kwargs):
         """`Distiller.compile` with the task's defaults: optimizer "auto" = the library's AdamW at the
-        fine-tuning rate (constant: pass a scheduled one, e.g. `create_optimizer(lr, steps, warmup)`);
-        loss "auto" = the student's `task_loss()` (with its output weights)."""
-        from keras_bert.models.text_task import DEFAULT_LEARNING_RATE
+        student's rate, `training.defaults.DISTILLATION` (constant: pass a scheduled one, e.g.
+        `create_optimizer(lr, steps, warmup)`);
+        loss "auto" = the student's `task_loss()` (with its output weights); jit_compile "auto" = XLA or
+        not as the task models choose (`keras_bert.execution`)."""
+        from keras_bert.training.defaults import DISTILLATION
         from keras_bert.training.optimization import create_optimizer
 
         if optimizer == "auto":
-            optimizer = create_optimizer(DEFAULT_LEARNING_RATE, num_train_steps=None)
+            optimizer = create_optimizer(DISTILLATION.learning_rate, num_train_steps=None)
         self._task_loss_weights = None
         if loss == "auto":
             loss, self._task_loss_weights = self.student.task_loss()
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        jit_compile=self._execution_for(jit_compile, kwargs.get("run_eagerly")), **kwargs)
 
     def get_config(self):
         return {"name": self.name, "temperature": self.temperature, "alpha": self.alpha,

@@ -154,22 +154,23 @@ def fusion_scope(optimizer_name=None):
 
 
 class ChoosesExecution:
-    """Mixin for the models holding an `encoder`: `compile()` without `jit_compile` (or with "auto") runs
-    the train, test and predict steps as `choose_execution` finds fastest for the dtype policy the encoder
-    computes in; True/False (or an execution's name) override it. `model.execution` says which ran.
-    Put it first in the bases: its steps wrap every other train_step (e.g. gradient accumulation)."""
+    """Mixin for the models holding an `encoder`: their one `compile` asks `_execution_for(jit_compile,
+    run_eagerly)` how to run the train, test and predict steps: "auto" (or None) as `choose_execution` finds
+    fastest for the dtype policy the encoder computes in; True/False (or an execution's name) override it.
+    `model.execution` says which ran. Put it first in the bases: its steps wrap every other train_step
+    (e.g. gradient accumulation)."""
 
     execution = None
 
-    def compile(self, *args, jit_compile="auto", **kwargs):
-        self._execution_chosen = jit_compile in (None, "auto") and not kwargs.get("run_eagerly")
-        if kwargs.get("run_eagerly"):
+    def _execution_for(self, jit_compile="auto", run_eagerly=False):
+        """Sets `self.execution` for `compile(jit_compile=..., run_eagerly=...)` and returns the
+        `jit_compile` Keras' compile takes (True only for "xla")."""
+        self._execution_chosen = jit_compile in (None, "auto") and not run_eagerly
+        if run_eagerly:
             self.execution = "eager"
-            jit_compile = False
-        else:
-            self.execution = resolve_execution(jit_compile, self.encoder.embeddings.dtype_policy)
-            jit_compile = self.execution == "xla"
-        super().compile(*args, jit_compile=jit_compile, **kwargs)
+            return False
+        self.execution = resolve_execution(jit_compile, self.encoder.embeddings.dtype_policy)
+        return self.execution == "xla"
 
     def choose_for_run(self, num_steps, num_shapes):
         """Before the first train step: an execution compile() chose ("auto") chosen again for a run of

@@ -17,8 +17,6 @@ dropout the draws (not the maths) differ from the whole-batch step. The dataset 
 the batch size stays that of an optimizer step.
 """
 
-import inspect
-
 import keras
 import tensorflow as tf
 from keras import ops
@@ -46,51 +44,44 @@ def weighted_rows(sample_weight, row_weight):
     return sample_weight * ops.reshape(row_weight, (-1,) + (1,) * (len(sample_weight.shape) - 1))
 
 
+def accumulation_steps(gradient_accumulation_steps):
+    """`gradient_accumulation_steps` checked: an int >= 1 (1 = the plain Keras step), else ValueError."""
+    steps = int(gradient_accumulation_steps)
+    if steps < 1 or steps != gradient_accumulation_steps:
+        raise ValueError("gradient_accumulation_steps must be an integer >= 1, "
+                         f"got {gradient_accumulation_steps!r}")
+    return steps
+
+
+def weighted_metrics(arguments):
+    """Keras compile `arguments` (a dict) with `metrics` moved to `weighted_metrics`: Keras' unweighted
+    metrics ignore sample weights, so they would count the padding rows that the 0/1 row weights drop."""
+    metrics = arguments.get("metrics")
+    if not isinstance(metrics, (list, tuple)):
+        return arguments
+    return {**arguments, "metrics": None,
+            "weighted_metrics": [*metrics, *(arguments.get("weighted_metrics") or [])]}
+
+
+def refuse_optimizer_accumulation(optimizer, steps):
+    """ValueError when `optimizer` accumulates gradients itself beside the model's `steps` > 1."""
+    if steps > 1 and getattr(optimizer, "gradient_accumulation_steps", None):
+        raise ValueError("the optimizer accumulates gradients itself (its gradient_accumulation_steps="
+                         f"{optimizer.gradient_accumulation_steps}); set only the model's, which is exact")
+
+
 class GradientAccumulation:
-    """Mixin of keras_bert's models (before `keras.Model` in the bases): `compile` takes
-    `gradient_accumulation_steps` (int >= 1, default 1 = the plain Keras step), and `train_step` (TF
-    backend) accumulates as the module docstring says."""
+    """Mixin of keras_bert's models (before `keras.Model` in the bases): after the model's `compile` set
+    `gradient_accumulation_steps` (int >= 1, default 1 = the plain Keras step), `train_step` (TF backend)
+    accumulates as the module docstring says."""
 
     gradient_accumulation_steps = 1
-
-    def compile(self, *args, gradient_accumulation_steps=1, **kwargs):
-        steps = int(gradient_accumulation_steps)
-        if steps < 1 or steps != gradient_accumulation_steps:
-            raise ValueError("gradient_accumulation_steps must be an integer >= 1, "
-                             f"got {gradient_accumulation_steps!r}")
-        if steps > 1:
-            args, kwargs = (), self._metrics_weighted(args, kwargs)
-        super().compile(*args, **kwargs)
-        if steps > 1 and getattr(self.optimizer, "gradient_accumulation_steps", None):
-            raise ValueError("the optimizer accumulates gradients itself (its gradient_accumulation_steps="
-                             f"{self.optimizer.gradient_accumulation_steps}); set only the model's, "
-                             "which is exact")
-        self.gradient_accumulation_steps = steps
 
     def get_compile_config(self):
         config = super().get_compile_config()
         if config and self.gradient_accumulation_steps > 1:
             config["gradient_accumulation_steps"] = self.gradient_accumulation_steps
         return config
-
-    def _metrics_weighted(self, args, kwargs):
-        """compile's arguments (by name) with `metrics` moved to `weighted_metrics`: Keras' unweighted
-        metrics ignore sample weights, so they would count the padding rows that the 0/1 row weights drop."""
-        # Named by the first compile after this one that names its parameters (TextTask's, else Keras').
-        mro = type(self).__mro__
-        named = next(c.compile for c in mro[mro.index(GradientAccumulation) + 1:]
-                     if "compile" in c.__dict__ and "metrics" in inspect.signature(c.compile).parameters)
-        bound = inspect.signature(named).bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        arguments = {**bound.arguments.pop("kwargs", {}), **bound.arguments}
-        del arguments["self"]
-        metrics = arguments.get("metrics")
-        if metrics == "auto" and hasattr(self, "_default_metrics"):
-            metrics = self._default_metrics()
-        if isinstance(metrics, (list, tuple)):
-            arguments["metrics"] = None
-            arguments["weighted_metrics"] = [*metrics, *(arguments.get("weighted_metrics") or [])]
-        return arguments
 
     def _loss_normalizers(self, x, y, sample_weight):
         """Statistics of the whole batch the loss is normalised by (a dict of tensors, computed once per

@@ -22,9 +22,9 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
     its task in the class attribute `task_kind` (what checkpoint writers tell models apart by), serves
     through the hooks of `keras_bert.models.serving.Serving`, and
     round-trips through `.keras` by its constructor arguments (encoder and preprocessor nested as
-    serialized objects). `compile()` defaults come from `TextTask` (optimizer, loss, metrics) and
-    `ChoosesExecution` (XLA or not, by dtype and CPU); `compile(gradient_accumulation_steps=K)` steps in K
-    micro-batches (`keras_bert.models.accumulation`); `enable_lora(rank)` adapts a frozen encoder
+    serialized objects). Its one `compile()` (`TextTask.compile`: optimizer, loss, metrics defaults) asks
+    `ChoosesExecution` how to run (XLA or not, by dtype and CPU) and sets `gradient_accumulation_steps=K`
+    for `GradientAccumulation`'s step in K micro-batches; `enable_lora(rank)` adapts a frozen encoder
     (`keras_bert.models.lora`)."""
 
     task_kind = None
@@ -56,8 +56,8 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
         return from_quantized_config(build, config)
 
     @classmethod
-    def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None, lora_rank=None,
-                        head=CHECKPOINT_HEAD, **kwargs):
+    def from_pretrained(cls, path, *, seq_length=None, lower_case=None, vocab_file=None, dtype=None,
+                        lora_rank=None, head=CHECKPOINT_HEAD, **kwargs):
         """This task model on the encoder of the checkpoint at `path`, ready for raw text (`assemble`).
 
         Args:
@@ -65,11 +65,13 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
                 (`.keras` or directory), or a hub name; a `.keras` of this same class loads as it is (head
                 and labels included); the head of a KerasHub BertTextClassifier or of a Hugging Face BertFor*
                 of this task (with its id2label names) is loaded.
-            seq_length: packed length of the preprocessor (default: a saved model's own, else
-                min(128, max_position_embeddings)).
+            seq_length: packed length of the preprocessor (default: the length the checkpoint states:
+                a saved model's own, a KerasHub preprocessor's, a sentence-transformers or Hugging Face
+                tokenizer config's; else min(128, max_position_embeddings)).
             lower_case: casing when the checkpoint does not state it (a saved tokenizer, HF
                 tokenizer_config.json `do_lower_case`, tokenizer.json; a contradicting value is a
                 ValueError naming both); default True.
+            vocab_file: a vocab.txt instead of the one beside `path` (a saved model's must agree).
             dtype: Keras dtype policy to build with (e.g. "mixed_bfloat16"); default float32.
             lora_rank: when given, `enable_lora(lora_rank)`: the encoder frozen, rank-R updates of its
                 projections trained with the head (merged again by `save` and the export).
@@ -82,7 +84,8 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
         beside `path`; a checkpoint with none of them is a ValueError (a task model takes raw text), but
         for a `.keras` save, which loads as it was saved.
         """
-        pretrained = resolve_pretrained(path, seq_length, lower_case)
+        pretrained = resolve_pretrained(path, seq_length=seq_length, lower_case=lower_case,
+                                        vocab_file=vocab_file)
         if pretrained.preprocessor is None and pretrained.format != "keras":
             raise ValueError(f"{path}: no vocab.txt or tokenizer.json beside the checkpoint, so "
                              f"{cls.__name__} cannot take raw text; add the checkpoint's vocab.txt (or build "

@@ -33,12 +33,13 @@ from keras_bert.data import features, padding
 from keras_bert.data.options import steady
 from keras_bert.models import serving, user_data
 from keras_bert.models.user_data import DEFAULT_BATCH_SIZE
+from keras_bert.training.defaults import FINETUNING
 
 logger = logging.getLogger("keras_bert")
 
-# Fine-tuning defaults of the paper (Appendix A.3): Adam, 5e-5 within {5e-5, 3e-5, 2e-5}, 10% warmup.
-DEFAULT_LEARNING_RATE = 5e-5
-DEFAULT_WARMUP_PROPORTION = 0.1
+# Fine-tuning defaults (keras_bert/training/defaults.py: the recipes' flags default to them too).
+DEFAULT_LEARNING_RATE = FINETUNING.learning_rate
+DEFAULT_WARMUP_PROPORTION = FINETUNING.warmup_proportion
 
 
 def resolve_num_classes(owner, num_classes, labels):
@@ -278,26 +279,58 @@ class TextTask:
 
     # ----------------------------------------------------------------------------------- compile defaults
     def compile(self, optimizer="auto", loss="auto", metrics="auto", learning_rate=None,
-                warmup_proportion=None, **kwargs):
-        """`keras.Model.compile` with task defaults: optimizer "auto" = the library's AdamW (`learning_rate`
-        peak, default 5e-5; linear warmup over `warmup_proportion` of the steps `fit` will run, default 0.1,
-        then linear decay; weight decay 0.01 off LayerNorm and biases, global-norm clipping at 1.0); loss /
-        metrics "auto" = the task's (e.g. sparse categorical cross-entropy on logits + accuracy for a
-        classifier). An optimizer passed brings its own rate (`training.optimization.create_optimizer(lr,
-        steps, warmup)` schedules one), so `learning_rate` / `warmup_proportion` are refused beside it."""
+                warmup_proportion=None, *, gradient_accumulation_steps=1, jit_compile="auto", **kwargs):
+        """Configures the model for training: `keras.Model.compile` with the task's defaults.
+
+        Args:
+            optimizer: "auto" (default): the library's AdamW (peak `learning_rate`, linear warmup over
+                `warmup_proportion` of the steps `fit` will run, then linear decay to 0; weight decay 0.01
+                off LayerNorm and biases; global-norm clipping at 1.0). Any Keras optimizer (or its name)
+                brings its own rate: schedule one with
+                `keras_bert.training.optimization.create_optimizer(lr, steps, warmup)`.
+            loss: "auto" (default): the task's loss (`task_loss()`, e.g. sparse categorical cross-entropy
+                on logits for a classifier), with its output weights; or any Keras loss.
+            metrics: "auto" (default): the task's metrics (accuracy for a classifier); or Keras metrics.
+            learning_rate: the default optimizer's peak rate (default 5e-5, the paper's and transformers'
+                fine-tuning default: `DEFAULT_LEARNING_RATE`).
+            warmup_proportion: the default optimizer's warmup share of the steps, in [0, 1) (default 0.1).
+            gradient_accumulation_steps: K >= 1 (default 1): each train step takes its batch in K
+                sequential micro-batches and applies their summed gradient once, the same step
+                (`keras_bert.models.accumulation`); metrics then count real rows only.
+            jit_compile: "auto" (default): XLA or TF's kernels, whichever the encoder's dtype and this CPU run
+                fastest (`keras_bert.execution`, `model.execution` says which); True / False force it.
+            **kwargs: the other arguments of `keras.Model.compile` (`loss_weights`, `run_eagerly`,
+                `steps_per_execution`, ...).
+
+        Raises:
+            ValueError: `learning_rate` / `warmup_proportion` beside an optimizer passed; a rate not above 0
+                or a proportion outside [0, 1); `gradient_accumulation_steps` not an int >= 1, or set on a
+                model that does not accumulate, or beside an optimizer that accumulates itself.
+        """
+        from keras_bert.execution import ChoosesExecution
+        from keras_bert.models.accumulation import (
+            GradientAccumulation,
+            accumulation_steps,
+            refuse_optimizer_accumulation,
+            weighted_metrics,
+        )
         from keras_bert.training.optimization import create_optimizer
 
+        owner = f"{type(self).__name__}.compile"
         self._default_optimizer = optimizer == "auto"
         if not self._default_optimizer and (learning_rate is not None or warmup_proportion is not None):
-            raise ValueError(f"{type(self).__name__}.compile: learning_rate / warmup_proportion set the "
-                             "default optimizer's schedule; the optimizer passed brings its own rate "
-                             "(schedule one with keras_bert.training.optimization.create_optimizer(lr, "
-                             "steps, warmup))")
+            raise ValueError(f"{owner}: learning_rate / warmup_proportion set the default optimizer's "
+                             "schedule; the optimizer passed brings its own rate (schedule one with "
+                             "keras_bert.training.optimization.create_optimizer(lr, steps, warmup))")
         rate = DEFAULT_LEARNING_RATE if learning_rate is None else float(learning_rate)
         warmup = DEFAULT_WARMUP_PROPORTION if warmup_proportion is None else float(warmup_proportion)
         if not (rate > 0 and 0 <= warmup < 1):
-            raise ValueError(f"{type(self).__name__}.compile: learning_rate={rate}, warmup_proportion="
-                             f"{warmup}; expected a rate above 0 and a proportion in [0, 1)")
+            raise ValueError(f"{owner}: learning_rate={rate}, warmup_proportion={warmup}; expected a rate "
+                             "above 0 and a proportion in [0, 1)")
+        steps = accumulation_steps(gradient_accumulation_steps)
+        if steps > 1 and not isinstance(self, GradientAccumulation):
+            raise ValueError(f"{owner}: gradient_accumulation_steps={steps}, but {type(self).__name__} "
+                             "takes its batches whole")
         self._schedule = rate, warmup
         if self._default_optimizer:
             # A constant rate until fit() knows how many steps the warmup/decay schedule spans.
@@ -307,7 +340,15 @@ class TextTask:
             kwargs.setdefault("loss_weights", loss_weights)
         if metrics == "auto":
             metrics = self._default_metrics()
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        if isinstance(self, ChoosesExecution):
+            jit_compile = self._execution_for(jit_compile, kwargs.get("run_eagerly"))
+        arguments = {"optimizer": optimizer, "loss": loss, "metrics": metrics, **kwargs}
+        if steps > 1:
+            arguments = weighted_metrics(arguments)
+        super().compile(jit_compile=jit_compile, **arguments)
+        if isinstance(self, GradientAccumulation):
+            refuse_optimizer_accumulation(self.optimizer, steps)
+            self.gradient_accumulation_steps = steps
 
     def task_loss(self):
         """(loss, loss_weights) of the task: the one loss `compile()` and the fine-tuning recipes train
