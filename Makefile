@@ -7,9 +7,9 @@ PYTEST_WORKERS ?= 2
 
 .PHONY: install install-test quickstart test lint bench clean
 
-# The checkout is installed editable with its root on sys.path (setuptools' "compat" mode), so that
-# `python recipes/X.py` imports `recipes` as `python -m recipes.X` does (docs/scripts.md).
-EDITABLE := --config-settings editable_mode=compat -e
+# The checkout is installed editable: keras_bert and the script packages `recipes` and `export`
+# (`python recipes/X.py` imports `recipes` as `python -m recipes.X` does, docs/scripts.md).
+EDITABLE := -e
 
 $(VENV)/.installed: setup.py Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

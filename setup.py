@@ -2,18 +2,14 @@
 
 from setuptools import find_packages, setup
 
-SCRIPTS = ("recipes", "export")  # the absl-flag scripts, run as `keras-bert COMMAND`
-
 setup(
     name="keras-bert-tf",  # the import name stays keras_bert; "keras-bert" on PyPI is an unrelated project
     version="0.1.0",
     description="BERT (Devlin et al., 2018) as Keras 3 layers and models, with tf-text "
     "WordPiece, pre-training, fine-tuning recipes and TF Serving export.",
-    # The scripts travel inside keras_bert (keras_bert/commands.py puts that folder on sys.path): no
-    # top-level `recipes`/`export` package in site-packages.
-    packages=find_packages(include=["keras_bert", "keras_bert.*"])
-    + [f"keras_bert._scripts.{p}" for p in SCRIPTS],
-    package_dir={f"keras_bert._scripts.{p}": p for p in SCRIPTS},
+    # The absl-flag scripts (`keras-bert COMMAND`) are the packages `recipes` and `export`, installed beside
+    # keras_bert, so that every way of running one imports them by name (docs/scripts.md).
+    packages=find_packages(include=["keras_bert", "keras_bert.*", "recipes", "export"]),
     py_modules=["keras_bert_commands"],
     entry_points={"console_scripts": ["keras-bert = keras_bert_commands:main"]},
     python_requires=">=3.10",

@@ -18,6 +18,7 @@ import urllib.request
 
 from absl import app, flags
 
+from keras_bert.errors import UserInputError
 from recipes import flags as shared_flags
 from recipes import logs
 
@@ -66,15 +67,26 @@ def predict_rest(url, body, timeout):
     except urllib.error.HTTPError:
         raise
     except urllib.error.URLError as e:
-        raise ConnectionError(f"no model server answers at {url} ({e.reason}): start TF Serving with its "
-                              "REST port there (tensorflow_model_server --rest_api_port=...), or pass its "
-                              "--host and --port") from None
+        raise _no_server(url, e.reason, "REST", "--rest_api_port") from None
+
+
+def _no_server(where, reason, protocol, server_flag):
+    return ConnectionError(f"no model server answers at {where} ({reason}): start TF Serving with its "
+                           f"{protocol} port there (tensorflow_model_server {server_flag}=...), or pass its "
+                           "--host and --port")
 
 
 def predict_grpc(target, model, version, signature, inputs, timeout):
-    import grpc
+    """{output name: list} of the model server's gRPC Predict answer at `target`; ConnectionError naming it
+    when none answers there, UserInputError with the server's own answer else, or without
+    tensorflow-serving-api."""
+    try:
+        import grpc
+        from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+    except ModuleNotFoundError as e:
+        raise UserInputError(f"--protocol=grpc needs the package tensorflow-serving-api ({e}): pip install "
+                             "tensorflow-serving-api, or use --protocol=rest") from None
     import tensorflow as tf
-    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
     request = predict_pb2.PredictRequest()
     request.model_spec.name = model
@@ -83,8 +95,14 @@ def predict_grpc(target, model, version, signature, inputs, timeout):
         request.model_spec.version.value = version
     for name, values in inputs.items():
         request.inputs[name].CopyFrom(tf.make_tensor_proto(values, dtype=tf.string))
-    with grpc.insecure_channel(target) as channel:
-        response = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(request, timeout)
+    try:
+        with grpc.insecure_channel(target) as channel:
+            response = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(request, timeout)
+    except grpc.RpcError as e:
+        if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            raise _no_server(target, f"gRPC {e.code().name}", "gRPC", "--port") from None
+        raise UserInputError(f"the model server at {target} answered gRPC {e.code().name}: "
+                             f"{' '.join(str(e.details()).split())}") from None
     return {name: tf.make_ndarray(proto).tolist() for name, proto in response.outputs.items()}
 
 

@@ -4,10 +4,6 @@ Models take and return dicts with the TF Hub BERT names: `input_word_ids`, `inpu
 -> `sequence_output`, `pooled_output`, `encoder_outputs`.
 """
 
-# keras_bert_commands first: when a script is the program (`python -m keras_bert COMMAND`, a recipe) it
-# quiets the logs before TensorFlow loads.
-import keras_bert_commands  # noqa: F401, I001
-
 import importlib
 
 from keras_bert import native_logs

@@ -11,9 +11,9 @@ them, both copying every other line to the real stderr (C++ ERROR lines, Python 
         import tensorflow as tf
     native_logs.filter_process_stderr()   # the scripts (recipes/logs.py): for the whole process
 
-Its import takes the standard library only (TensorFlow is imported by `list_devices_without_cuda`, which
-keras_bert's __init__ calls): recipes/logs.py loads this file before TensorFlow, without keras_bert's
-__init__.
+keras_bert's __init__ imports TensorFlow inside `quiet` (and calls `list_devices_without_cuda` there), so
+`import keras_bert` prints no start-up line; recipes/logs.py turns on `filter_process_stderr` where a
+script's run starts.
 """
 
 import atexit
@@ -31,13 +31,18 @@ except ImportError:  # not POSIX: pipes keep their default size
 # C++ INFO/WARNING lines written before absl::InitializeLog(), the notice that says so, the second line of
 # cpu_feature_guard's INFO message, the node line under an end-of-data WARNING, and two ERROR-level lines
 # that every CPU-only run prints and that change nothing (no CUDA driver; an int kernel without oneDNN).
+# LiteRT's: the converter's list of custom ops under its WARNING line, XNNPACK's INFO line.
 NOISE = re.compile(rb"^([IW]0000 00:00:|WARNING: All log messages before absl::InitializeLog\(\)|"
                    rb"To enable the following instructions: .* rebuild TensorFlow|\t \[\[\{\{node |"
+                   rb"Custom ops: |Details:$|\ttf\.\w+\(.*\) -> |"
+                   rb"See instructions: https://www\.tensorflow\.org/lite/guide/ops_custom$|"
+                   rb"INFO: Created TensorFlow Lite XNNPACK delegate for CPU\.$|"
                    rb"E0000 00:00:\S+ +\d+ (cuda_platform\.cc:\d+\] failed call to cuInit|"
                    rb"util\.cc:\d+\] oneDNN supports DT_INT))")
 # How every NOISE line starts: a line begun with none of these is copied at once, before its end arrives.
 NOISE_STARTS = (b"I0000 00:00:", b"W0000 00:00:", b"E0000 00:00:", b"WARNING: All log messages before absl",
-                b"To enable the following instructions: ", b"\t [[{{node ")
+                b"To enable the following instructions: ", b"\t [[{{node ", b"Custom ops: ", b"Details:",
+                b"\ttf.", b"See instructions: ", b"INFO: Created TensorFlow Lite XNNPACK")
 _PIPE_BYTES = 1 << 20  # a C++ burst while the reader waits for the GIL fits (Linux; else the default 64 KiB)
 
 

@@ -1,5 +1,6 @@
 """The recipes: absl-flag scripts (flags -> library calls) and their shared modules (flags.py, logs.py,
-common.py, run_dir.py). Importing the package first sets a script run's quiet logs before TensorFlow loads
-(`keras_bert_commands.quiet_if_script`); how the scripts run: docs/scripts.md."""
+common.py, run_dir.py); how the scripts run: docs/scripts.md."""
 
-import keras_bert_commands  # noqa: F401
+# keras_bert before any script's `import keras`: TensorFlow then loads inside keras_bert's quiet import (no
+# C++ start-up lines); the rest of a run's quiet logs are set where it starts (`logs.run`).
+import keras_bert  # noqa: F401

@@ -1,11 +1,12 @@
 """Quiet logs for the recipe and export scripts: progress bars, our own summaries and real warnings only.
 
-`quiet(__name__)`, the first call of every script, hides two kinds of lines unless the user asks for them:
-  - TensorFlow's C++ INFO/WARNING lines (`cudart_stub`, the oneDNN notice, XLA service lines), which
-    `TF_CPP_MIN_LOG_LEVEL` does not hide in TensorFlow 2.21: stderr is piped, for the whole process,
-    through the filter keras_bert/native_logs.py defines (the library uses it around an import and a first
-    call only), which drops exactly those lines; C++ ERROR lines and everything else pass, except two that
-    every CPU-only run prints (no CUDA driver; an integer kernel without oneDNN);
+`quiet()`, which `run` calls where a script's run starts (its `__main__` line, or `keras-bert COMMAND`), hides
+two kinds of lines unless the user asks for them:
+  - TensorFlow's C++ INFO/WARNING lines (grappler's, XLA service lines), which `TF_CPP_MIN_LOG_LEVEL` does
+    not hide in TensorFlow 2.21: stderr is piped, for the rest of the process, through the filter
+    keras_bert/native_logs.py defines (the library uses it around its import, where the start-up lines are
+    born, and a first call only), which drops exactly those lines; C++ ERROR lines and everything else pass,
+    except two that every CPU-only run prints (no CUDA driver; an integer kernel without oneDNN);
   - absl/TensorFlow Python INFO lines (`functional_saver.py`, `builder_impl.py`): once absl has parsed the
     flags its verbosity is set to WARNING; the `keras_bert` logger keeps INFO.
 keras_bert's own log lines print as the summary alone (INFO) or `WARNING message`, not in absl's format.
@@ -18,7 +19,6 @@ when `verbose()`.
 """
 
 import functools
-import importlib.util
 import logging
 import os
 import signal
@@ -29,22 +29,9 @@ import traceback
 from absl import app, flags
 from absl import logging as absl_logging
 
-
-def _native_logs():
-    """keras_bert/native_logs.py (standard library only), loaded without keras_bert's __init__, which imports
-    TensorFlow: the filter must be on before TensorFlow loads, and the client never loads it. Registered as
-    `keras_bert.native_logs`, so the library's later import finds this module and its state."""
-    name = "keras_bert.native_logs"
-    if name not in sys.modules:
-        package_dir = importlib.util.find_spec("keras_bert").submodule_search_locations[0]
-        spec = importlib.util.spec_from_file_location(name, os.path.join(package_dir, "native_logs.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-native_logs = _native_logs()
+import keras_bert
+from keras_bert import native_logs
+from keras_bert.errors import UserInputError
 
 
 def verbose(argv=None):
@@ -83,12 +70,12 @@ def _project_format():
 _QUIET = []  # once quiet() has run: the stderr filter is set up once per process
 
 
-def quiet(module_name):
-    """Sets the quiet defaults when `module_name` is "__main__" (a script run, not an import) and the user
-    did not ask for `verbose()` logs. Call it before importing TensorFlow, keras or keras_bert."""
-    if module_name != "__main__" or _QUIET:
+def quiet():
+    """Sets the scripts' quiet defaults for this process (once), unless the user asked for `verbose()` logs:
+    where a run starts (`run`), not when a script is imported (a test, another program)."""
+    if _QUIET:
         return
-    _QUIET.append(module_name)
+    _QUIET.append(True)
     _project_format()
     if verbose():
         return
@@ -104,10 +91,11 @@ _SCRIPT_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspat
 
 
 def run(main):
-    """The scripts' entry point: `app.run(main)` with one-line errors, those of the flags' checks when
-    absl parses the command line (`recipes.flags.parse`) and `call_main`'s."""
+    """The scripts' entry point: `app.run(main)` with the quiet logs and one-line errors, those of the flags'
+    checks when absl parses the command line (`recipes.flags.parse`) and `call_main`'s."""
     from recipes import flags as shared_flags
 
+    quiet()
     app.run(functools.partial(call_main, main), flags_parser=shared_flags.parse)
 
 
@@ -159,21 +147,16 @@ def error_line(error):
 
 
 def _is_user_error(error):
-    # Only a script that imported keras_bert can raise its errors (the client does not import it).
-    keras_bert = sys.modules.get("keras_bert")
-    errors = sys.modules.get("keras_bert.errors")
-    if isinstance(error, (OSError, app.UsageError)) or (errors and isinstance(error, errors.UserInputError)):
+    if isinstance(error, (OSError, app.UsageError, UserInputError)):
         return True
-    # its package loads without keras_bert: not a UserInputError
-    if type(error).__name__ == "ServabilityError":
+    if type(error).__name__ == "ServabilityError":  # keras_bert.export.servability.errors
         return True
     if (type(error).__name__ in ("NotFoundError", "PermissionDeniedError")
             and "tensorflow" in type(error).__module__):
         return True  # tf.io.gfile's errors about a user's file
     if isinstance(error, ValueError):  # raised by our checks, not deep inside Keras or TensorFlow
         frames = traceback.extract_tb(error.__traceback__)
-        ours = _SCRIPT_DIRS + ((os.path.dirname(os.path.abspath(keras_bert.__file__)) + os.sep,)
-                               if keras_bert else ())
+        ours = _SCRIPT_DIRS + (os.path.dirname(os.path.abspath(keras_bert.__file__)) + os.sep,)
         return bool(frames) and os.path.abspath(frames[-1].filename).startswith(ours)
     return False
 

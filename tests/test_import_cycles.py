@@ -3,7 +3,11 @@
 `__package__`, `__name__` or "keras_bert" cannot be read, so it is refused (import such modules by name)."""
 
 import ast
+import json
+import os
 import pathlib
+import subprocess
+import sys
 
 PACKAGE_ROOT = pathlib.Path(__file__).resolve().parent.parent / "keras_bert"
 
@@ -167,3 +171,28 @@ def test_floors_import_no_task():
                    if module.split(".")[1:2] and module.split(".")[1] in FLOORS
                    for target in targets if target.startswith("keras_bert.tasks"))
     assert not found, "\n".join(found)
+
+
+# A fresh process: what `import keras_bert` changes beyond defining keras_bert's own modules.
+_IMPORT_ONLY = """
+import json, sys
+path, argv, before = list(sys.path), list(sys.argv), set(sys.modules)
+import keras_bert
+print(json.dumps({"path_changed": sys.path != path, "argv_changed": sys.argv != argv,
+                  "new_top_level": sorted({m.split(".")[0] for m in set(sys.modules) - before})}))
+"""
+
+
+def test_importing_keras_bert_only_defines_it(tmp_path):
+    """No sys.path edit, no command module or script package imported, nothing of ours under another name
+    (was: keras_bert_commands, recipes.logs and the scripts' folder on sys.path)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    ran = subprocess.run([sys.executable, "-c", _IMPORT_ONLY], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr == ""  # TensorFlow's C++ start-up lines stay off (keras_bert/native_logs.py)
+    found = json.loads(ran.stdout.splitlines()[-1])
+    assert not found["path_changed"] and not found["argv_changed"]
+    ours = {"keras_bert_commands", "recipes", "export", "servability", "benchmarks", "tests"}
+    assert "keras_bert" in found["new_top_level"] and not ours & set(found["new_top_level"]), found
+    assert not [m for m in found["new_top_level"] if m.startswith("_served")], found

@@ -2,22 +2,31 @@
 for the whole process, and how a user asks for every line."""
 
 import re
-import subprocess
-import sys
 
 import pytest
 
 from recipes import logs
 
 
-def test_the_scripts_filter_is_the_library_one_loaded_without_tensorflow():
-    import keras_bert.native_logs
+def test_importing_the_scripts_logs_module_sets_no_logs():
+    """The quiet logs are set where a run starts (`logs.run`), not when a script module is imported (a test,
+    another program): stderr, the keras_bert logger and absl's verbosity stay as they were."""
+    import importlib
+    import logging
+    import os
 
-    assert logs.native_logs is keras_bert.native_logs  # one definition, one state (its filter's)
-    program = ("import sys; from recipes import logs; print(sorted(m for m in ('tensorflow', 'keras', "
-               "'keras_bert') if m in sys.modules), logs.native_logs.__name__)")
-    loaded = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
-    assert loaded.stdout.split() == ["[]", "keras_bert.native_logs"], loaded.stderr  # the client stays light
+    from absl import logging as absl_logging
+
+    from keras_bert import native_logs
+
+    def state():
+        handlers = list(logging.getLogger("keras_bert").handlers)
+        return os.fstat(2).st_ino, handlers, absl_logging.get_verbosity()
+
+    before = state()
+    importlib.reload(logs)
+    assert native_logs._STATE["process"] is None and not logs._QUIET
+    assert state() == before
 
 
 @pytest.mark.parametrize("argv, env, expected", [
