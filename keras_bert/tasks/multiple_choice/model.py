@@ -6,6 +6,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert.layers.dropout import HashDropout
+from keras_bert.models import user_data
 from keras_bert.models.assembly import register
 from keras_bert.models.encoder import INPUT_NAMES, encoder_inputs
 from keras_bert.models.serving import class_outputs, text_spec
@@ -58,6 +59,21 @@ class BertMultipleChoice(EncoderTaskModel):
     def _task_config(self):
         return {"num_choices": self.num_choices, "dropout": self.dropout}
 
+    def serve(self, inputs, preprocessor=None, signature=None, **options):
+        """`Serving.serve`, with the endings (`text_b`) checked first: a row of another number than
+        `num_choices` is a ValueError naming the example, its count and num_choices (`check_choices`)."""
+        if isinstance(inputs, dict) and "text_b" in inputs:
+            check_choices(inputs["text_b"], self.num_choices)
+        return super().serve(inputs, preprocessor, signature, **options)
+
+    def text_dataset(self, x, *args, **kwargs):
+        """`TextTaskModel.text_dataset` (the raw text of fit, evaluate and predict), with the endings checked
+        first as in `serve`."""
+        texts = None if isinstance(x, tf.data.Dataset) else user_data.text_features(x)
+        if texts is not None and "text_b" in texts:
+            check_choices(texts["text_b"], self.num_choices)
+        return super().text_dataset(x, *args, **kwargs)
+
     def text_inputs(self, texts, preprocessor=None):
         """{"text": contexts [b], "text_b": endings [b, num_choices]} -> inputs [b, num_choices, seq]."""
         preprocessor = preprocessor or self.preprocessor
@@ -99,6 +115,23 @@ class BertMultipleChoice(EncoderTaskModel):
 
     def _default_metrics(self):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+
+def check_choices(endings, num_choices):
+    """Raises ValueError naming the first example of `endings` (a list of rows, an array or a tensor
+    [examples, choices]) that has another number of endings than `num_choices`, or one string in place of
+    its row; checked before any work, where the packing would fail late on a reshape, or reshape a batch of
+    three-ending rows into the wrong examples."""
+    shape = getattr(endings, "shape", None)
+    if shape is not None and len(shape) == 2 and shape[1] == num_choices:
+        return  # a whole array of the right shape: no row to look at
+    for i, row in enumerate(endings):
+        count = None if np.ndim(row) == 0 else len(row)
+        if count != num_choices:
+            got = ("one ending (a string, not a list of them)" if count is None
+                   else f"{count} ending{'s' * (count != 1)}")
+            raise ValueError(f"multiple choice example {i} has {got}; expected {num_choices} (the model's "
+                             "num_choices)")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
