@@ -78,52 +78,7 @@ def load_task():
 
 def main(argv):
     del argv
-    from keras_bert.data import features
-    from keras_bert.tasks.classification.model import BertClassifier
-    from keras_bert.tasks.finetuning import check_num_classes
-    from keras_bert.text import BertPreprocessor
-
-    strategy = common.setup()
-    tokenizer = common.finetuning_tokenizer(BertClassifier)
-    task = load_task()
-    preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
-    train_examples = task.train
-
-    def dataset(examples, batch_size, shuffle=False):
-        return features.classification_dataset(
-            examples, preprocessor, task.label_list, task.is_regression, batch_size, shuffle=shuffle,
-            seed=FLAGS.seed, pad_to_multiple_of=common.pad_to_multiple_of())
-
-    def served(examples):  # what an export of the model would answer, packed as in training
-        return task.served(model, examples, FLAGS.eval_batch_size, preprocessor)
-
-    with strategy.scope():
-        model = common.build_task_model(
-            tokenizer, BertClassifier,
-            {"labels": task.label_list} if task.label_list else {"num_classes": task.num_classes})
-        with common.flag_errors("init_checkpoint"):
-            check_num_classes(model, task.num_classes)
-        loss, loss_weights = model.task_loss()
-        common.compile_task(model, strategy, loss, "auto", len(train_examples) if train_examples else None,
-                            loss_weights)
-    if train_examples:
-        common.fit_task(model, dataset(train_examples, FLAGS.train_batch_size, shuffle=True),
-                        len(train_examples))
-        common.save_task_model(model, strategy, task.label_list, tokenizer)
-
-    results = {}
-    for split, examples in task.evals:
-        logits, predictions = served(examples)
-        values = task.eval_results(model, examples, logits, predictions)
-        prefix = f"{split}/" if len(task.evals) > 1 else ""
-        results.update({prefix + name: value for name, value in values.items()})
-        if not task.glue_name:  # GLUE dev predictions have no official file; custom ones are kept
-            task.write_predictions(split, examples, predictions, FLAGS.output_dir)
-    if results:
-        common.write_eval_results(results, strategy)
-    for split, examples in task.predicts:
-        _, predictions = served(examples)
-        print(f"Predictions: {task.write_predictions(split, examples, predictions, FLAGS.output_dir)}")
+    common.finetune(load_task, {"model": ("init_checkpoint",)})
 
 
 if __name__ == "__main__":

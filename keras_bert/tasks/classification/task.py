@@ -14,18 +14,30 @@ classifier's `serve` answers, the loss is the model's (`BertClassifier.task_loss
 import csv
 import dataclasses
 import os
+import typing
 
-from keras_bert.data.features import classification_labels, classification_texts
+from keras_bert.data.features import classification_dataset, classification_labels, classification_texts
 from keras_bert.metrics import glue as glue_metrics
+from keras_bert.tasks.base import TRAIN, Task, TrainingData
 from keras_bert.tasks.classification import glue
 from keras_bert.tasks.classification.metrics import compute_metrics
+from keras_bert.tasks.classification.model import BertClassifier
 from keras_bert.tasks.classification.reader import collect_labels, read_classification_file
-from keras_bert.tasks.finetuning import serve_all
+from keras_bert.tasks.finetuning import check_num_classes, serve_all
+
+
+class Served(typing.NamedTuple):
+    """`ClassificationTask.predict`'s answers: logits float32 [n, num_classes] and the predictions (class
+    ids int32 [n]; regression: the values [n])."""
+
+    logits: object
+    predictions: object
 
 
 @dataclasses.dataclass
-class ClassificationTask:
-    """The examples of a run and how to score and write them.
+class ClassificationTask(Task):
+    """The examples of a run and how to score and write them (read up front by `glue_task`, `tfds_task`,
+    `custom_task`); a `Task` for the driver (`keras_bert.tasks.driver.finetune`).
 
     Attributes:
         name: "custom" or the GLUE task's canonical name ("mrpc", "mnli", ...).
@@ -44,9 +56,41 @@ class ClassificationTask:
     predicts: list = dataclasses.field(default_factory=list)
     glue_name: str | None = None
 
+    model_class = BertClassifier
+    compile_metrics = "auto"
+
     @property
     def num_classes(self):
         return 1 if self.is_regression else len(self.label_list)
+
+    @property
+    def labels(self):
+        return self.label_list
+
+    def head_args(self):
+        return {"labels": self.label_list} if self.label_list else {"num_classes": self.num_classes}
+
+    def check_model(self, model):
+        check_num_classes(model, self.num_classes)
+
+    def splits(self, evaluate, predict):
+        return ([split for split, _ in self.evals] if evaluate else [],
+                [split for split, _ in self.predicts] if predict else [])
+
+    def read(self, split):
+        return self.train if split == TRAIN else dict(self.evals + self.predicts)[split]
+
+    def dataset(self, examples, preprocessor, batch_size=32, training=True, seed=0, pad_to_multiple_of=0):
+        batches = classification_dataset(examples, preprocessor, self.label_list, self.is_regression,
+                                         batch_size, shuffle=training, seed=seed,
+                                         pad_to_multiple_of=pad_to_multiple_of)
+        return TrainingData(batches, len(examples))
+
+    def predict(self, model, examples, batch_size=32, preprocessor=None):
+        return Served(*self.served(model, examples, batch_size, preprocessor))
+
+    def results(self, model, examples, predictions):
+        return self.eval_results(model, examples, *predictions)
 
     def served(self, model, examples, batch_size=32, preprocessor=None):
         """(logits float32 [n, num_classes], predictions) of `examples` (all single texts or all pairs) from
@@ -75,9 +119,14 @@ class ClassificationTask:
                 "num_examples": len(examples)}
 
     def write_predictions(self, split, examples, predictions, output_dir):
-        """Writes the predictions of `split` and returns the path: GLUE test splits as their submission
-        file (MNLI-m.tsv, AX.tsv for the split "ax", ...); custom tasks as predictions.tsv (split "predict")
-        or <split>_predictions.tsv, `index<TAB>prediction` with label names (regression: 3 decimals)."""
+        """Writes the `predictions` (`predict`'s `Served`, or the predictions alone) of `split` and returns
+        the path: GLUE test splits as their submission file (MNLI-m.tsv, AX.tsv for the split "ax", ...; its
+        dev splits have none: None); custom tasks as predictions.tsv (split "predict") or
+        <split>_predictions.tsv, `index<TAB>prediction` with label names (regression: 3 decimals)."""
+        if isinstance(predictions, Served):
+            predictions = predictions.predictions
+        if self.glue_name and split in dict(self.evals):
+            return None
         if self.glue_name:
             # AX is predicted by the MNLI model into its own submission file.
             name, split = ("ax", "test") if split == "ax" else (self.glue_name, split)
