@@ -49,7 +49,7 @@ def client_throughput(serve_one, texts, clients):
     """{texts_per_s, p50_ms, p90_ms} of `clients` threads sending `texts` between them (client i sends
     texts[i::clients] in order, one per request), timed from the first request to the last answer. The same
     traffic runs once untimed first: the steady state, not the first sight of each batch shape, for which
-    oneDNN builds its kernels (benchmarks/README.md, "One intra-op thread for int8 exports")."""
+    oneDNN builds its kernels (docs/serving_measurements.md, "One intra-op thread for int8 exports")."""
     _run_clients(serve_one, texts, clients)
     latencies, seconds = _run_clients(serve_one, texts, clients)
     ordered = sorted(latencies)

@@ -61,7 +61,7 @@ def pytest_runtest_protocol(item, nextitem):
     Left to Python's own schedule, a worker's heap grew to 2-4 million objects (the graphs of every model it
     had traced) and single full collections inside later tests took 40-55 s, 16% of the suite. A collection
     here sees only one test's objects; the price is the memory of frozen objects that die later in cycles
-    (6.5-7.7 GB peak RSS per worker; benchmarks/README.md, "The suite at 10:08")."""
+    (6.5-7.7 GB peak RSS per worker; docs/serving_measurements.md, "The test suite's time")."""
     yield
     gc.collect()
     gc.freeze()

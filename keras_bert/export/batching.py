@@ -7,7 +7,7 @@ the server batches requests) and `model_server_flags.txt` (its thread pools).
     tensorflow_model_server --enable_batching --batching_parameters_file=<base>/<version>/assets.extra/...
 
 The server reads the file from any path given on its command line; beside the version it travels with the
-model it was chosen for. The values (BUILD.md, "Batching requests"; measured in benchmarks/README.md,
+model it was chosen for. The values (BUILD.md, "Batching requests"; measured in docs/serving_measurements.md,
 "Length buckets"):
 - max_batch_size 32: with length buckets a batch costs about the sum of its texts, so the cost per text
   keeps falling up to 32 (batch 32 at least as cheap per text as 8 on mixed real texts);

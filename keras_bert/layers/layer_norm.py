@@ -12,7 +12,7 @@ class LayerNorm(keras.layers.LayerNormalization):
     Keras computes `x * inv + (beta - mean * inv)` with `inv = rsqrt(var + eps) * gamma` and the variance
     from a broadcast `SquaredDifference`: six full-size broadcasting ops a call. The centered form has
     five, one of them a plain `Square`, and on TF's CPU kernels 13 of them on [1000, 384] rows (a served
-    MiniLM batch of 32 texts) run in about half the time (`benchmarks/README.md`, "LayerNorm in the
+    MiniLM batch of 32 texts) run in about half the time (`docs/serving_measurements.md`, "LayerNorm in the
     centered form"). It is also the textbook two-pass variance, no cancellation between `x * inv` and
     `mean * inv`. Other axes and `rms_scaling` fall back to Keras.
     """

@@ -12,7 +12,8 @@ of small matmuls) as well as one per token, so the split is the cheapest under t
 (`group_bounds`: rows x cut tokens per group plus `RUN_COST` tokens a run): a batch of alike texts runs as
 one group, a batch with a long tail splits where the padding saved pays for another run (a float32
 model's matmuls run on real tokens only, `layers.transformer.real_rows`: there the padding a split saves
-is attention's). The constants are measured (benchmarks/README.md, "Length buckets", "Real rows"). Each
+is attention's). The constants are measured (docs/serving_measurements.md, "Length buckets", "Real
+rows"). Each
 group is a tf.cond that skips an empty group's run; the run is one graph function all groups call (its
 gathers, answers and padding traced once), which calls the model's one graph function
 (`Serving.served_call`: the model's graph and weights once per export, the served fusions of
@@ -30,7 +31,8 @@ from keras_bert.layers.transformer import real_rows
 LENGTH_MULTIPLE = 8
 MAX_BUCKETS = 8
 # The fixed cost of one run of the model in tokens of a batch: 30-60 measured (MiniLM-L6, float32, AVX2);
-# 32 and 64 cost the same per text within 3% at batch 8, 32 and 64 (benchmarks/README.md).
+# 32 and 64 cost the same per text within 3% at batch 8, 32 and 64 (docs/serving_measurements.md,
+# "Length buckets").
 RUN_COST = 32
 # Set while a served function is traced as one flat graph (`one_graph`).
 _ONE_GRAPH = contextvars.ContextVar("one_graph", default=False)

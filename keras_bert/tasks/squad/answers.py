@@ -18,7 +18,7 @@ starting where the window gives that token the most context, at most `max_answer
 compares the lowest [CLS] score (null) to the best span. An answer is the characters of the context its
 first and last pieces came from (the tokenizer's offsets), not the original's `get_final_text` re-alignment,
 which has no graph form; on the gold spans of a SQuAD-like set the two differ where that alignment fails
-(benchmarks/squad_answer_text.py: 2 of 2,952 gold spans, results_squad_serving.md).
+(benchmarks/squad_answer_text.py: 2 of 2,952 gold spans, docs/tasks.md).
 Only core TF and tf-text ops: the function runs inside a TF Serving graph.
 """
 
