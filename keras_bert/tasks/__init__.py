@@ -3,9 +3,12 @@ Garden's official/nlp/tasks), so that the recipes only turn flags into these cal
 
   <task>/                one folder per fine-tuning task: model.py (the model, its head, in-graph decoding),
                          spec.py (its serving Options, its names, its transformers / KerasHub heads),
-                         served.py (checks of its served answers), task.py (data files, metrics,
-                         prediction files of a run), its readers and metrics: classification/ (GLUE,
-                         CSV/TSV, the default task's data), squad/, ner/ (CoNLL), multiple_choice/ (SWAG)
+                         served.py (checks of its served answers), task.py (its `Task`: data files,
+                         training data, metrics, prediction files of a run), its readers and metrics:
+                         classification/ (GLUE, CSV/TSV, the default task's data), squad/, ner/ (CoNLL),
+                         multiple_choice/ (SWAG)
+  base.py, driver.py     `Task`, the methods every task.py declares; `finetune(task, run)`, the one driver
+                         every run_* recipe calls (read, build, compile, fit, save, evaluate, predict)
   registry.py            lists the task folders: shared code loops over their `TaskSpec`s (task_spec.py),
                          and the checkpoint converters get their heads (keras_bert/checkpoints/heads.py)
   finetuning.py          which model to build from which checkpoint, the checks of a model against the
