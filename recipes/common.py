@@ -371,13 +371,6 @@ def pad_to_multiple_of(max_seq_length=None):
     return padding.resolve_multiple(FLAGS.pad_to_multiple_of, max_seq_length or FLAGS.max_seq_length)
 
 
-def without_padding(dataset, per_token_labels=False):
-    """`dataset` (batches of inputs or (inputs, *labels)) cut to `pad_to_multiple_of()`; unchanged at 0."""
-    from keras_bert.data import padding
-
-    return padding.trim_dataset(dataset, pad_to_multiple_of(), per_token_labels)
-
-
 def fit_task(model, train_data, num_train_examples):
     """model.fit for --num_train_epochs over `train_data` (a finite tf.data of batches; repeated here); the
     log ends with the batch lengths the step compiled for and what they cost (`CompileLog`)."""
