@@ -76,6 +76,6 @@ class Task:
         raise NotImplementedError
 
     def write_predictions(self, split, examples, predictions, output_dir):
-        """Writes the prediction file(s) of `split` under `output_dir`; returns their paths ([] when the
-        split has no file)."""
+        """Writes the prediction file(s) of `split` under `output_dir`; returns the path, a list of paths, or
+        None when the split has no file."""
         raise NotImplementedError

@@ -122,5 +122,5 @@ def _predict(task, run, split, model, examples):
         predictions = task.predict(model, examples, run.eval_batch_size, run.preprocessor)
     paths = task.write_predictions(split, examples, predictions, run.output_dir)
     if paths:
-        run.show("Predictions: " + ", ".join(paths))
+        run.show("Predictions: " + (paths if isinstance(paths, str) else ", ".join(paths)))
     return predictions
