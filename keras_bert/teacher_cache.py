@@ -13,8 +13,6 @@ a hidden-state term, the outputs of the teacher layers its student layers stand 
 the same fingerprint and writes again one that is missing or was written for another (logged).
 """
 
-import glob
-import hashlib
 import json
 import logging
 import os
@@ -23,33 +21,11 @@ import tensorflow as tf
 
 from keras_bert import outputs
 from keras_bert.distillation import CACHED_HIDDEN, CACHED_OUTPUTS
+from keras_bert.training.callbacks import file_fingerprint  # noqa: F401  (its home: a run's identity too)
 
 logger = logging.getLogger("keras_bert")
 FORMAT = 1
 SHUFFLE_BUFFER = 16384  # rows
-
-
-def file_fingerprint(paths):
-    """The SHA-256 of each of `paths` (None skipped) by content: a file's bytes; a directory's files (or a
-    checkpoint prefix's `prefix.*` files), their relative names and bytes. A copy has its original's, a file
-    replaced in place (same size and mtime or not) another."""
-    fingerprints = []
-    for path in (p for p in paths if p):
-        if os.path.isfile(path):
-            files = {"": path}  # one file: its bytes alone, whatever its name
-        elif os.path.isdir(path):
-            files = {os.path.relpath(os.path.join(root, name), path): os.path.join(root, name)
-                     for root, _, names in os.walk(path) for name in names}
-        else:
-            files = {os.path.basename(name): name for name in glob.glob(glob.escape(path) + ".*")}
-        digest = hashlib.sha256()
-        for name in sorted(files):
-            digest.update(name.encode("utf-8") + b"\0")
-            with open(files[name], "rb") as f:
-                while block := f.read(1 << 20):
-                    digest.update(block)
-        fingerprints.append(digest.hexdigest())
-    return fingerprints
 
 
 def full_fingerprint(distiller, fingerprint=None):

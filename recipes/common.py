@@ -18,6 +18,7 @@ from keras_bert import compat
 from keras_bert.config import BertConfig
 from keras_bert.errors import UserInputError
 from keras_bert.training import distribute, optimization
+from keras_bert.training.defaults import FINETUNING
 from recipes import flags as shared_flags
 from recipes.run_dir import claim_output_dir
 
@@ -26,10 +27,12 @@ logger = logging.getLogger("keras_bert")
 _RESOLVED = {}  # the flag values --init_checkpoint was resolved with -> its Pretrained (one run: one entry)
 
 
-def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32, max_seq_length=128,
-                 num_warmup_steps=0, optimizer="adamw", weight_decay=0.01, preset="tiny"):
+def define_flags(model_dir="runs/model", learning_rate=FINETUNING.learning_rate,
+                 train_batch_size=FINETUNING.batch_size, max_seq_length=FINETUNING.max_seq_length,
+                 num_warmup_steps=FINETUNING.num_warmup_steps, optimizer="adamw",
+                 weight_decay=FINETUNING.weight_decay, preset="tiny"):
     """Defines the flags every recipe shares (`recipes.flags` concepts); the arguments are this recipe's
-    defaults."""
+    defaults (default: the library's, `keras_bert.training.defaults`)."""
     # Model and vocabulary.
     shared_flags.define("bert_config_file", "init_checkpoint", "vocab_file", "do_lower_case",
                         max_seq_length=max_seq_length)
@@ -45,6 +48,15 @@ def define_flags(model_dir="runs/model", learning_rate=1e-4, train_batch_size=32
                       "Recompute the feed-forward GELU in the backward pass instead of keeping it (Keras "
                       "RematScope 'activations'): less peak memory (measured: 3682 -> 3324 MB peak RSS, "
                       "4-layer BERT-base width, batch 32, seq 128).")
+
+
+def restore(checkpoint):
+    """`checkpoint.restore()` (a `TrainingCheckpoint` of a resuming recipe): the step it resumes from; a run
+    of other inputs or another configuration is refused, saying that --overwrite starts afresh."""
+    try:
+        return checkpoint.restore()
+    except UserInputError as e:
+        raise UserInputError(f"{e}, or pass --overwrite to start afresh") from None
 
 
 def define_execution_flags(model_dir):
@@ -192,7 +204,8 @@ def _plain(value):
 # ============================================================================================================
 
 
-def define_finetuning_flags(output_dir, learning_rate=5e-5, train_batch_size=32, max_seq_length=128,
+def define_finetuning_flags(output_dir, learning_rate=FINETUNING.learning_rate,
+                            train_batch_size=FINETUNING.batch_size, max_seq_length=FINETUNING.max_seq_length,
                             task_head=True):
     """The shared flags (as `define_flags`) plus those of the paper's fine-tuning scripts: --output_dir
     (alias of --model_dir), --eval_batch_size, --num_train_epochs, --warmup_proportion,

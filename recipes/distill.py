@@ -22,7 +22,7 @@ import os
 
 from absl import flags
 
-from keras_bert.errors import UserInputError
+from keras_bert.training.defaults import DISTILLATION
 from recipes import common, logs
 from recipes import flags as shared_flags
 
@@ -33,7 +33,8 @@ shared_flags.define("teacher", "student_layers", "student_preset", "student_conf
                     "hidden_weight", "unlabeled_file", "cache_teacher", "augment", "num_train_epochs",
                     "eval_batch_size",
                     "warmup_proportion", "num_warmup_steps", "weight_decay", "clip_global_norm",
-                    "save_checkpoints_steps", "learning_rate", "pad_to_multiple_of", train_batch_size=32)
+                    "save_checkpoints_steps", "pad_to_multiple_of", "train_batch_size",
+                    learning_rate=DISTILLATION.learning_rate)  # the student's (training/defaults.py)
 shared_flags.required("teacher")
 shared_flags.check_together(["cache_teacher", "pad_to_multiple_of"], lambda values: (
     f"--pad_to_multiple_of={values['pad_to_multiple_of']} with --cache_teacher: the cache holds rows of one "
@@ -149,7 +150,7 @@ def evaluate(task, model, name):
 def run_inputs():
     """What the run reads, by content: the teacher, the task and its data files, the augmentation (its texts
     depend on --augment and --seed). The teacher cache is of these; a resumed run must have them too."""
-    from keras_bert.teacher_cache import file_fingerprint
+    from keras_bert.training.callbacks import file_fingerprint
 
     task = (FLAGS.task_name or "custom").lower()
     data = FLAGS.train_file if task == "custom" else FLAGS.data_dir
@@ -203,10 +204,7 @@ def main(argv):
         checkpoint = TrainingCheckpoint(distiller, os.path.join(FLAGS.output_dir, "checkpoints"),
                                         strategy=strategy, tracked=distiller.trained,
                                         identity=run_identity(inputs))
-    try:
-        step = checkpoint.restore()
-    except UserInputError as e:
-        raise UserInputError(f"{e}, or pass --overwrite to start afresh") from None
+    step = common.restore(checkpoint)
     if step:
         print(f"Resuming from step {step} of {num_train_steps}")
     if step < num_train_steps:

@@ -12,11 +12,14 @@ run there too.
 
 import dataclasses
 import glob
+import math
 import os
 import sys
 from collections.abc import Callable
 
 from absl import flags
+
+from keras_bert.training.defaults import FINETUNING, PRETRAINING
 
 FLAGS = flags.FLAGS
 _PROBLEMS = []  # the messages of the checks that failed during this parse, in the order they ran
@@ -42,6 +45,12 @@ def at_least(low):
 
 def above(low):
     return lambda value: None if value is None or value > low else f"must be greater than {low}"
+
+
+def finite(value):
+    """A number that is not inf or nan (checked first on every float concept: `--num_train_epochs=inf` would
+    pass `above(0)` and overflow when the steps are counted; nan passes no range and says so poorly)."""
+    return None if value is None or math.isfinite(value) else "must be a finite number"
 
 
 def within(low, high):
@@ -198,8 +207,8 @@ CONCEPTS = {
                           (existing_file,)),
     "do_lower_case": Concept("bool", None, "Lower-case and strip accents (uncased models); default: the "
                              "casing the checkpoint states, else true."),
-    "max_seq_length": Concept("integer", 128, "Packed sequence length in pieces, [CLS] and [SEP] included.",
-                              (at_least(3),)),
+    "max_seq_length": Concept("integer", FINETUNING.max_seq_length, "Packed sequence length in pieces, "
+                              "[CLS] and [SEP] included.", (at_least(3),)),
     "preset": Concept("enum", "tiny", "Architecture when neither --bert_config_file nor --init_checkpoint is "
                       "given; vocab_size comes from the vocab file.", choices=_presets),
     "dtype": Concept("enum", "float32", "The Keras dtype policy the model is built under: mixed_bfloat16 / "
@@ -207,19 +216,22 @@ CONCEPTS = {
                      "bf16 too; LayerNorm, softmax, losses and heads stay float32.",
                      choices=("float32", "mixed_bfloat16", "mixed_float16")),
     # Optimization and schedule.
-    "train_batch_size": Concept("integer", 32, "Global batch size (all replicas together).", POSITIVE),
-    "eval_batch_size": Concept("integer", 32, "Global batch size of evaluation and prediction.", POSITIVE),
-    "learning_rate": Concept("float", 1e-4, "Peak learning rate.", (above(0),)),
-    "num_warmup_steps": Concept("integer", 0, "Linear warmup steps.", NON_NEGATIVE),
-    "warmup_proportion": Concept("float", 0.1, "Fraction of the train steps with linear warmup (used when "
-                                 "--num_warmup_steps is 0).", (within(0, 1),)),
-    "num_train_epochs": Concept("float", 3.0, "Passes over the training data (fractions allowed).",
-                                (above(0),)),
-    "num_train_steps": Concept("integer", 1000, "Total optimizer steps.", POSITIVE),
-    "weight_decay": Concept("float", 0.01, "Decoupled weight decay (not on LayerNorm and biases).",
-                            NON_NEGATIVE),
-    "clip_global_norm": Concept("float", 1.0, "Clip the (all-replica) gradient to this global norm; 0: off.",
-                                NON_NEGATIVE),
+    # (Defaults: the library's, keras_bert/training/defaults.py; pre-training passes its own.)
+    "train_batch_size": Concept("integer", FINETUNING.batch_size, "Global batch size (all replicas "
+                                "together).", POSITIVE),
+    "eval_batch_size": Concept("integer", FINETUNING.batch_size, "Global batch size of evaluation and "
+                               "prediction.", POSITIVE),
+    "learning_rate": Concept("float", FINETUNING.learning_rate, "Peak learning rate.", (above(0),)),
+    "num_warmup_steps": Concept("integer", FINETUNING.num_warmup_steps, "Linear warmup steps.", NON_NEGATIVE),
+    "warmup_proportion": Concept("float", FINETUNING.warmup_proportion, "Fraction of the train steps with "
+                                 "linear warmup (used when --num_warmup_steps is 0).", (within(0, 1),)),
+    "num_train_epochs": Concept("float", FINETUNING.num_train_epochs, "Passes over the training data "
+                                "(fractions allowed).", (above(0),)),
+    "num_train_steps": Concept("integer", PRETRAINING.num_train_steps, "Total optimizer steps.", POSITIVE),
+    "weight_decay": Concept("float", FINETUNING.weight_decay, "Decoupled weight decay (not on LayerNorm and "
+                            "biases).", NON_NEGATIVE),
+    "clip_global_norm": Concept("float", FINETUNING.clip_global_norm, "Clip the (all-replica) gradient to "
+                                "this global norm; 0: off.", NON_NEGATIVE),
     "gradient_accumulation_steps": Concept(
         "integer", 1, "Compute each step's --train_batch_size batch in this many sequential micro-batches "
         "(less memory, same step: gradients summed exactly).", POSITIVE),
@@ -341,7 +353,7 @@ def define_one(name, default=_UNSET, help=None, choices=None, alias_of=None):  #
         flags.DEFINE_enum(name, default, list(listed), text, module_name=_script())
     else:
         _DEFINE[concept.kind](name, default, text, module_name=_script())
-    check(name, *concept.checks)
+    check(name, *((finite,) if concept.kind == "float" else ()), *concept.checks)
 
 
 def _script():

@@ -14,6 +14,7 @@ Outputs in --model_dir: checkpoints/, logs/ (TensorBoard), eval_results.json, pr
 bert_config.json + vocab.txt, loadable by `from_pretrained`).
 """
 
+import hashlib
 import math
 import os
 import tempfile
@@ -21,12 +22,15 @@ import tempfile
 from absl import flags
 
 from keras_bert.data import pretraining
+from keras_bert.training.defaults import PRETRAINING
 from recipes import common, logs
 from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
-common.define_flags(model_dir="runs/pretrain", learning_rate=1e-4, train_batch_size=32, max_seq_length=128,
-                    num_warmup_steps=100)
+# Pre-training's own defaults (keras_bert.training.defaults.PRETRAINING), not fine-tuning's.
+common.define_flags(model_dir="runs/pretrain", learning_rate=PRETRAINING.learning_rate,
+                    train_batch_size=PRETRAINING.batch_size, max_seq_length=PRETRAINING.max_seq_length,
+                    num_warmup_steps=PRETRAINING.num_warmup_steps, weight_decay=PRETRAINING.weight_decay)
 shared_flags.define_one("input_files", help="Comma-separated files/globs: pre-training TFRecords or text "
                         "files.")
 flags.DEFINE_string("eval_input_files", None, "Evaluation files (same kinds); default: the training input "
@@ -79,11 +83,25 @@ def input_fn(tokenizer, is_training, batch_size, seed):
     return checked_dataset_fn
 
 
+def run_identity(tokenizer):
+    """What defines the run, by content (a resume with others is refused, naming them; the architecture is
+    checked apart, `TrainingCheckpoint`'s configuration): the vocab's tokens and casing, --init_checkpoint's
+    files, the training data (files, or the TFDS dataset / the default corpus)."""
+    from keras_bert.training.callbacks import file_fingerprint
+
+    tokens = hashlib.sha256("\n".join(tokenizer.vocab).encode("utf-8")).hexdigest()
+    data = (file_fingerprint(common.flag_files("input_files")) if FLAGS.input_files
+            else [FLAGS.tfds_name, FLAGS.tfds_split, FLAGS.tfds_text_key] if FLAGS.tfds_name
+            else "default corpus")
+    return {"vocab": tokens, "casing": [tokenizer.lower_case, tokenizer.strip_accents, tokenizer.rules],
+            "init_checkpoint": file_fingerprint([FLAGS.init_checkpoint]), "training data": data}
+
+
 def main(argv):
     del argv
     from keras_bert.checkpoints import save_pretrained
     from keras_bert.models.pretrainer import BertPretrainer
-    from keras_bert.tasks.finetuning import check_vocab_size
+    from keras_bert.tasks.finetuning import check_seq_length, check_vocab_size
     from keras_bert.text.vocab import save_vocab
     from keras_bert.training import (
         CheckpointCallback,
@@ -96,6 +114,9 @@ def main(argv):
 
     strategy = common.setup()
     tokenizer = common.finetuning_tokenizer()  # what --init_checkpoint states: vocab, casing, rules
+    config = common.checkpoint().config if FLAGS.init_checkpoint else common.bert_config(tokenizer.vocab_size)
+    with common.flag_errors("max_seq_length"):  # before any work (not in the first step's embeddings)
+        check_seq_length(config, FLAGS.max_seq_length)
     with strategy.scope():
         with common.remat_scope():
             if FLAGS.init_checkpoint:
@@ -111,8 +132,8 @@ def main(argv):
                       jit_compile=common.jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution,
                       gradient_accumulation_steps=FLAGS.gradient_accumulation_steps)
         checkpoint = TrainingCheckpoint(model, os.path.join(FLAGS.model_dir, "checkpoints"),
-                                        strategy=strategy)
-    step = checkpoint.restore()
+                                        strategy=strategy, identity=run_identity(tokenizer))
+    step = common.restore(checkpoint)
     if step:
         print(f"Resuming from step {step} ({checkpoint.manager.latest_checkpoint or 'chief checkpoint'})")
 

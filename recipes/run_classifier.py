@@ -24,8 +24,7 @@ from recipes import common, logs
 from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
-common.define_finetuning_flags(output_dir="runs/classifier", learning_rate=2e-5, train_batch_size=32,
-                               max_seq_length=128)
+common.define_finetuning_flags(output_dir="runs/classifier")  # the library's defaults (training/defaults.py)
 shared_flags.define("task_name", "data_dir", "tfds_name", "tfds_data_dir")
 flags.DEFINE_string("ax_data_dir", None, "With --task_name=MNLI --do_predict: directory of the AX "
                     "diagnostic.tsv, also predicted (AX.tsv).")

@@ -14,8 +14,7 @@ from recipes import common, logs
 from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
-common.define_finetuning_flags(output_dir="runs/swag", learning_rate=2e-5, train_batch_size=16,
-                               max_seq_length=128)
+common.define_finetuning_flags(output_dir="runs/swag")  # the library's defaults (training/defaults.py)
 shared_flags.define_data_files({"train_file": "SWAG train.csv.", "eval_file": "SWAG val.csv (with labels).",
                                 "predict_file": "SWAG test.csv (labels not needed)."})
 

@@ -21,8 +21,7 @@ from recipes import common, logs
 from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
-common.define_finetuning_flags(output_dir="runs/ner", learning_rate=5e-5, train_batch_size=32,
-                               max_seq_length=128)
+common.define_finetuning_flags(output_dir="runs/ner")  # the library's defaults (training/defaults.py)
 shared_flags.define_data_files({"train_file": "CoNLL file for training.",
                                 "eval_file": "CoNLL file to score (--do_eval).",
                                 "predict_file": "CoNLL file to predict (--do_predict)."})

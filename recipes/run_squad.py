@@ -20,12 +20,12 @@ v2.0 adds HasAns/NoAns splits and the best null threshold).
 from absl import flags
 
 from keras_bert.tasks.squad.answers import AnswerRules
+from keras_bert.tasks.squad.task import SquadSettings
 from recipes import common, logs
 from recipes import flags as shared_flags
 
 FLAGS = flags.FLAGS
-common.define_finetuning_flags(output_dir="runs/squad", learning_rate=3e-5, train_batch_size=32,
-                               max_seq_length=384)
+common.define_finetuning_flags(output_dir="runs/squad", max_seq_length=SquadSettings.max_seq_length)
 shared_flags.define_data_files({"train_file": "SQuAD JSON for training.",
                                 "predict_file": "SQuAD JSON to predict (and, with --do_eval, score)."},
                                eval_file="predict_file")

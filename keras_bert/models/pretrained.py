@@ -33,11 +33,12 @@ from keras_bert.config import BertConfig
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from keras_bert.text.vocab import load_vocab
 from keras_bert.textfiles import read_json
+from keras_bert.training.defaults import FINETUNING
 
 logger = logging.getLogger("keras_bert")
 
 # The paper's fine-tuning length (run_classifier's max_seq_length); capped at the position embeddings.
-DEFAULT_SEQ_LENGTH = 128
+DEFAULT_SEQ_LENGTH = FINETUNING.max_seq_length
 LABELS_FILE = "labels.json"  # beside a fine-tuned model.keras: {"labels": [...]}
 
 

@@ -7,9 +7,10 @@ import tensorflow as tf
 
 from keras_bert import compat
 from keras_bert.data.features import TEXT_KEYS
+from keras_bert.training.defaults import FINETUNING
 
 # Keras' batch size when `fit` / `evaluate` / `predict` are given none.
-DEFAULT_BATCH_SIZE = 32
+DEFAULT_BATCH_SIZE = FINETUNING.batch_size  # keras_bert/training/defaults.py
 
 
 def is_str_sequence(value):

@@ -10,6 +10,8 @@ a full disk fails naming the directory, without leaving the partial `ckpt-N_temp
 """
 
 import errno
+import glob
+import hashlib
 import json
 import logging
 import math
@@ -43,8 +45,10 @@ class TrainingCheckpoint:
             the other workers write to a scratch directory that is removed (all must call `save`).
         tracked: what is saved beside the optimizer (default `model`); a distiller passes its trained part,
             so a resume never restores weights over the teacher it was given.
-        identity: a JSON-able dict of what defines the run (inputs' fingerprints, settings), kept beside
-            the checkpoints; a resume whose identity differs is refused naming the keys that changed.
+        identity: a JSON-able dict of what defines the run (inputs' fingerprints by content, e.g.
+            `file_fingerprint`, and settings), kept beside the checkpoints; a resume whose identity differs
+            is refused naming the keys that changed. A run saved without one (before its recipe kept it)
+            resumes with a warning, and keeps this run's from then on.
     """
 
     def __init__(self, model, directory, max_to_keep=3, strategy=None, tracked=None, identity=None):
@@ -84,10 +88,9 @@ class TrainingCheckpoint:
                                      f"configuration ({_differences(saved, current)}); resume with its "
                                      "configuration or start in another directory")
             stored = _read_json(self._identity_path)
-            if self.identity is not None and stored != self.identity:
-                changed = ("no record of its inputs (written before they were kept)" if stored is None
-                           else "; ".join(f"{key} changed" for key in sorted(set(stored) | set(self.identity))
-                                          if stored.get(key) != self.identity.get(key)))
+            if self.identity is not None and stored is not None and stored != self.identity:
+                changed = "; ".join(f"{key} changed" for key in sorted(set(stored) | set(self.identity))
+                                    if stored.get(key) != self.identity.get(key))
                 raise UserInputError(f"{os.path.dirname(self._identity_path)} holds a run of other inputs "
                                      f"({changed}); resume with the same ones")
             try:
@@ -96,6 +99,11 @@ class TrainingCheckpoint:
                 first = str(e).strip().splitlines()[0][:300]
                 raise UserInputError(f"{path} holds a run of another configuration, which does not fit this "
                                      f"one ({first}); this run: {current}") from None
+            if self.identity is not None and stored is None:
+                logger.warning("%s: no record of the inputs of the run it resumes (saved before they were "
+                               "kept); resuming without comparing them", self.directory)
+                if self.is_chief:
+                    _write_json_atomically(self._identity_path, self.identity)
         return self.step
 
     def save(self):
@@ -127,6 +135,30 @@ CONFIG_FILE = "bert_config.json"
 IDENTITY_FILE = "run_identity.json"
 # What tf.train.CheckpointManager writes before the rename that completes a save.
 _PARTIAL_SAVE = re.compile(r"^ckpt-\d+_temp$")
+
+
+def file_fingerprint(paths):
+    """The SHA-256 of each of `paths` (None skipped) by content: a file's bytes; a directory's files (or a
+    checkpoint prefix's `prefix.*` files), their relative names and bytes. A copy has its original's, a file
+    replaced in place (same size and mtime or not) another. What a `TrainingCheckpoint` identity holds of
+    the files a run reads (about 1 s a GB)."""
+    fingerprints = []
+    for path in (p for p in paths if p):
+        if os.path.isfile(path):
+            files = {"": path}  # one file: its bytes alone, whatever its name
+        elif os.path.isdir(path):
+            files = {os.path.relpath(os.path.join(root, name), path): os.path.join(root, name)
+                     for root, _, names in os.walk(path) for name in names}
+        else:
+            files = {os.path.basename(name): name for name in glob.glob(glob.escape(path) + ".*")}
+        digest = hashlib.sha256()
+        for name in sorted(files):
+            digest.update(name.encode("utf-8") + b"\0")
+            with open(files[name], "rb") as f:
+                while block := f.read(1 << 20):
+                    digest.update(block)
+        fingerprints.append(digest.hexdigest())
+    return fingerprints
 
 
 def _remove_partial_saves(directory):

@@ -10,6 +10,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert import compat
+from keras_bert.training.defaults import FINETUNING
 
 # Variable-name patterns the original excludes from weight decay (Keras names LayerNorm's gamma/beta).
 NO_DECAY_PATTERNS = ("LayerNorm", "layer_norm", "gamma", "beta", "bias")
@@ -165,8 +166,9 @@ class Lamb(_ClipAfterAllReduce, keras.optimizers.Lamb):
     gradient."""
 
 
-def create_optimizer(learning_rate, num_train_steps, num_warmup_steps=0, optimizer="adamw", weight_decay=0.01,
-                     clip_global_norm=1.0, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+def create_optimizer(learning_rate, num_train_steps, num_warmup_steps=0, optimizer="adamw",
+                     weight_decay=FINETUNING.weight_decay, clip_global_norm=FINETUNING.clip_global_norm,
+                     beta_1=0.9, beta_2=0.999, epsilon=1e-6,
                      no_decay_patterns=NO_DECAY_PATTERNS):
     """Builds BERT's optimizer.
 

@@ -62,8 +62,28 @@ def _latest_step(model_dir):
     return int(first.rsplit("-", 1)[1].strip().strip('"'))
 
 
+def _other_inputs(corpus, tmp_path):
+    """{what changed: flag}: the vocab with two tokens swapped (same size), an --init_checkpoint (same
+    architecture and vocab), other training data."""
+    from keras_bert.checkpoints import save_pretrained
+    from keras_bert.models.encoder import BertEncoder
+    from keras_bert.models.pretrainer import BertPretrainer
+
+    config = BertConfig.from_json_file(str(corpus["root"] / "bert_config.json"))
+    init = save_pretrained(BertPretrainer(BertEncoder(config)), str(tmp_path / "init"),
+                           str(corpus["root"] / "vocab.txt"))
+    tokens = (corpus["root"] / "vocab.txt").read_text().splitlines()
+    tokens[-1], tokens[-2] = tokens[-2], tokens[-1]
+    (tmp_path / "swapped.txt").write_text("\n".join(tokens) + "\n")
+    return {"vocab": f"--vocab_file={tmp_path / 'swapped.txt'}", "init_checkpoint":
+            f"--init_checkpoint={init}", "training data": f"--input_files={corpus['eval']}"}
+
+
 @pytest.mark.slow
-def test_resume_after_sigkill(corpus, tmp_path):
+def test_resume_after_sigkill(corpus, tmp_path, run_in_process):
+    """Killed, the run resumes from its last checkpoint, past the lock the killed process left; a resume
+    with other inputs (vocab contents, --init_checkpoint, data: compared by content) is refused first, in
+    one line naming what changed."""
     model_dir = str(tmp_path / "run")
     flags = [*corpus["flags"], f"--model_dir={model_dir}", "--num_train_steps=40",
              "--save_checkpoints_steps=5", "--train_batch_size=8", "--num_warmup_steps=5"]
@@ -78,6 +98,14 @@ def test_resume_after_sigkill(corpus, tmp_path):
     killed_at = _latest_step(model_dir)
     assert 10 <= killed_at < 40, f"killed at step {killed_at} (return code {process.returncode})"
 
+    lock = tmp_path / ".run.keras_bert_lock"
+    assert lock.exists()  # the killed run's, stale
+    refused = (f"error: {model_dir}/checkpoints holds a run of other inputs ({{}} changed); resume with the "
+               "same ones, or pass --overwrite to start afresh")
+    for changed, flag in _other_inputs(corpus, tmp_path).items():
+        status, stderr = run_in_process("pretrain", *flags, flag)
+        assert status == 1 and stderr.splitlines()[-1].startswith(refused.format(changed)), stderr
+        assert _latest_step(model_dir) == killed_at
     result = run_recipe("pretrain", *flags)
     assert f"Resuming from step {killed_at}" in result.stdout
     with open(os.path.join(model_dir, "eval_results.json")) as f:
@@ -297,3 +325,13 @@ def test_text_input_needs_two_documents(corpus, tmp_path, run_in_process):
                                     f"--input_files={tmp_path / 'one.txt'}")
     assert status == 1
     assert f"--input_files={tmp_path / 'one.txt'}: found 1 document(s) with text" in stderr
+
+
+def test_a_sequence_longer_than_the_positions_is_refused_before_any_work(corpus, tmp_path, run_in_process):
+    start = time.perf_counter()
+    status, stderr = run_in_process("pretrain", *corpus["flags"], f"--model_dir={tmp_path / 'run'}",
+                                    "--max_seq_length=100000")
+    assert (status, stderr) == (1, "error: seq_length=100000; expected 3 <= seq_length <= the model's "
+                                   "max_position_embeddings=64 (given as --max_seq_length=100000)\n")
+    assert time.perf_counter() - start < 10  # (was: 20 s, then a traceback from the embeddings' first call)
+    assert not (tmp_path / "run").exists()

@@ -1,5 +1,6 @@
 """What a resume finds in its directory: partial saves of a killed run are removed, a run of another
-architecture is named with both configurations, and a full disk ends with one error naming the directory."""
+architecture is named with both configurations, a run of other inputs with what changed, and a full disk
+ends with one error naming the directory."""
 
 import dataclasses
 import os
@@ -43,6 +44,19 @@ def test_a_run_of_another_configuration_is_named(tiny_config, tmp_path):
                        match=r"ckpt-0 holds a run of another configuration, which does not fit"):
         TrainingCheckpoint(other, str(tmp_path)).restore()
     assert TrainingCheckpoint(_model(tiny_config), str(tmp_path)).restore() == 0  # the same one resumes
+
+
+def test_a_run_of_other_inputs_is_refused_naming_them(tiny_config, tmp_path, caplog):
+    model = _model(tiny_config)
+    TrainingCheckpoint(model, str(tmp_path)).save()  # a run saved before its inputs were kept
+    identity = {"vocab": "a1", "init_checkpoint": ["b2"], "training data": ["c3"]}
+    assert TrainingCheckpoint(model, str(tmp_path), identity=identity).restore() == 0  # resumed, and kept
+    assert "no record of the inputs of the run it resumes" in caplog.text
+    for key, value in (("vocab", "a2"), ("init_checkpoint", [])):
+        with pytest.raises(UserInputError, match=rf"^{tmp_path} holds a run of other inputs "
+                                                 rf"\({key} changed\); resume with the same ones$"):
+            TrainingCheckpoint(model, str(tmp_path), identity={**identity, key: value}).restore()
+    assert TrainingCheckpoint(model, str(tmp_path), identity=dict(identity)).restore() == 0
 
 
 def test_a_full_disk_ends_with_one_error_naming_the_directory(tiny_config, tmp_path):
