@@ -26,8 +26,8 @@ shared_flags.define_one("vocab_file", help="WordPiece vocab.txt; default: the mo
                         "vocab.txt beside --model_path.")
 shared_flags.define_one("do_lower_case", None, help="Lower-case and strip accents (uncased models); default: "
                         "the model's own casing, else true.")
-shared_flags.define_one("max_seq_length", None, help="Packed sequence length; default: the model's own, "
-                        "else 128.")
+shared_flags.define_one("max_seq_length", None, help="Packed sequence length; default: the model's own or "
+                        "the one its checkpoint states, else 128.")
 FORMS = ["text", "text_pair", *(form for spec in registry.specs() for form in spec.forms)]
 shared_flags.define_one("signature", None, help="What serving_default takes; default: the model's first "
                         "input form.")
@@ -40,31 +40,24 @@ OPTION_CLASSES = option_classes()
 shared_flags.define_options(OPTION_CLASSES)
 
 
-def load_model(path):
-    """The keras_bert model of --model_path, as export_saved_model loads it: a .keras file's model as it is
-    (the flags override its preprocessor later), or the encoder of a checkpoint directory, cased and packed
-    as the flags say."""
-    import keras_bert
-    from keras_bert.checkpoints import keras_file
-
-    if keras_file(path):
-        return keras_bert.load_pretrained_model(path, None, None)
-    if FLAGS.vocab_file:
-        return keras_bert.load_encoder(path)
-    return keras_bert.load_pretrained_model(path, FLAGS.max_seq_length, FLAGS.do_lower_case)
-
-
 def main(argv):
     del argv
-    from keras_bert.checkpoints.files import find_vocab_file
-    from keras_bert.export import export_litert
-    from keras_bert.export.preprocessing import preprocessor_with_overrides
-    from recipes.common import flag_errors
+    from keras_bert.export.litert import require_runtime
+    from recipes.common import claim_output
 
-    with flag_errors("model_path"):
-        model = load_model(FLAGS.model_path)
-    preprocessor = preprocessor_with_overrides(model, FLAGS.vocab_file, FLAGS.do_lower_case,
-                                               FLAGS.max_seq_length, find_vocab_file(FLAGS.model_path))
+    require_runtime()  # before the model loads: one line naming the extra to install
+    # claimed before any work: refused when it is (or links to) --model_path or --vocab_file
+    with claim_output("output_file", paths=["model_path", "vocab_file"]):
+        _export()
+
+
+def _export():
+    """Loads --model_path and writes --output_file (claimed by `main`)."""
+    from keras_bert.export import export_litert
+    from recipes.common import load_model
+
+    model = load_model("model_path")  # as export_saved_model loads it: the flags' overrides, its task head
+    preprocessor = model.preprocessor
     if preprocessor is None:
         raise app.UsageError(f"--model_path={FLAGS.model_path} has no preprocessor and no vocab.txt beside "
                              "it; pass --vocab_file")

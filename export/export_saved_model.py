@@ -5,17 +5,19 @@
 
 --model_path is a `.keras` file (any keras_bert model: encoder or task model) or a checkpoint in any
 format `from_pretrained` reads (Google TF1, Hugging Face, KerasHub, keras_bert, or a hub name), which
-exports the model it holds (`keras_bert.load_pretrained_model`): a Hugging Face BertFor* or KerasHub task
-preset as its task model with its trained head and label names, any other as its encoder; a
+exports the model it holds (`keras_bert.load_pretrained_model`, which applies --vocab_file, --do_lower_case
+and --max_seq_length to any format): a Hugging Face BertFor* or KerasHub task preset as its task model with
+its trained head and label names, any other as its encoder; a
 sentence-transformers directory (modules.json), or a model saved from one, also serves its
 `sentence_embedding`, pooled and normalized as its modules.json says (the encoder's own default:
 --pooling / --normalize override, --pooling=none turns it off). A model saved with its preprocessor
 (fine-tuning recipes, `from_pretrained`, `preprocessor=`) exports with no other flag; --vocab_file,
 --do_lower_case and --max_seq_length then override its parts, and one that contradicts the model (another
-vocab or casing) is refused. The serving-option flags are generated from the models' Options dataclasses
-(`keras_bert.models.options`: the shared ones, the encoder's, each task folder's spec.py); one that the
-model does not take (given other than its default) is refused, naming whom it applies to. The version
-directory is written atomically under --export_dir; the path is printed.
+vocab or casing, a length beyond its position embeddings) is refused. The serving-option flags are
+generated from the models' Options dataclasses (`keras_bert.models.options`: the shared ones, the
+encoder's, each task folder's spec.py); one that the model does not take (given other than its default) is
+refused, naming whom it applies to. The version directory is written atomically under --export_dir; the
+path is printed.
 """
 
 import subprocess
@@ -42,7 +44,7 @@ shared_flags.define_one("vocab_file", help="WordPiece vocab.txt; default: the mo
 shared_flags.define_one("do_lower_case", None, help="Lower-case and strip accents (uncased models); default: "
                         "the model's own casing, else true.")
 shared_flags.define_one("max_seq_length", None, help="Packed sequence length of the raw-text signatures; "
-                        "default: the model's own, else 128.")
+                        "default: the model's own or the one its checkpoint states, else 128.")
 FORMS = ("text", "text_pair", "token_ids", *(form for spec in registry.specs() for form in spec.forms))
 shared_flags.define_one("signature", None, help=f"What serving_default takes: {', '.join(FORMS)}; default: "
                         "the model's first input form (e.g. text; decoded answers for a question-answering "
@@ -76,18 +78,6 @@ OPTION_CLASSES = option_classes()
 shared_flags.define_options(OPTION_CLASSES)
 
 
-def load_model(path):
-    """The keras_bert model of --model_path (`keras_bert.load_pretrained_model`): a .keras file's model as it
-    is, a task checkpoint's task model with its trained head, else the encoder of a checkpoint directory
-    (with the preprocessor of --vocab_file or the vocab.txt beside it, cased and packed as the flags say)."""
-    import keras_bert
-    from keras_bert.checkpoints import keras_file
-
-    if keras_file(path):  # a .keras model's own preprocessor: the flags override it later
-        return keras_bert.load_pretrained_model(path)
-    return keras_bert.load_pretrained_model(path, FLAGS.max_seq_length, FLAGS.do_lower_case, FLAGS.vocab_file)
-
-
 def read_calibration_file(path):
     """The non-empty lines of --calibration_file (UTF-8; an error names the file and line)."""
     from keras_bert.textfiles import read_text
@@ -101,26 +91,16 @@ def read_calibration_file(path):
 
 def main(argv):
     del argv
-    from keras_bert.checkpoints.files import find_vocab_file
-    from keras_bert.export import ExportError, export_saved_model
-    from keras_bert.export.preprocessing import DEFAULT_SEQ_LENGTH, preprocessor_with_overrides
+    from keras_bert.export import export_saved_model
     from keras_bert.export.tfhub import export_tfhub
-    from recipes.common import flag_errors
+    from keras_bert.models.pretrained import DEFAULT_SEQ_LENGTH
+    from recipes.common import flag_errors, load_model
 
     with flag_errors("calibration_file"):
         calibration_texts = read_calibration_file(FLAGS.calibration_file) if FLAGS.calibration_file else None
-    with flag_errors("model_path"):
-        model = load_model(FLAGS.model_path)
+    model = load_model("model_path")
+    preprocessor = model.preprocessor
     takes_text = FLAGS.signature != "token_ids" or FLAGS.format == "tfhub"
-    try:
-        preprocessor = preprocessor_with_overrides(model, FLAGS.vocab_file, FLAGS.do_lower_case,
-                                                   FLAGS.max_seq_length,
-                                                   find_vocab_file(FLAGS.model_path) if takes_text else None)
-    except ExportError as e:
-        e.add_note(f"given as --model_path={FLAGS.model_path} with " + " ".join(
-            FLAGS[name].serialize() for name in ("vocab_file", "do_lower_case", "max_seq_length")
-            if FLAGS[name].value is not None))
-        raise
     if preprocessor is None and takes_text:
         raise app.UsageError(f"--model_path={FLAGS.model_path} has no preprocessor and no vocab.txt beside "
                              "it; pass --vocab_file (or --signature=token_ids for a token-id-only export)")
@@ -129,8 +109,6 @@ def main(argv):
     else:
         # A sentence-transformers checkpoint's pooling is the encoder's own default (from_pretrained).
         options = shared_flags.given_options(OPTION_CLASSES)
-        # The overrides, checked above, become the model's own: the export runs it without checking it again.
-        model.set_preprocessor(preprocessor)
         exported = [export_saved_model(model, FLAGS.export_dir[0], None, FLAGS.version, FLAGS.signature,
                                        FLAGS.warmup,
                                        example_seq_length=FLAGS.max_seq_length or DEFAULT_SEQ_LENGTH,

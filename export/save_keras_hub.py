@@ -4,7 +4,7 @@
 
 --model_path is a `.keras` file (any keras_bert model; a BertClassifier also becomes a BertTextClassifier
 task preset) or a checkpoint in any format `from_pretrained` reads: the model it holds
-(`keras_bert.load_pretrained_model`: a task checkpoint's task model with its head, else its encoder), with
+(`recipes.common.load_model`: a task checkpoint's task model with its head, else its encoder), with
 the vocab.txt beside it as the tokenizer. --output_dir may not be, hold or lie inside --model_path; an
 existing non-empty one is refused unless --overwrite (then replaced whole). The preset is written beside it
 and renamed into place; the directory is printed.
@@ -28,8 +28,7 @@ def main(argv):
     import keras_bert
 
     with common.claim_output("output_dir", "dir", paths=["model_path"]):
-        with common.flag_errors("model_path"):
-            model = keras_bert.load_pretrained_model(FLAGS.model_path)
+        model = common.load_model("model_path")
         print(keras_bert.save_keras_hub(model, FLAGS.output_dir, overwrite=FLAGS.overwrite))
 
 

@@ -144,8 +144,7 @@ def vocab_file():
 
 
 def lower_case():
-    """--do_lower_case, lower case when unset (a checkpoint's own casing comes from
-    `checkpoint_preprocessor`)."""
+    """--do_lower_case, lower case when unset (a checkpoint's own casing comes from `checkpoint`)."""
     return FLAGS.do_lower_case is not False
 
 
@@ -263,65 +262,79 @@ def output_file(flag, globs=(), paths=()):
                                 flag)
 
 
+# The flags a script may define that override what a checkpoint states -> the loader's keyword.
+OVERRIDE_FLAGS = {"vocab_file": "vocab_file", "do_lower_case": "lower_case", "max_seq_length": "seq_length"}
+
+
+def _given_overrides():
+    """{loader keyword: value} of the OVERRIDE_FLAGS this script defines and the command line gives."""
+    return {keyword: FLAGS[name].value for name, keyword in OVERRIDE_FLAGS.items()
+            if name in FLAGS and FLAGS[name].present and FLAGS[name].value is not None}
+
+
+def _override_names():
+    return [name for name, keyword in OVERRIDE_FLAGS.items() if keyword in _given_overrides()]
+
+
+def load_model(flag):
+    """The model of --`flag` (a path or hub name) as `keras_bert.load_pretrained_model` loads it, whatever
+    the format: a `.keras` save's model, a task checkpoint's task model with its trained head, else the
+    encoder; with the script's --vocab_file, --do_lower_case and --max_seq_length overriding what it states
+    (where the script defines them and they are given). Its errors name the flags."""
+    from keras_bert.models.encoder import load_pretrained_model
+
+    with flag_errors(flag, *_override_names()):
+        return load_pretrained_model(FLAGS[flag].value, **_given_overrides())
+
+
 def checkpoint():
-    """The `Pretrained` of --init_checkpoint (`keras_bert.models.pretrained.resolve_pretrained` with
-    --do_lower_case and a given --vocab_file), resolved once per run; its errors name the flags."""
+    """The `Pretrained` of --init_checkpoint (`keras_bert.models.pretrained.resolve_pretrained` with the
+    given --vocab_file, --do_lower_case and --max_seq_length; unset, the packed length is the one the
+    checkpoint states, else --max_seq_length's default), or None without --init_checkpoint; resolved once
+    per run. Its errors name the flags."""
     from keras_bert.models.pretrained import resolve_pretrained
 
-    given = vocab_file() if FLAGS.vocab_file else None
-    key = (FLAGS.init_checkpoint, FLAGS.do_lower_case, given)
+    if not FLAGS.init_checkpoint:
+        return None
+    given = _given_overrides()
+    key = (FLAGS.init_checkpoint, *sorted(given.items()))
     if key not in _RESOLVED:
-        with flag_errors("init_checkpoint",
-                         *(name for name in ("vocab_file", "do_lower_case") if FLAGS[name].present)):
-            pretrained = resolve_pretrained(FLAGS.init_checkpoint, lower_case=FLAGS.do_lower_case,
-                                            vocab_file=given)
+        with flag_errors("init_checkpoint", *_override_names()):
+            pretrained = resolve_pretrained(FLAGS.init_checkpoint, default_seq_length=FLAGS.max_seq_length,
+                                            **given)
         _RESOLVED.clear()  # one run, one entry
         _RESOLVED[key] = pretrained
     return _RESOLVED[key]
 
 
-def checkpoint_preprocessor(model_class=None):
-    """The preprocessor --init_checkpoint states (`keras_bert.models.pretrained.resolve_pretrained`: a
-    `.keras` save's own, else the vocab beside it or --vocab_file, cased as the checkpoint states, else
-    --do_lower_case, with KerasHub's rules for a KerasHub preset), or None (no --init_checkpoint, or no
-    vocab).
-    A --vocab_file or --do_lower_case that contradicts the checkpoint is refused naming both values; so is
-    --max_seq_length when the checkpoint is a `.keras` of `model_class` (the task continues), which then
-    defaults to the model's."""
-    from keras_bert.export.preprocessing import check_agrees
-    from keras_bert.text import BertPreprocessor, BertTokenizer
-
-    if not FLAGS.init_checkpoint:
-        return None
-    given = vocab_file() if FLAGS.vocab_file else None
+def checkpoint_labels():
+    """The label names --init_checkpoint carries (`Pretrained.labels`: a fine-tuned `.keras`'s or the
+    labels.json beside it, a Hugging Face task checkpoint's id2label names), or None."""
     pretrained = checkpoint()
-    own = pretrained.preprocessor
-    if not pretrained.trained_preprocessor:
-        return own
-    source = f"--init_checkpoint={FLAGS.init_checkpoint}"
-    if given:
-        with flag_errors("vocab_file", "init_checkpoint"):
-            check_agrees(own, BertPreprocessor(BertTokenizer(given, lower_case=own.tokenizer.lower_case),
-                                               own.seq_length))
-    if model_class is None or pretrained.class_name != model_class.__name__:
-        return own
-    if FLAGS["max_seq_length"].present and FLAGS.max_seq_length != own.seq_length:
-        raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} but {source} was trained with "
-                         f"seq_length={own.seq_length}")
-    FLAGS.max_seq_length = own.seq_length
-    return own
+    return None if pretrained is None else pretrained.labels
 
 
-def finetuning_tokenizer(model_class=None):
-    """The BertTokenizer of the run: the one --init_checkpoint states (`checkpoint_preprocessor`; its sequence
-    length too when it is a `.keras` of `model_class`), else the one of --vocab_file (default: the default
-    corpus's learned vocab) and --do_lower_case (default: lower case)."""
+def run_tokenizer():
+    """The BertTokenizer of the run: the one --init_checkpoint states (`checkpoint`: a `.keras` save's own,
+    else the vocab beside it or --vocab_file, cased as the checkpoint states, else --do_lower_case, with
+    KerasHub's rules for a KerasHub preset), else the one of --vocab_file (default: the default corpus's
+    learned vocab) and --do_lower_case (default: lower case)."""
     from keras_bert.text import BertTokenizer
 
-    own = checkpoint_preprocessor(model_class)
-    if own is not None:
-        return own.tokenizer
+    pretrained = checkpoint()
+    if pretrained is not None and pretrained.preprocessor is not None:
+        return pretrained.preprocessor.tokenizer
     return BertTokenizer(vocab_file(), lower_case=lower_case())
+
+
+def finetuning_tokenizer():
+    """`run_tokenizer()`, and --max_seq_length becomes the packed length of --init_checkpoint's preprocessor
+    (the flag when given, else what the checkpoint states, else the flag's default), so that the run packs
+    as the model it loads."""
+    pretrained = checkpoint()
+    if pretrained is not None and pretrained.preprocessor is not None:
+        FLAGS.max_seq_length = pretrained.preprocessor.seq_length
+    return run_tokenizer()
 
 
 def build_task_model(tokenizer, model_class, head_args=None):
@@ -474,6 +487,7 @@ def finetune(task, stage_flags=None):
     from keras_bert.tasks.base import Task
 
     strategy = setup()
+    tokenizer = finetuning_tokenizer()  # first: --max_seq_length becomes the checkpoint's when not given
     task = task if isinstance(task, Task) else task()
-    run = FlagRun(strategy, finetuning_tokenizer(), stage_flags)
+    run = FlagRun(strategy, tokenizer, stage_flags)
     return driver.finetune(task, run)

@@ -58,13 +58,10 @@ shared_flags.check_together(["task_name", "data_dir", "train_file"], lambda valu
 
 
 def load_teacher():
-    """The fine-tuned model of --teacher (`load_pretrained_model`: a `.keras` task model, or the task model of
+    """The fine-tuned model of --teacher (`common.load_model`: a `.keras` task model, or the task model of
     a checkpoint holding a trained task head); a model without a task (an encoder, a checkpoint without a
     task head) or without a preprocessor is refused naming the flag."""
-    from keras_bert.models.encoder import load_pretrained_model
-
-    with common.flag_errors("teacher"):
-        teacher = load_pretrained_model(FLAGS.teacher)
+    teacher = common.load_model("teacher")
     if teacher.task_loss()[0] is None or getattr(teacher, "preprocessor", None) is None:
         raise ValueError(f"--teacher={FLAGS.teacher} holds a {type(teacher).__name__} without a task head "
                          "and preprocessor; expected a fine-tuned task model (run_classifier's model.keras)")

@@ -113,7 +113,7 @@ def main(argv):
     )
 
     strategy = common.setup()
-    tokenizer = common.finetuning_tokenizer()  # what --init_checkpoint states: vocab, casing, rules
+    tokenizer = common.run_tokenizer()  # what --init_checkpoint states: vocab, casing, rules (not its length)
     config = common.checkpoint().config if FLAGS.init_checkpoint else common.bert_config(tokenizer.vocab_size)
     with common.flag_errors("max_seq_length"):  # before any work (not in the first step's embeddings)
         check_seq_length(config, FLAGS.max_seq_length)

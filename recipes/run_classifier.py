@@ -44,7 +44,6 @@ def load_task():
     """The ClassificationTask of the data flags (see the module docstring)."""
     from keras_bert.tasks.classification import glue
     from keras_bert.tasks.classification import task as classification
-    from keras_bert.tasks.labels import read_labels
 
     splits = {"train": FLAGS.do_train, "evaluate": FLAGS.do_eval, "predict": FLAGS.do_predict}
     if FLAGS.tfds_name:
@@ -71,7 +70,7 @@ def load_task():
     with contextlib.nullcontext() if train_file else common.flag_errors("train_file", "init_checkpoint"):
         return classification.custom_task(
             train_file, eval_file if FLAGS.do_eval else None, predict_file if FLAGS.do_predict else None,
-            is_regression=FLAGS.is_regression, label_list=read_labels(FLAGS.init_checkpoint),
+            is_regression=FLAGS.is_regression, label_list=common.checkpoint_labels(),
             train=FLAGS.do_train)
 
 

@@ -36,13 +36,17 @@ def main(argv):
     del argv
     from keras_bert.tasks.squad.task import SquadSettings, SquadTask
 
-    settings = SquadSettings(
-        max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
-        max_query_length=FLAGS.max_query_length,
-        version_2_with_negative=FLAGS.version_2_with_negative, n_best_size=FLAGS.n_best_size,
-        max_answer_length=FLAGS.max_answer_length, null_score_diff_threshold=FLAGS.null_score_diff_threshold)
+    def make_task():  # once the run is set up: --max_seq_length unset is then the checkpoint's own
+        settings = SquadSettings(
+            max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
+            max_query_length=FLAGS.max_query_length,
+            version_2_with_negative=FLAGS.version_2_with_negative, n_best_size=FLAGS.n_best_size,
+            max_answer_length=FLAGS.max_answer_length,
+            null_score_diff_threshold=FLAGS.null_score_diff_threshold)
+        return SquadTask(FLAGS.train_file, FLAGS.predict_file, settings)
+
     windows = ("max_seq_length", "doc_stride", "max_query_length")
-    common.finetune(lambda: SquadTask(FLAGS.train_file, FLAGS.predict_file, settings),
+    common.finetune(make_task,
                     {"train": ("train_file", *windows), "model": ("init_checkpoint",),
                      "eval": ("predict_file", *windows), "predict": ("predict_file", *windows)})
 

@@ -17,6 +17,9 @@ from keras_bert.textfiles import read_json
 logger = logging.getLogger("keras_bert")
 
 FAST_TOKENIZER_FILE = "tokenizer.json"
+# transformers' model_max_length when a tokenizer states no limit (VERY_LARGE_INTEGER = int(1e30)); any
+# value this large is that placeholder, not a length.
+UNSET_MAX_LENGTH = 10**18
 
 
 # tokenizer.json settings that Google's BasicTokenizer + WordPiece (our BertTokenizer) reproduce exactly.
@@ -48,6 +51,24 @@ def huggingface_text(directory: str) -> dict | None:
     strip_accents = normalizer.get("strip_accents")
     return {"vocabulary": sorted(vocab, key=vocab.get), "lower_case": bool(normalizer.get("lowercase")),
             "strip_accents": None if strip_accents is None else bool(strip_accents), "source": source}
+
+
+def tokenizer_max_length(directory: str) -> tuple[int, str] | None:
+    """(model_max_length, its source "<file>: model_max_length") of the tokenizer_config.json in the
+    Hugging Face directory, or None when there is none, it states none, or it states transformers'
+    placeholder for "no limit" (>= UNSET_MAX_LENGTH). Raises CheckpointError naming the file when the value
+    is not an integer."""
+    path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
+    if not os.path.isfile(path):
+        return None
+    values = read_json(path)
+    value = values.get("model_max_length") if isinstance(values, dict) else None
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                         and value >= UNSET_MAX_LENGTH):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CheckpointError(f"{path}: model_max_length is {value!r}; expected an integer")
+    return value, f"{path}: model_max_length"
 
 
 def _dump(value, file):

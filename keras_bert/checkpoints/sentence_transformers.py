@@ -5,6 +5,7 @@ A sentence-transformers directory is a Hugging Face BERT directory plus `modules
 
     sentence_pooling("all-MiniLM-L6-v2/")   # ("mean", True): mean over real tokens, then L2-normalized
     sentence_pooling("bert-base-uncased/")  # None: not a sentence-transformers directory
+    sentence_max_seq_length("all-MiniLM-L6-v2/")  # (256, ".../sentence_bert_config.json: max_seq_length")
 """
 
 import os
@@ -13,6 +14,7 @@ from keras_bert.checkpoints.mapping import CheckpointError
 from keras_bert.textfiles import read_json
 
 MODULES_FILE = "modules.json"
+SENTENCE_CONFIG_FILE = "sentence_bert_config.json"  # the Transformer module's options: max_seq_length
 # sentence-transformers' Pooling flags -> our pooling names; other modes are not served.
 POOLING_MODES = {"pooling_mode_cls_token": "cls", "pooling_mode_mean_tokens": "mean"}
 
@@ -43,3 +45,20 @@ def sentence_pooling(directory):
         raise CheckpointError(f"{config_path}: pooling modes {modes}; expected exactly one of "
                               f"{sorted(POOLING_MODES)}")
     return POOLING_MODES[modes[0]], "Normalize" in types
+
+
+def sentence_max_seq_length(directory):
+    """(max_seq_length, its source "<file>: max_seq_length") of the sentence-transformers checkpoint
+    `directory`: the length `SentenceTransformer.encode` truncates to, from its sentence_bert_config.json;
+    None when there is no such file or it sets none. Raises CheckpointError naming the file when the value is
+    not an integer."""
+    path = os.path.join(os.fspath(directory), SENTENCE_CONFIG_FILE)
+    if not os.path.isfile(path):
+        return None
+    config = _read_json(path)
+    value = config.get("max_seq_length") if isinstance(config, dict) else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CheckpointError(f"{path}: max_seq_length is {value!r}; expected an integer")
+    return value, f"{path}: max_seq_length"

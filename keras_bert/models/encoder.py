@@ -226,14 +226,17 @@ class BertEncoder(Serving, TextTask, keras.Model):
         return from_quantized_config(lambda config: cls(**cls._text_from_config(config)), config)
 
     @classmethod
-    def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None):
+    def from_pretrained(cls, path, *, seq_length=None, lower_case=None, vocab_file=None, dtype=None):
         """Loads an encoder from a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset or our
-        own save (`assemble`), with the preprocessor `resolve_pretrained(path, seq_length, lower_case)`
-        gives (a saved model's own, else the `vocab.txt` beside `path`, cased as the checkpoint states, else
-        `lower_case`, default True; packed to `seq_length`, default min(128, max_position_embeddings)), so
+        own save (`assemble`), with the preprocessor `resolve_pretrained` gives (a saved model's own, else
+        `vocab_file` or the `vocab.txt` beside `path`, cased as the checkpoint states, else `lower_case`,
+        default True; packed to `seq_length`, default the length the checkpoint states, e.g. a
+        sentence-transformers directory's max_seq_length, else min(128, max_position_embeddings)), so
         `predict` also takes raw text; None without a vocab. `dtype`: the Keras dtype policy to build
         with."""
-        return assemble(resolve_pretrained(path, seq_length, lower_case), cls, dtype)
+        pretrained = resolve_pretrained(path, seq_length=seq_length, lower_case=lower_case,
+                                        vocab_file=vocab_file)
+        return assemble(pretrained, cls, dtype)
 
 
 def sentence_embedding(sequence_output, input_mask, pooling, normalize):
@@ -251,21 +254,23 @@ def sentence_embedding(sequence_output, input_mask, pooling, normalize):
     return pooled
 
 
-def load_pretrained_model(path, seq_length=None, lower_case=None, dtype=None, vocab_file=None):
-    """The model the checkpoint at `path` holds (`assemble` with no class): a `.keras` save's whole model
-    (any keras_bert class), the task model of a Hugging Face BertFor* or KerasHub task preset with its
-    trained head and label names, else the `BertEncoder`; with the preprocessor `resolve_pretrained(path,
-    seq_length, lower_case, vocab_file)` gives. What the export and KerasHub CLIs' --model_path and
-    distill's --teacher load."""
-    return assemble(resolve_pretrained(path, seq_length, lower_case, vocab_file), dtype=dtype)
+def load_pretrained_model(path, *, seq_length=None, lower_case=None, vocab_file=None, dtype=None):
+    """The model the checkpoint at `path` holds (`assemble` with no class), whatever its format: a `.keras`
+    save's whole model (any keras_bert class), the task model of a Hugging Face BertFor* or KerasHub task
+    preset with its trained head and label names, else the `BertEncoder`; with the preprocessor
+    `resolve_pretrained(path, seq_length=, lower_case=, vocab_file=)` gives (each override applied to any
+    format, a `.keras` save's own preprocessor included) and built under the dtype policy `dtype`. What the
+    export and KerasHub CLIs' --model_path and distill's --teacher load."""
+    pretrained = resolve_pretrained(path, seq_length=seq_length, lower_case=lower_case, vocab_file=vocab_file)
+    return assemble(pretrained, dtype=dtype)
 
 
-def load_encoder(path, dtype=None):
-    """The `BertEncoder` of the checkpoint at `path` (any supported format, or a hub name; heads in the
-    checkpoint are not used), with the preprocessor of the vocab beside it (None without one). `dtype` is
-    the Keras dtype policy to build with (e.g. "mixed_bfloat16"); default float32. Raises CheckpointError
-    naming the variable on a missing or misshapen encoder variable."""
-    return assemble(resolve_pretrained(path), BertEncoder, dtype)
+def load_encoder(path, **overrides):
+    """`BertEncoder.from_pretrained(path, **overrides)`: the encoder of the checkpoint at `path` (any
+    supported format, or a hub name; heads in the checkpoint are not used), with the preprocessor of the
+    vocab beside it (None without one). Raises CheckpointError naming the variable on a missing or
+    misshapen encoder variable."""
+    return BertEncoder.from_pretrained(path, **overrides)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -27,8 +27,9 @@ from keras_bert.checkpoints import (
     saved_config,
 )
 from keras_bert.checkpoints.files import TOKENIZER_CONFIG_FILE, checkpoint_directory
+from keras_bert.checkpoints.huggingface_tokenizer import tokenizer_max_length
 from keras_bert.checkpoints.names import local_checkpoint
-from keras_bert.checkpoints.sentence_transformers import sentence_pooling
+from keras_bert.checkpoints.sentence_transformers import sentence_max_seq_length, sentence_pooling
 from keras_bert.config import BertConfig
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from keras_bert.text.vocab import load_vocab
@@ -78,28 +79,34 @@ class Pretrained:
     sentence_pooling: tuple | None = None
 
 
-def resolve_pretrained(path, seq_length=None, lower_case=None, vocab_file=None) -> Pretrained:
+def resolve_pretrained(path, *, seq_length=None, lower_case=None, vocab_file=None,
+                       default_seq_length=DEFAULT_SEQ_LENGTH) -> Pretrained:
     """The `Pretrained` of the checkpoint at `path` (Google TF1, Hugging Face, KerasHub preset, or a
-    keras_bert save: `.keras` file or directory).
+    keras_bert save: `.keras` file or directory), every override given applied to it, whatever the format.
 
     Args:
         path: the checkpoint: a local path, or a hub name (`keras_bert.checkpoints.names.local_checkpoint`:
             "bert-base-uncased", "org/name", "hf://org/name@rev", "bert_base_en_uncased", "kaggle://...").
-        seq_length: packed length (default: a `.keras` save's own, a KerasHub preprocessor.json's, else
-            min(DEFAULT_SEQ_LENGTH, max_position_embeddings)); checked against the position embeddings.
+        seq_length: packed length; default: what the checkpoint states (`stated_seq_length`: a `.keras`
+            save's own, a KerasHub preprocessor.json's, a sentence-transformers sentence_bert_config.json's,
+            a Hugging Face tokenizer_config.json's model_max_length), else `default_seq_length` capped at
+            max_position_embeddings. A value above max_position_embeddings is a ValueError naming both.
         lower_case: casing; None means the checkpoint's (a `.keras` save's tokenizer, HF
             tokenizer_config.json `do_lower_case`, KerasHub tokenizer.json `lowercase`), else True. A value
             that contradicts the checkpoint is a ValueError naming both.
-        vocab_file: a vocab.txt to use instead of the one beside `path` (a `.keras` save's own vocab is
-            kept; `check_agrees` compares a given one with it).
+        vocab_file: a vocab.txt to use instead of the one beside `path`; a `.keras` save keeps its own,
+            and a given one of another vocabulary is a ValueError naming both (`check_agrees`).
+        default_seq_length: the packed length when neither `seq_length` nor the checkpoint states one.
 
     Raises FileNotFoundError / CheckpointError / ValueError naming the file (and key) that is wrong.
     """
     path = local_checkpoint(path)  # a hub name -> its cached (or downloaded) directory
     fmt = detect_format(path)
     config = read_config(path, fmt)
+    if seq_length is not None:
+        seq_length = check_seq_length(config, seq_length)
     if fmt == "keras":
-        return _resolve_saved(path, config, seq_length, lower_case, vocab_file)
+        return _resolve_saved(path, config, seq_length, lower_case, vocab_file, default_seq_length)
     if fmt == "keras_hub":
         stated = keras_hub_text(path)  # None: a preset without tokenizer.json
         head = keras_hub_head(path)
@@ -109,6 +116,7 @@ def resolve_pretrained(path, seq_length=None, lower_case=None, vocab_file=None) 
     else:
         stated, head = None, None
     casing = checkpoint_lower_case(path, lower_case, stated)
+    seq_length = seq_length or stated_seq_length(path, config, stated, default_seq_length)
     preprocessor = _vocab_preprocessor(path, config, seq_length, casing, vocab_file, stated)
     return Pretrained(path, fmt, config, preprocessor, casing, labels=(head or {}).get("labels"), head=head,
                       sentence_pooling=_sentence_pooling(path))
@@ -127,22 +135,26 @@ def _sentence_pooling(path):
         return None
 
 
-def _resolve_saved(path, config, seq_length, lower_case, vocab_file):
-    """`resolve_pretrained` of a `.keras` save: its own preprocessor (packed to `seq_length`), else the
-    vocab.txt beside it (or `vocab_file`)."""
+def _resolve_saved(path, config, seq_length, lower_case, vocab_file, default_seq_length):
+    """`resolve_pretrained` of a `.keras` save: its own preprocessor (packed to `seq_length` when given;
+    `vocab_file` and `lower_case` checked against it), else the vocab.txt beside it (or `vocab_file`)."""
     saved = saved_config(path)
     values = saved.get("config", {})
     own = values.get("preprocessor") or values.get("encoder", {}).get("config", {}).get("preprocessor")
     if own is None:
         casing = checkpoint_lower_case(path, lower_case)
+        seq_length = seq_length or stated_seq_length(path, config, default=default_seq_length)
         preprocessor = _vocab_preprocessor(path, config, seq_length, casing, vocab_file)
     else:
         preprocessor = keras.saving.deserialize_keras_object(own)
         if lower_case is not None and bool(lower_case) != preprocessor.tokenizer.lower_case:
             raise ValueError(f"lower_case={lower_case} but {keras_file(path)} was trained with "
                              f"lower_case={preprocessor.tokenizer.lower_case}")
-        if seq_length is not None and int(seq_length) != preprocessor.seq_length:
-            preprocessor = BertPreprocessor(preprocessor.tokenizer, check_seq_length(config, seq_length))
+        if vocab_file is not None:  # the same vocabulary as the model's, or refused: its own is kept
+            given = BertTokenizer(vocab_file, lower_case=preprocessor.tokenizer.lower_case)
+            check_agrees(preprocessor, BertPreprocessor(given, preprocessor.seq_length))
+        if seq_length is not None and seq_length != preprocessor.seq_length:
+            preprocessor = BertPreprocessor(preprocessor.tokenizer, seq_length)
         casing = preprocessor.tokenizer.lower_case
     return Pretrained(path, "keras", config, preprocessor, casing, class_name=saved.get("class_name"),
                       labels=saved_labels(keras_file(path), values), trained_preprocessor=own is not None)
@@ -203,15 +215,31 @@ def checkpoint_lower_case(path, lower_case=None, keras_hub=None):
     return stated
 
 
+def stated_seq_length(path, config, keras_hub=None, default=DEFAULT_SEQ_LENGTH):
+    """The packed length the checkpoint at `path` states: `keras_hub["seq_length"]` (a KerasHub
+    preprocessor.json's), else the sentence_bert_config.json `max_seq_length` of a sentence-transformers
+    directory (what `SentenceTransformer.encode` truncates to), else the tokenizer_config.json
+    `model_max_length` beside it (transformers' "no limit" placeholder ignored); else `default` capped at
+    `config.max_position_embeddings`. A stated value above max_position_embeddings is a ValueError naming
+    the file, key and limit."""
+    directory = checkpoint_directory(path)
+    stated = None
+    if keras_hub and keras_hub.get("seq_length") is not None:
+        stated = keras_hub["seq_length"], keras_hub["seq_length_source"]
+    elif os.path.isdir(directory):
+        stated = sentence_max_seq_length(directory) or tokenizer_max_length(directory)
+    if stated is None:
+        return min(int(default), config.max_position_embeddings)
+    return check_seq_length(config, *stated)
+
+
 def _vocab_preprocessor(path, config, seq_length, casing, vocab_file=None, stated=None):
-    """A `BertPreprocessor` of `vocab_file` (default: the vocab beside `path`; a KerasHub preset's
-    assets/tokenizer/vocabulary.txt with its character rules and packed length; a Hugging Face
+    """A `BertPreprocessor` packing to `seq_length` of `vocab_file` (default: the vocab beside `path`; a
+    KerasHub preset's assets/tokenizer/vocabulary.txt with its character rules; a Hugging Face
     tokenizer.json's vocabulary and accent rule, `stated` being `huggingface_text`), or None when there is
     none. The vocab's size is checked against `config` before a tokenizer is built."""
     stated = stated or {}
     vocab_file = vocab_file or stated.get("vocab_file") or find_vocab_file(path)
-    if seq_length is None and stated.get("seq_length") is not None:
-        seq_length = check_seq_length(config, stated["seq_length"], stated["seq_length_source"])
     vocabulary = stated.get("vocabulary") if vocab_file is None else None
     if vocab_file is None and vocabulary is None:
         logger.info("%s: no vocab.txt or tokenizer.json beside the checkpoint; the model takes token ids "
@@ -220,7 +248,7 @@ def _vocab_preprocessor(path, config, seq_length, casing, vocab_file=None, state
     check_vocab_size(config, len(vocabulary or load_vocab(vocab_file)), vocab_file or stated["source"])
     rules = {key: stated[key] for key in ("strip_accents", "rules") if key in stated}
     return BertPreprocessor(BertTokenizer(vocab_file, lower_case=casing, vocabulary=vocabulary, **rules),
-                            check_seq_length(config, seq_length))
+                            seq_length)
 
 
 def check_seq_length(config, seq_length=None, name="seq_length"):

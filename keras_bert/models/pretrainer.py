@@ -193,12 +193,14 @@ class BertPretrainer(EncoderTaskModel):
         return {}
 
     @classmethod
-    def from_pretrained(cls, path, seq_length=None, lower_case=None, dtype=None):
+    def from_pretrained(cls, path, *, seq_length=None, lower_case=None, vocab_file=None, dtype=None):
         """Loads encoder and heads from a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset
         or our save (`assemble`: a head the checkpoint lacks, e.g. an encoder-only `BertModel`'s, is
         initialised and reported in one warning line; a head present in part, or any encoder mismatch,
         raises CheckpointError), with a preprocessor as `BertEncoder.from_pretrained` gives one."""
-        return assemble(resolve_pretrained(path, seq_length, lower_case), cls, dtype)
+        pretrained = resolve_pretrained(path, seq_length=seq_length, lower_case=lower_case,
+                                        vocab_file=vocab_file)
+        return assemble(pretrained, cls, dtype)
 
 
 def load_pretrainer(path, dtype=None):

@@ -3,8 +3,7 @@
 import json
 import os
 
-from keras_bert.checkpoints import keras_file, saved_config
-from keras_bert.models.pretrained import LABELS_FILE, saved_labels
+from keras_bert.models.pretrained import LABELS_FILE
 
 
 def write_labels(directory, labels):
@@ -17,12 +16,3 @@ def write_labels(directory, labels):
     os.replace(f"{path}.tmp", path)
     return path
 
-
-def read_labels(model_path):
-    """The label list of the `.keras` model at `model_path` (the file or our save directory): the labels
-    the model carries, else the labels.json beside it; None when `model_path` is not such a model or has
-    neither."""
-    model_file = model_path and keras_file(model_path)
-    if not model_file:
-        return None
-    return saved_labels(model_file, saved_config(model_file).get("config", {}))

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert import BertClassifier, BertConfig, BertEncoder
+from keras_bert import BertClassifier, BertConfig, BertEncoder, load_pretrained_model
 from keras_bert.export import ExportError, export_saved_model, servability
-from keras_bert.export.preprocessing import preprocessor_with_overrides, serving_preprocessor
+from keras_bert.export.preprocessing import serving_preprocessor
 from keras_bert.text import BertPreprocessor, BertTokenizer
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "movie", "film", "the", "was", "!"]
@@ -55,28 +55,29 @@ def test_loaded_keras_exports_alone_and_serves_label_names(tmp_path):
 
 def test_contradicting_overrides_are_refused(tmp_path):
     clf = _classifier(tmp_path)
-    own = clf.preprocessor
-    assert preprocessor_with_overrides(clf) is own and serving_preprocessor(clf) is own
-    longer = preprocessor_with_overrides(clf, seq_length=12, lower_case=True)
-    assert longer.seq_length == 12 and longer.tokenizer is own.tokenizer
+    assert serving_preprocessor(clf) is clf.preprocessor
+    path = str(tmp_path / "clf.keras")
+    clf.save(path)
+    # The loader applies the overrides to a .keras save's own preprocessor (what the export CLIs load).
+    longer = load_pretrained_model(path, seq_length=12, lower_case=True).preprocessor
+    assert longer.seq_length == 12 and longer.tokenizer.vocab == WORDS and longer.tokenizer.lower_case
+    with pytest.raises(ValueError, match="seq_length=17; expected 3 <= seq_length <= the model's "
+                       "max_position_embeddings=16"):
+        load_pretrained_model(path, seq_length=17)
     bigger = _vocab(tmp_path, WORDS + ["extra"], "bigger.txt")
-    with pytest.raises(ExportError, match=r"bigger\.txt has 13 tokens but the model was trained with 12"):
-        preprocessor_with_overrides(clf, vocab_file=bigger)
+    with pytest.raises(ValueError, match=r"bigger\.txt has 13 tokens but the model was trained with 12"):
+        load_pretrained_model(path, vocab_file=bigger)
     swapped = _vocab(tmp_path, WORDS[:5] + ["bad", "good"] + WORDS[7:], "swapped.txt")
-    with pytest.raises(ExportError,
-                       match=r"swapped\.txt has 'bad' at id 5 but the model was trained with 'good'"):
-        preprocessor_with_overrides(clf, vocab_file=swapped)
-    with pytest.raises(ExportError, match="lower_case=False but the model was trained with lower_case=True"):
-        preprocessor_with_overrides(clf, lower_case=False)
+    with pytest.raises(ValueError, match=r"swapped\.txt has 'bad' at id 5 but the model was trained with "
+                       "'good'"):
+        load_pretrained_model(path, vocab_file=swapped)
+    with pytest.raises(ValueError, match=r"lower_case=False but .*clf\.keras was trained with "
+                       "lower_case=True"):
+        load_pretrained_model(path, lower_case=False)
     cased = BertPreprocessor(BertTokenizer(vocabulary=WORDS, lower_case=False), 8)
     with pytest.raises(ExportError, match="lower_case=False but the model was trained with lower_case=True"):
         export_saved_model(clf, tmp_path / "export", cased)
     assert not os.path.exists(tmp_path / "export")
-    # A model without a preprocessor takes the given vocab (casing default True, length default 128).
-    bare = BertClassifier(clf.encoder, 3)
-    built = preprocessor_with_overrides(bare, default_vocab_file=_vocab(tmp_path))
-    assert built.tokenizer.lower_case and built.seq_length == 128
-    assert preprocessor_with_overrides(bare) is None
 
 
 def test_classifier_label_output_in_graph(tmp_path):

@@ -25,7 +25,7 @@ SENTENCE_2 = ["Go straight ahead, then turn left at the second traffic light nea
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """(pretrainer, preprocess, encoder): our model and the loaded SavedModel pair."""
-    pretrainer = BertPretrainer.from_pretrained(MINILM)
+    pretrainer = BertPretrainer.from_pretrained(MINILM, seq_length=128)  # TF Hub's preprocess length
     assert pretrainer.preprocessor.seq_length == 128
     preprocess_dir, encoder_dir = export_tfhub(pretrainer, pretrainer.preprocessor,
                                                tmp_path_factory.mktemp("hub"))

