@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RUN_DIR ?= runs/quickstart
 PYTEST_WORKERS ?= 2
 
-.PHONY: install install-test quickstart test lint bench clean
+.PHONY: install install-test quickstart test lint bench docs clean
 
 # The checkout is installed editable: keras_bert and the script packages `recipes` and `export`
 # (`python recipes/X.py` imports `recipes` as `python -m recipes.X` does, docs/scripts.md).
@@ -42,6 +42,15 @@ lint: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-bench
 	$(PY) -m benchmarks.run_all
+
+$(VENV)/.installed-docs: $(VENV)/.installed setup.py
+	$(PY) -m pip install -q $(EDITABLE) '.[docs]'
+	touch $@
+
+# The docs site (mkdocs.yml) into build/site; --strict: a warning (a broken link, a missing API reference
+# entry, a docstring naming a parameter the signature lacks) fails the build.
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 clean:
 	rm -rf runs .pytest_cache

@@ -77,8 +77,8 @@ class MaskedLMMasker:
         max_predictions_per_seq: int, size of the output prediction slots.
         masked_lm_prob: fraction of the sequence (all non-padding tokens, [CLS]/[SEP] included, as the
             original counts) to predict: min(max_predictions_per_seq, max(1, round(n_tokens * prob))).
-        mask_token_rate / random_token_rate: share of chosen positions replaced by [MASK] / a random id;
-            the rest keep their token.
+        mask_token_rate: share of chosen positions replaced by [MASK].
+        random_token_rate: share of chosen positions replaced by a random id; the rest keep their token.
         whole_word_mask: mask all pieces of a word together. Words come from the input key `word_ids`
             (int [batch, seq]: equal ids on consecutive positions = one word, as `BertTokenizer.
             tokenize_with_word_ids` gives) or, without that key, from `vocab` (a piece starting with "##"

@@ -125,7 +125,7 @@ def learn_wordpiece_vocab(
             `min_frequency` times any more).
         lower_case: whether the vocab is for an uncased tokenizer.
         max_lines: read at most this many lines (None: all).
-        reserved_tokens: tokens put first, in order (default [PAD] [UNK] [CLS] [SEP] [MASK] at ids 0..4).
+        reserved_tokens: tokens put first, in order (default `[PAD] [UNK] [CLS] [SEP] [MASK]` at ids 0..4).
         min_frequency: a merge must occur at least this many times (counting word frequencies).
         max_unique_chars: keep only the most frequent characters; words with others are left out.
         word_counts: optional precomputed `count_words` result (then `files_or_lines` is not read).

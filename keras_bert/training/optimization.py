@@ -174,8 +174,9 @@ def create_optimizer(learning_rate, num_train_steps, num_warmup_steps=0, optimiz
 
     Args:
         learning_rate: peak learning rate of the warmup/linear-decay schedule.
-        num_train_steps, num_warmup_steps: schedule length and warmup (optimizer steps); num_train_steps
-            None: a constant `learning_rate` (its schedule can be set later, before the first step).
+        num_train_steps: schedule length (optimizer steps); None: a constant `learning_rate` (its
+            schedule can be set later, before the first step).
+        num_warmup_steps: warmup length (optimizer steps).
         optimizer: "adamw" (the original's) or "lamb" (You et al. 2019, for large batches).
         weight_decay: decoupled weight-decay rate; variables whose name matches `no_decay_patterns`
             (LayerNorm gamma/beta, biases) are not decayed.
