@@ -120,7 +120,7 @@ def build_ours(size, dtype, learning_rate=1e-4, jit_compile="auto"):
 
     from keras_bert.config import BertConfig
     from keras_bert.models.encoder import BertEncoder
-    from keras_bert.models.pretrainer import BertPretrainer
+    from keras_bert.tasks.pretraining.model import BertPretrainer
     from keras_bert.training.optimization import create_optimizer
 
     keras.mixed_precision.set_global_policy(dtype)

@@ -23,11 +23,11 @@ with native_logs.quiet():
     )
     from keras_bert.config import PRESETS, BertConfig
     from keras_bert.models.encoder import BertEncoder, load_encoder, load_pretrained_model
-    from keras_bert.models.pretrainer import BertPretrainer, load_pretrainer
     from keras_bert.tasks import registry  # noqa: F401  (the task folders: their heads, Options)
     from keras_bert.tasks.classification.model import BertClassifier
     from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
     from keras_bert.tasks.ner.model import BertTokenClassifier
+    from keras_bert.tasks.pretraining.model import BertPretrainer, load_pretrainer
     from keras_bert.tasks.squad.model import BertSpanLabeler
     native_logs.list_devices_without_cuda()
 

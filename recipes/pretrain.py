@@ -100,8 +100,8 @@ def run_identity(tokenizer):
 def main(argv):
     del argv
     from keras_bert.checkpoints import save_pretrained
-    from keras_bert.models.pretrainer import BertPretrainer
     from keras_bert.tasks.finetuning import check_seq_length, check_vocab_size
+    from keras_bert.tasks.pretraining.model import BertPretrainer
     from keras_bert.text.vocab import save_vocab
     from keras_bert.training import (
         CheckpointCallback,

@@ -67,10 +67,10 @@ def test_modules_are_short():
 
 def _task_names():
     """(task kinds and distinctive names, model class names) of the registry's task folders and of the models
-    floor's two models (BertEncoder, BertPretrainer)."""
+    floor's encoder and the pre-training folder's model (BertEncoder, BertPretrainer)."""
     from keras_bert.models.encoder import BertEncoder
-    from keras_bert.models.pretrainer import BertPretrainer
     from keras_bert.tasks import registry
+    from keras_bert.tasks.pretraining.model import BertPretrainer
 
     models = (BertEncoder, BertPretrainer)
     names = {name for spec in registry.specs() for name in (spec.kind, *spec.names)}

@@ -17,7 +17,7 @@ from keras_bert.checkpoints.vocab_resize import resize_vocab
 from keras_bert.models.assembly import assemble
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.pretrained import resolve_pretrained
-from keras_bert.models.pretrainer import BertPretrainer
+from keras_bert.tasks.pretraining.model import BertPretrainer
 from keras_bert.text import vocab as vocab_lib
 from keras_bert.text.vocab_extension import choose_new_tokens, extend_vocab, tokens_per_word
 from keras_bert.text.vocab_learner import count_words

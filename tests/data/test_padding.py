@@ -56,7 +56,7 @@ def test_prediction_slots_cut_to_the_last_real_one():
 
 
 def test_pretraining_loss_unchanged_with_fewer_slots(tiny_config):
-    from keras_bert.models.pretrainer import BertPretrainer
+    from keras_bert.tasks.pretraining.model import BertPretrainer
 
     inputs = _inputs([7, 20, 13], seq=64)
     inputs["input_word_ids"] %= tiny_config.vocab_size

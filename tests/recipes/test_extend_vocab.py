@@ -3,7 +3,7 @@
 import os
 
 from keras_bert.checkpoints import detect_format, find_vocab_file
-from keras_bert.models.pretrainer import load_pretrainer
+from keras_bert.tasks.pretraining.model import load_pretrainer
 from keras_bert.text.vocab import load_vocab
 from tests.recipes.conftest import run_recipe
 from tests.tasks.test_extend_vocab import DOMAIN, write_tiny_checkpoint

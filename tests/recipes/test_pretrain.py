@@ -67,7 +67,7 @@ def _other_inputs(corpus, tmp_path):
     architecture and vocab), other training data."""
     from keras_bert.checkpoints import save_pretrained
     from keras_bert.models.encoder import BertEncoder
-    from keras_bert.models.pretrainer import BertPretrainer
+    from keras_bert.tasks.pretraining.model import BertPretrainer
 
     config = BertConfig.from_json_file(str(corpus["root"] / "bert_config.json"))
     init = save_pretrained(BertPretrainer(BertEncoder(config)), str(tmp_path / "init"),

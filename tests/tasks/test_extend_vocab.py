@@ -18,8 +18,8 @@ from keras_bert.checkpoints import (
 )
 from keras_bert.config import BertConfig
 from keras_bert.models.encoder import BertEncoder, load_encoder
-from keras_bert.models.pretrainer import BertPretrainer, load_pretrainer
 from keras_bert.tasks.extend_vocab import extend_checkpoint_vocab
+from keras_bert.tasks.pretraining.model import BertPretrainer, load_pretrainer
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from keras_bert.text.vocab import load_vocab
 
