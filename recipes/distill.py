@@ -164,7 +164,7 @@ def run_identity(inputs):
 def cached_teacher(distiller, rows, seed, inputs):
     """--cache_teacher: batches of the training rows with the teacher's outputs read from
     output_dir/teacher_cache.tfrecord (written first when missing or of other `inputs`)."""
-    from keras_bert.teacher_cache import teacher_cache
+    from keras_bert.distillation import teacher_cache
 
     path = os.path.join(FLAGS.output_dir, "teacher_cache.tfrecord")
     return teacher_cache(distiller, rows, path, inputs, batch_size=FLAGS.train_batch_size, seed=seed)

@@ -1,6 +1,6 @@
-"""keras_bert/teacher_cache.py on tiny models: an epoch on cached teacher outputs is the epoch that runs the
-teacher in the step (same losses and student weights) with the teacher broken after the cache is written;
-a cache of the same fingerprint is reused, one of another is written again."""
+"""keras_bert/distillation/teacher_cache.py on tiny models: an epoch on cached teacher outputs is the epoch
+that runs the teacher in the step (same losses and student weights) with the teacher broken after the cache
+is written; a cache of the same fingerprint is reused, one of another is written again."""
 
 import logging
 import os
@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.distillation import TaskDistiller, distillation_dataset, make_student
-from keras_bert.teacher_cache import file_fingerprint, read_header, teacher_cache
+from keras_bert.distillation.teacher_cache import file_fingerprint, read_header, teacher_cache
 from tests.test_distillation import LABELS, TEXTS, _teacher
 
 

@@ -20,7 +20,7 @@ import os
 import tensorflow as tf
 
 from keras_bert import outputs
-from keras_bert.distillation import CACHED_HIDDEN, CACHED_OUTPUTS
+from keras_bert.distillation.distiller import CACHED_HIDDEN, CACHED_OUTPUTS
 from keras_bert.training.callbacks import file_fingerprint  # noqa: F401  (its home: a run's identity too)
 
 logger = logging.getLogger("keras_bert")
