@@ -18,7 +18,7 @@ from keras_bert.export.servability.answers import check_answers
 from keras_bert.tasks.ner import task as ner
 from keras_bert.tasks.ner.conll import read_conll_file
 from keras_bert.tasks.ner.metrics import extract_chunks
-from keras_bert.text import BertPreprocessor, BertTokenizer
+from keras_bert.text import BertPreprocessor, BertTokenizer, unicode_rules
 from keras_bert.text.windows import pick_max_context, piece_windows
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox", "jump", "##s", "over",
@@ -45,9 +45,9 @@ def _strings(texts):
     return np.array([t if isinstance(t, bytes) else t.encode() for t in texts], dtype=object)
 
 
-def _entities_of_predictions(path):
+def entities_of_predictions(path):
     """(text, [(type, start, end, entity text)]) per sentence of a `token gold predicted` file, the text
-    being the tokens joined by spaces."""
+    being the tokens joined by spaces: the entities serving finds in it (chunks trimmed, `_trimmed`)."""
     blocks = [b for b in open(path, encoding="utf-8").read().split("\n\n") if b.strip()]
     result = []
     for block in blocks:
@@ -55,10 +55,22 @@ def _entities_of_predictions(path):
         tokens, predicted = [r[0] for r in rows], [r[2] for r in rows]
         starts = np.cumsum([0] + [len(t) + 1 for t in tokens])
         text = " ".join(tokens)
-        entities = [(kind, int(starts[first]), int(starts[last] + len(tokens[last])))
+        entities = [(kind, *_trimmed(text, int(starts[first]), int(starts[last] + len(tokens[last]))))
                     for kind, first, last in extract_chunks(predicted)]
         result.append((text, [(k, s, e, text[s:e]) for k, s, e in entities]))
     return result
+
+
+def _trimmed(text, start, end):
+    """The span text[start:end] less BERT's punctuation at its edges, as entities are served: whole when it
+    is all punctuation; a final "." kept after a one-character abbreviation part ("U.S.")."""
+    trimmed = [i for i in range(start, end) if not unicode_rules.is_punctuation(text[i])]
+    if not trimmed:
+        return start, end
+    first, last = trimmed[0], trimmed[-1] + 1
+    if last < end and text[last] == "." and last - first >= 2 and text[last - 2] == ".":
+        last += 1
+    return first, last
 
 
 def _manual_window_logits(model, tokenizer, text, stride):
@@ -104,7 +116,7 @@ def test_served_answers_in_the_c_api(vocab_file, tiny_config, tmp_path):
     ner.predict_sentences(tagger, read_conll_file(str(conll), tag_list=TAGS),
                           BertPreprocessor(tokenizer, SEQ_LENGTH), TAGS, str(tmp_path / "pred.txt"),
                           stride=stride)
-    expected = _entities_of_predictions(tmp_path / "pred.txt")
+    expected = entities_of_predictions(tmp_path / "pred.txt")
     assert sum(len(e) for _, e in expected) >= 6 and {k for _, e in expected for k, *_ in e} == {"PER", "LOC"}
 
     texts = [text for text, _ in expected]

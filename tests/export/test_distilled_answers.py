@@ -16,13 +16,13 @@ from keras_bert.distillation import TaskDistiller, distillation_dataset, make_st
 from keras_bert.export import export_saved_model, servability
 from keras_bert.tasks.ner import task as ner
 from keras_bert.tasks.ner.conll import read_conll_file
-from keras_bert.tasks.ner.metrics import extract_chunks
 from keras_bert.tasks.ner.windows import training_windows
 from keras_bert.tasks.squad import task as squad_task
 from keras_bert.tasks.squad import windows as squad_windows
 from keras_bert.tasks.squad.answers import AnswerRules
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.data.test_squad_answers import CONTEXTS, PASSAGES, QUESTIONS, SEQ_LENGTH, span_labeler, vocabulary
+from tests.export.test_answers import entities_of_predictions
 from tests.recipes.test_run_ner import SENTENCES
 
 TAGS = ["O", "I-PER", "I-ORG", "I-LOC", "I-MISC"]
@@ -54,15 +54,9 @@ def _distilled(teacher, inputs, targets, weights=None):
 
 
 def _entities(path):
-    """(start, end, type) character spans per sentence of run_ner's `token gold predicted` file."""
-    result = []
-    for block in [b for b in open(path, encoding="utf-8").read().split("\n\n") if b.strip()]:
-        tokens, predicted = zip(*[(row.split(" ")[0], row.split(" ")[2]) for row in block.splitlines()],
-                                strict=True)
-        starts = np.cumsum([0] + [len(t) + 1 for t in tokens])
-        result.append([(int(starts[first]), int(starts[last] + len(tokens[last])), kind)
-                       for kind, first, last in extract_chunks(list(predicted))])
-    return result
+    """(start, end, type) character spans per sentence of run_ner's `token gold predicted` file, as served."""
+    return [[(start, end, kind) for kind, start, end, _ in entities]
+            for _, entities in entities_of_predictions(path)]
 
 
 @pytest.mark.slow

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from keras_bert import BertClassifier, BertConfig, BertEncoder, BertSpanLabeler, BertTokenClassifier
-from keras_bert.tasks.ner.metrics import extract_chunks
 from keras_bert.tasks.squad.answers import AnswerRules
 from keras_bert.text import BertPreprocessor, BertTokenizer
+from tests.export.test_answers import entities_of_predictions
 from tests.recipes.conftest import write_vocab
 
 SEQ_LENGTH = 24
@@ -80,13 +80,11 @@ def test_recipes_predict_from_a_lone_keras_file_as_it_serves(tmp_path, run_in_pr
                         answer_rules=AnswerRules(doc_stride=8, max_query_length=8))
     assert [predictions[k] for k in questions] == [a.decode() for a in served["answer"]]
 
-    blocks = (tmp_path / "ner_out" / "test_predictions.txt").read_text().strip().split("\n\n")
+    expected = entities_of_predictions(tmp_path / "ner_out" / "test_predictions.txt")
     served = ner.serve({"text": [" ".join(s) for s in SENTENCES]})
-    for block, words, texts, count in zip(blocks, SENTENCES, served["entity_text"], served["entity_count"],
-                                          strict=True):
-        tags = [line.split()[2] for line in block.splitlines()]
-        chunks = [" ".join(words[first:last + 1]) for _, first, last in extract_chunks(tags)]
-        assert chunks == [t.decode() for t in texts[:count]]
+    for (_, entities), texts, count in zip(expected, served["entity_text"], served["entity_count"],
+                                           strict=True):
+        assert [text for *_, text in entities] == [t.decode() for t in texts[:count]]
 
     with open(tmp_path / "clf_out" / "predictions.tsv") as f:
         labels = [row[1] for row in csv.reader(f, delimiter="\t")][1:]

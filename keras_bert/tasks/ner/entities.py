@@ -2,10 +2,11 @@
 
 The graph tokenizes each text with offsets, runs the model on strided windows (`text.windows`: every piece
 takes its logits from the window where it has the most context, so a text of any length is covered), tags
-each word with the argmax at its first piece (a word: BERT's basic-tokenizer word, punctuation a word of
-its own, so "Oslo," is the words "Oslo" and ","), reads conlleval's chunks off the word tags with
-`metrics.conll.chunk_transition` tabulated over the model's tags, and returns them padded to the batch's
-largest entity count:
+each word with the argmax at its first piece (a word: a whitespace token, what a CoNLL file labels and
+training labels, `windows.word_starts`: "Berners-Lee" and "Oslo," are one word each), reads conlleval's
+chunks off the word tags with `metrics.conll.chunk_transition` tabulated over the model's tags, trims each
+chunk's span of the punctuation at its edges ("Oslo," -> "Oslo", '"Ann' -> "Ann"; `edge_punctuation`), and
+returns them padded to the batch's largest entity count:
 
     entity_text   tf.string [b, e]  exactly text[entity_start:entity_end] ("" on padding)
     entity_type   tf.string [b, e]  the chunk's type ("PER" of B-PER; "" on padding)
@@ -14,7 +15,8 @@ largest entity count:
     entity_count  int32 [b]         entities of each text
 
 With `word_tags=True` the endpoint also serves every word's tag (`word_outputs`: word_tag, word_tag_id,
-word_logits, word_start, word_end, word_count), what run_ner writes in conlleval's format.
+word_logits, word_start, word_end, word_count; a word's span is untrimmed, from its first piece to its
+last), what run_ner writes in conlleval's format.
 Core TF ops only beside the tokenizer's tf-text ops.
 """
 
@@ -23,13 +25,14 @@ import tensorflow as tf
 
 from keras_bert.models.buckets import model_outputs
 from keras_bert.tasks.ner.metrics import chunk_transition, split_tag
-from keras_bert.tasks.ner.windows import text_windows
+from keras_bert.tasks.ner.windows import byte_keys, text_characters, text_windows, word_starts
 from keras_bert.text.ragged_ops import row_ids, shift_right, splits_of_rows
 from keras_bert.text.windows import pick_max_context
 
 ENTITY_OUTPUTS = ("entity_text", "entity_type", "entity_start", "entity_end", "entity_count")
-# Row number * this + byte offset sorts the (row, offset) pairs of a batch; texts are far shorter than 2**40.
-_ROW_SCALE = 2**40
+# What `edge_punctuation` trims, in RE2's syntax: BERT's punctuation (`unicode_rules.is_punctuation`: ASCII
+# non-alphanumerics and Unicode P*) and the control and format characters its basic tokenizer drops.
+_EDGE = r"!-/:-@\[-`{-~\p{P}\p{Cc}\p{Cf}"
 
 
 def uses_iobes(tags):
@@ -52,26 +55,41 @@ def transition_tables(tags, iobes):
 
 def char_offsets(text, rows, byte_offsets):
     """Byte offsets into text[rows] -> character offsets (int64): the characters that start before them."""
-    _, char_starts = tf.strings.unicode_decode_with_offsets(text, "UTF-8", errors="replace")
-    keys = row_ids(char_starts.row_splits) * _ROW_SCALE + char_starts.flat_values
-    found = tf.searchsorted(keys, rows * _ROW_SCALE + byte_offsets, side="left", out_type=tf.int64)
-    return found - tf.gather(char_starts.row_splits, rows)
+    chars, keys = text_characters(text)
+    found = tf.searchsorted(keys, byte_keys(rows, byte_offsets), side="left", out_type=tf.int64)
+    return found - tf.gather(chars.row_splits, rows)
+
+
+def edge_punctuation(spans):
+    """(leading, trailing) int64 [n]: the bytes of punctuation (`_EDGE`) at the start and the end of each of
+    tf.string `spans` [n]; (0, 0) for a span of nothing but punctuation, which stays whole. A final "." after
+    a one-character abbreviation part ("U.S.", "D.C.", "Ph.D.") is not counted; other final dots are
+    ("Inc." -> "Inc"), as they end sentences too."""
+    length = tf.strings.length(spans)
+    lead = length - tf.strings.length(tf.strings.regex_replace(spans, f"^[{_EDGE}]+", ""))
+    kept = tf.strings.regex_replace(spans, f"[{_EDGE}]+$", "")
+    trail = length - tf.strings.length(kept)
+    dotted = ((tf.strings.substr(spans, length - trail, tf.minimum(trail, 1)) == ".")
+              & (tf.strings.length(tf.strings.regex_replace(kept, f"\\.[^{_EDGE}]$", "")) < length - trail))
+    whole = lead == length
+    lead = tf.where(whole, 0, lead)
+    trail = tf.where(whole, 0, trail - tf.cast(dotted, trail.dtype))
+    return tf.cast(lead, tf.int64), tf.cast(trail, tf.int64)
 
 
 def tagged_words(model, preprocessor, text, stride):
-    """The basic-tokenizer words of `text` tf.string [b] with the logits of their
+    """The words (whitespace tokens, `windows.word_starts`) of `text` tf.string [b] with the logits of their
     first pieces, `model` (token ids -> logits [b, s, C]) run on windows of `preprocessor.seq_length` moved
     by `stride` pieces. Returns a dict over the batch's words: `row` int64 [w] (the text of each),
     `start` / `end` int64 [w] byte offsets into it, `logits` [w, C], and `splits` int64 [b + 1]."""
-    inputs, windows, ids, starts, ends = text_windows(preprocessor, text, stride)
+    inputs, windows, _, starts, ends = text_windows(preprocessor, text, stride)
     logits = model_outputs(model, inputs, preprocessor)
     piece_logits = pick_max_context(windows, logits[:, 1:]).flat_values
 
-    # Words: BERT's basic-tokenizer words (punctuation its own, as transformers' pipeline groups them).
+    # Words: whitespace tokens, as training labels them (`windows.word_starts`).
     splits = windows.row_splits
     piece_row = row_ids(splits)
-    first_in_row = tf.range(splits[-1]) == tf.gather(splits, piece_row)
-    word_first = first_in_row | preprocessor.tokenizer.starts_word(ids.flat_values)
+    word_first = word_starts(text, starts, ends).flat_values
     first_piece = tf.where(word_first)[:, 0]
     word_row = tf.gather(piece_row, first_piece)
     end = tf.math.unsorted_segment_max(ends.flat_values, tf.math.cumsum(tf.cast(word_first, tf.int64)) - 1,
@@ -135,6 +153,12 @@ def entity_outputs(model, tags, preprocessor, text, stride, with_words=False):
     first, after, entity_row = (tf.boolean_mask(t, closed) for t in (first, after, entity_row))
     byte_start = tf.gather(word_start, first - entity_row)
     byte_end = tf.gather(word_end, after - 1 - entity_row)
+    # Each chunk's span less the punctuation at its edges.
+    entity_text = tf.strings.substr(tf.gather(text, entity_row), byte_start, byte_end - byte_start,
+                                    unit="BYTE")
+    lead, trail = edge_punctuation(entity_text)
+    entity_text = tf.strings.substr(entity_text, lead, byte_end - byte_start - lead - trail, unit="BYTE")
+    byte_start, byte_end = byte_start + lead, byte_end - trail
 
     # The entities of each text, grouped once for all five outputs.
     entity_splits = splits_of_rows(entity_row, text_rows)
@@ -143,9 +167,6 @@ def entity_outputs(model, tags, preprocessor, text, stride, with_words=False):
         return tf.RaggedTensor.from_row_splits(values, entity_splits, validate=False).to_tensor(default)
 
     counts = entity_splits[1:] - entity_splits[:-1]
-
-    entity_text = tf.strings.substr(tf.gather(text, entity_row), byte_start, byte_end - byte_start,
-                                    unit="BYTE")
     entities = {
         "entity_text": per_row(entity_text, ""),
         "entity_type": per_row(tf.gather(types, tf.gather(ext_tags, first)), ""),
