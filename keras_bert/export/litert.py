@@ -31,7 +31,6 @@ from keras_bert.export.serving_form import serving_form
 from keras_bert.layers.transformer import litert_gelu
 from keras_bert.models.buckets import one_graph
 from keras_bert.models.serving import served_arrays, text_spec, traced_function
-from keras_bert.tasks.multiple_choice.model import check_choices
 
 SIGNATURE = "serving_default"
 QUANTIZE = ("int8", "float16")
@@ -171,7 +170,7 @@ class LiteRTRunner:
 
     Call: `runner(text=np.array([...], dtype=object), ...)`, one array per signature input (str or bytes,
     [batch]; lists work too) -> {name: numpy array}, `serve()`'s outputs. The inputs are checked as `serve()`
-    checks them (a multiple choice's endings, `check_choices`; then `served_arrays`: names, strings, rank,
+    checks them (`served_arrays`: names, strings, rank, rows of a fixed width,
     one batch size), a ValueError naming the file and what it takes; each text is passed as `serve()`'s
     tokenizer reads it, invalid UTF-8 and U+FFFD dropped (`_as_read`). `runner.inputs`: the input names;
     `runner.num_threads`: LiteRT's threads.
@@ -203,10 +202,7 @@ class LiteRTRunner:
         self.inputs = tuple(self._spec)
 
     def __call__(self, **inputs):
-        choices = self._spec.get("text_b", self._spec["text"]).shape.as_list()[1:]
         try:
-            if choices and "text_b" in inputs:  # as BertMultipleChoice.serve checks its endings first
-                check_choices(inputs["text_b"], choices[0])
             tensors = served_arrays(inputs, self._spec)
         except ValueError as e:
             raise ValueError(f"{self.path}: {e}") from None

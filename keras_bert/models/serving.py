@@ -146,6 +146,8 @@ def served_arrays(inputs, spec):
     for name, input_spec in spec.items():
         if name not in inputs:
             raise ValueError(f"{shape_rule(name, input_spec)}; it is missing")
+    for name, input_spec in spec.items():
+        _check_rows(name, inputs[name], input_spec)
     tensors = {name: _served_tensor(name, inputs[name], s) for name, s in spec.items()}
     names = list(spec)
     for name in names[1:]:
@@ -153,6 +155,24 @@ def served_arrays(inputs, spec):
         if first != size:
             raise ValueError(f"{batch_rule(names[0], name)}; got {first} and {size}")
     return tensors
+
+
+def _check_rows(name, value, spec):
+    """ValueError naming the first example of a [batch, k] input (k fixed: a multiple choice's endings) that
+    holds another number of items than k, or one string in place of its row: checked before any work, where
+    packing would fail late on a reshape, or reshape rows of k + 1 items into the wrong examples."""
+    if spec.shape.rank != 2 or spec.shape[1] is None or isinstance(value, (str, bytes)):
+        return
+    width = spec.shape[1]
+    shape = getattr(value, "shape", None)
+    if shape is not None and (len(shape) != 2 or shape[1] == width):
+        return  # a whole array: of the right shape, or of a rank that `_served_tensor` names
+    for i, row in enumerate(value):
+        count = None if np.ndim(row) == 0 else len(row)
+        if count != width:
+            got = ("one string, not a list of them" if count is None
+                   else f"{count} item{'s' * (count != 1)}")
+            raise ValueError(f"{shape_rule(name, spec)}: its example {i} has {got}")
 
 
 def _served_tensor(name, value, spec):

@@ -23,18 +23,24 @@ def chooser(tmp_path_factory):
 
 
 EXPECTED = r"; expected 2 \(the model's num_choices\)$"
+SERVED = r"^serving input `text_b` must be tf.string of shape \[batch, 2\]"
+# endings, predict's line, serve's line (every served input of a fixed width: `serving.served_arrays`).
 WRONG = [
-    ([["b", "c", "a"]], r"^multiple choice example 0 has 3 endings" + EXPECTED),
-    ([["b", "c"], ["a"]], r"^multiple choice example 1 has 1 ending" + EXPECTED),
-    (["b", "c"], r"^multiple choice example 0 has one ending \(a string, not a list of them\)" + EXPECTED),
-    (np.array([["b", "c", "a"], ["a", "b", "c"]]), r"^multiple choice example 0 has 3 endings" + EXPECTED),
+    ([["b", "c", "a"]], r"^multiple choice example 0 has 3 endings" + EXPECTED,
+     SERVED + ": its example 0 has 3 items$"),
+    ([["b", "c"], ["a"]], r"^multiple choice example 1 has 1 ending" + EXPECTED,
+     SERVED + ": its example 1 has 1 item$"),
+    (["b", "c"], r"^multiple choice example 0 has one ending \(a string, not a list of them\)" + EXPECTED,
+     SERVED + r": its example 0 has one string, not a list of them$"),
+    (np.array([["b", "c", "a"], ["a", "b", "c"]]), r"^multiple choice example 0 has 3 endings" + EXPECTED,
+     SERVED + ": its example 0 has 3 items$"),
 ]
 
 
-@pytest.mark.parametrize("endings, message", WRONG)
-def test_serve_and_predict_name_the_example_with_another_number_of_endings(chooser, endings, message):
+@pytest.mark.parametrize("endings, message, served", WRONG)
+def test_serve_and_predict_name_the_example_with_another_number_of_endings(chooser, endings, message, served):
     contexts = ["a"] * len(endings)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=served):
         chooser.serve({"text": contexts, "text_b": endings})
     with pytest.raises(ValueError, match=message):
         chooser.predict((contexts, endings), verbose=0)

@@ -59,16 +59,9 @@ class BertMultipleChoice(EncoderTaskModel):
     def _task_config(self):
         return {"num_choices": self.num_choices, "dropout": self.dropout}
 
-    def serve(self, inputs, preprocessor=None, signature=None, **options):
-        """`Serving.serve`, with the endings (`text_b`) checked first: a row of another number than
-        `num_choices` is a ValueError naming the example, its count and num_choices (`check_choices`)."""
-        if isinstance(inputs, dict) and "text_b" in inputs:
-            check_choices(inputs["text_b"], self.num_choices)
-        return super().serve(inputs, preprocessor, signature, **options)
-
     def text_dataset(self, x, *args, **kwargs):
         """`TextTaskModel.text_dataset` (the raw text of fit, evaluate and predict), with the endings checked
-        first as in `serve`."""
+        first (`serve` checks them as every served input of a fixed width: `serving.served_arrays`)."""
         texts = None if isinstance(x, tf.data.Dataset) else user_data.text_features(x)
         if texts is not None and "text_b" in texts:
             check_choices(texts["text_b"], self.num_choices)
