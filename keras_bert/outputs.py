@@ -1,7 +1,8 @@
 """The one guarded writer: every file or directory the library and the scripts write is claimed here.
 
 `claim(path, inputs, overwrite)` is the rule set, in one place: the output may not be, hold or lie inside
-one of its `inputs` (paths compared after resolving symlinks); an existing file or non-empty directory is
+one of its `inputs` (paths compared after resolving symlinks, and files by identity, st_dev/st_ino, so a
+hard link or symlink to an input is the input); an existing file or non-empty directory is
 refused unless `overwrite`; and the claim takes an exclusive lock beside the output
 (`<parent>/.<name>.keras_bert_lock`, linked into place whole: host, pid, boot id, start time, the whole
 command), so a second writer of the same path (another thread of this process too) is refused at once,
@@ -10,8 +11,13 @@ the process dies however it dies (in a container, on another host of an NFS moun
 free, or that is empty or unreadable, is taken over with one warning; `claim_first` takes the first free
 one of several (numbered versions). `writing_file` and `writing_dir` write under a hidden temporary name in
 the same parent and rename it into place: a failed or killed write leaves no partial output, and parents the
-claim created are removed again; with `overwrite` a
-directory is replaced whole, never merged with its stale files.
+claim created are removed again. `overwrite` means "replace my previous output", nothing else: a
+directory writer records the entries it wrote (`MANIFEST`), and replaces those and the entries it writes
+now, never a file it did not write in a directory it shares (kept, and named in one logged line); a
+directory holding only its previous output is replaced whole by one rename. The old entries are first set
+aside in a stash beside the output (`.tmp-<name>-old-*`, `set_aside`); a replacement interrupted by a kill
+is settled by the next claim of the same output (`recover`): the old output is restored when the new one
+never got in place whole, or removed, with a one-line notice, when it did.
 
 The temporary directories (`make_temp_dir`) are marked with their writer (`host pid`); the next one made in
 the same parent removes those whose process is gone (another host's: after a day). `mkdtemp` makes them
@@ -21,6 +27,7 @@ TF Serving process running as another user can read a published version.
 
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import shlex
@@ -35,6 +42,9 @@ from keras_bert.errors import UserInputError
 
 MARKER = ".keras_bert_writer"
 LOCK_SUFFIX = ".keras_bert_lock"
+MANIFEST = ".keras_bert_output"  # in a directory a writer filled: the entries it wrote, one a line
+STASH = ".keras_bert_replacing"  # in a `.tmp-<name>-old-*` stash: what it holds the old entries of
+RUN_MARKER = ".keras_bert_run"  # in a recipe's run directory: the recipe, then the entries it keeps
 _OTHER_HOST_STALE_S = 24 * 3600
 logger = logging.getLogger("keras_bert")
 # lock path -> [thread id, count, descriptor holding its flock]: the claims of one thread of this process
@@ -77,11 +87,14 @@ def _owner_gone(owner_file):
 
 
 def remove_stale(parent):
-    """Removes the `.tmp-*` directories of `parent` that a dead writer of ours left; returns their paths."""
+    """Removes the `.tmp-*` directories of `parent` that a dead writer of ours left, but for the stashes of
+    an interrupted replacement (`set_aside`), which the next claim of their target recovers (`recover`);
+    returns their paths."""
     removed = []
     for name in sorted(os.listdir(parent)) if os.path.isdir(parent) else []:
         path = os.path.join(parent, name)
-        if name.startswith(".tmp-") and os.path.isdir(path) and _owner_gone(os.path.join(path, MARKER)):
+        if (name.startswith(".tmp-") and os.path.isdir(path) and not os.path.exists(os.path.join(path, STASH))
+                and _owner_gone(os.path.join(path, MARKER))):  # a stash is left to `recover`
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
@@ -116,9 +129,11 @@ def within(inner, outer):
 
 def check_inputs(path, inputs, label=None, flag=None):
     """Raises UserInputError when `path` is, holds or lies inside one of `inputs` (paths, or a dict
-    {label: path}; None entries are skipped). `label` names the output in the message (default: `path`),
-    `flag` the script flag a user would change (default: "path")."""
+    {label: path}; None entries are skipped), compared by resolved path and by file identity (st_dev,
+    st_ino: a hard link to an input at `path` or under it is the input). `label` names the output in the
+    message (default: `path`), `flag` the script flag a user would change (default: "path")."""
     labelled = inputs.items() if isinstance(inputs, dict) else ((source, source) for source in inputs)
+    linked = None  # the file identities at `path`, read once when a path comparison does not decide
     for source_label, source in labelled:
         if not source:
             continue
@@ -126,10 +141,32 @@ def check_inputs(path, inputs, label=None, flag=None):
             relation = "is or contains"
         elif within(path, source):
             relation = "lies inside"
+        elif _identity(source) in (linked := linked if linked is not None else _identities(path)):
+            relation = "is the same file as" if _identity(source) == _identity(path) else "holds a link to"
         else:
             continue
         raise UserInputError(f"{label or path} {relation} the input {source_label}: writing there would "
                              f"replace it; choose another {_noun(flag)}")
+
+
+def _identity(path):
+    """(st_dev, st_ino) of `path` (symlinks followed): one file under any name or link; None if absent."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def _identities(path):
+    """The identities of `path` and, for a directory, of every entry under it (hard links inside it)."""
+    found = {_identity(path)} - {None}
+    for root, directories, files in os.walk(path) if os.path.isdir(path) else ():
+        for name in directories + files:
+            with contextlib.suppress(OSError):
+                stat = os.lstat(os.path.join(root, name))
+                found.add((stat.st_dev, stat.st_ino))
+    return found
 
 
 def _noun(flag):
@@ -342,6 +379,11 @@ def claim(path, inputs=(), overwrite=False, kind="dir", label=None, flag=None):
     except BaseException:
         Claim(path, None, False, created).release(False)
         raise
+    try:
+        recover(path)
+    except BaseException:
+        Claim(path, lock, False, created).release(False)
+        raise
     result = Claim(path, lock, os.path.lexists(path), created)
     try:
         _check_free(path, kind, overwrite, label, flag)
@@ -380,49 +422,180 @@ def claim_first(paths, kind="dir"):
 @contextlib.contextmanager
 def writing_dir(path, inputs=(), overwrite=False):
     """Claims directory `path` (`claim`) and yields a new hidden directory beside it to write into; on
-    success its tree gets the umask's modes (`seal`) and is renamed to `path`, replacing a directory that was
-    there whole. On failure nothing of it is left. Yields the temporary directory's path."""
-    with claim(path, inputs, overwrite, "dir") as held, filling(held) as tmp:
+    success its tree gets the umask's modes (`seal`), a `MANIFEST` naming its entries, and takes the place
+    of this writer's previous output (`put_in_place`): files it did not write are kept. On failure nothing
+    of it is left. Yields the temporary directory's path."""
+    with claim(path, inputs, overwrite, "dir") as held, filling(held, manifest=True) as tmp:
         yield tmp
 
 
 @contextlib.contextmanager
-def filling(held):
+def filling(held, manifest=False):
     """The body of `writing_dir` for a directory already claimed (`held`, a `Claim` of kind "dir"): yields a
-    hidden temporary directory, sealed and renamed to `held.path` on success, removed on failure."""
+    hidden temporary directory, sealed (with a `MANIFEST` when `manifest`) and put in place of `held.path`
+    on success (`put_in_place`), removed on failure."""
     parent, name = os.path.split(held.path)
-    inside = not parent_writable(held.path)  # a directory in a read-only one: filled file by file
+    inside = not parent_writable(held.path)  # a directory in a read-only one: filled entry by entry
     tmp = make_temp_dir(held.path if inside else parent, prefix=f".tmp-{name}-")
     try:
         yield tmp
         seal(tmp)
-        (_move_into if inside else _replace)(tmp, held.path)
+        if manifest:
+            with open(os.path.join(tmp, MANIFEST), "w", encoding="utf-8") as f:
+                f.writelines(name + "\n" for name in sorted(os.listdir(tmp)))
+        put_in_place(tmp, held.path, inside)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _move_into(source, target):
-    """Empties `target` (but for `source` and its lock), then renames each entry of `source` into it."""
-    for name in _contents(target):
-        entry = os.path.join(target, name)
-        if entry != source:
-            shutil.rmtree(entry) if os.path.isdir(entry) and not os.path.islink(entry) else os.remove(entry)
-    for name in os.listdir(source):
-        os.replace(os.path.join(source, name), os.path.join(target, name))
+def _written(target):
+    """The entries of directory `target` that a writer of ours wrote there: those its `MANIFEST` names, and
+    the manifest itself (none without one)."""
+    try:
+        with open(os.path.join(target, MANIFEST), encoding="utf-8") as f:
+            return {line.rstrip("\n") for line in f if line.strip()} | {MANIFEST}
+    except OSError:
+        return set()
 
 
-def _replace(source, target):
-    """Renames directory `source` to `target`; an existing `target` is moved aside first and removed after."""
+def _present(target):
+    """The entries of directory `target`, less locks and hidden temporaries of ours."""
+    return [name for name in _contents(target)
+            if not name.startswith(".tmp-") and not name.endswith(LOCK_SUFFIX)]
+
+
+def put_in_place(source, target, inside=False):
+    """Puts the entries of directory `source` in place of this writer's previous output at `target`: the
+    entries the previous `MANIFEST` names and those of the same names as the new ones. Every other entry of
+    `target` (a file it did not write, in a directory it shares) is kept and named in one logged line.
+    When `target` holds nothing else (and is not the working directory), it is replaced whole by one rename;
+    else entry by entry. The old entries are first set aside (`set_aside`): an interrupted replacement is
+    undone or finished by the next claim of `target` (`recover`)."""
     if not os.path.lexists(target):
         return os.rename(source, target)
-    old = f"{source}-replaced"
-    os.rename(target, old)
+    incoming = sorted(os.listdir(source))
+    present = _present(target)
+    ours = (_written(target) | set(incoming)) & set(present)
+    kept = sorted(set(present) - ours)
+    whole = not inside and not kept and not within(os.getcwd(), target)
+    stash = set_aside(target, sorted(ours), "whole" if whole else "merge", incoming, kept)
     try:
-        os.rename(source, target)
+        if whole:
+            os.rename(source, target)
+        else:
+            for name in sorted(incoming, key=lambda name: name == MANIFEST):  # the manifest last: complete
+                os.rename(os.path.join(source, name), os.path.join(target, name))
     except BaseException:
-        os.rename(old, target)
+        restore(stash)
         raise
-    shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(stash, ignore_errors=True)
+    log_kept(target, kept)
+
+
+def log_kept(label, kept, why="this writer did not write"):
+    """Logs in one line the entries `kept` in output `label` because `why` (none: nothing logged)."""
+    if kept:
+        shown = ", ".join(kept[:5]) + (", ..." if len(kept) > 5 else "")
+        logger.warning("%s: kept %d entr%s that %s: %s", label, len(kept), "y" if len(kept) == 1 else "ies",
+                       why, shown)
+
+
+def set_aside(target, names, mode, incoming=(), kept=()):
+    """Moves `names` (entries of directory `target`; all of it, the directory itself, when `mode` is
+    "whole") into `<stash>/old`, a new hidden directory beside `target` (inside it when its parent is
+    read-only) that records what it holds (`STASH`: the target, the mode, the `incoming` entries that will
+    replace them, the `kept` entries that are not the writer's). Returns the stash. Modes: "whole" and
+    "merge" (a `writing_dir`: its new output is complete once `target` has a `MANIFEST`), "run" (a recipe's
+    run directory: the new output is whatever the run writes there)."""
+    parent, name = os.path.split(target)
+    stash = make_temp_dir(parent if parent_writable(target) else target, f".tmp-{name}-old-")
+    with open(os.path.join(stash, STASH), "w", encoding="utf-8") as f:
+        json.dump({"target": target, "mode": mode, "incoming": list(incoming), "kept": list(kept)}, f)
+    old = os.path.join(stash, "old")
+    if mode == "whole":
+        os.rename(target, old)
+        return stash
+    os.mkdir(old)
+    for entry in names:
+        os.rename(os.path.join(target, entry), os.path.join(old, entry))
+    return stash
+
+
+def _stash_info(stash):
+    with open(os.path.join(stash, STASH), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _in_place(info):
+    """Whether the new output of an interrupted replacement (a stash's `info`) got in place: a directory
+    writer's once its `MANIFEST` is there; a run's once it wrote any file."""
+    if info["mode"] == "run":
+        return run_wrote(info["target"], info["kept"])
+    return os.path.exists(os.path.join(info["target"], MANIFEST))
+
+
+def run_wrote(target, kept=()):
+    """Whether a file is under run directory `target` outside its `kept` entries, its run marker, its lock
+    and our hidden temporaries."""
+    for name in _present(target):
+        entry = os.path.join(target, name)
+        if name in kept or name == RUN_MARKER:
+            continue
+        if not os.path.isdir(entry) or os.path.islink(entry) or any(files for _, _, files in os.walk(entry)):
+            return True
+    return False
+
+
+def restore(stash):
+    """Undoes `set_aside`: the entries the new output brought (of a run: everything but the kept entries
+    and the run marker, which hold no file) are removed and the old entries moved back; the stash goes."""
+    info = _stash_info(stash)
+    target, old = info["target"], os.path.join(stash, "old")
+    if info["mode"] == "whole":
+        if os.path.isdir(old) and not os.path.lexists(target):
+            os.rename(old, target)
+    elif os.path.isdir(target):
+        keep = set(info["kept"]) | {RUN_MARKER}
+        brought = ({*info["incoming"], MANIFEST} if info["mode"] == "merge"
+                   else set(_present(target)) - keep)
+        for name in sorted(brought & set(_present(target))):
+            entry = os.path.join(target, name)
+            shutil.rmtree(entry) if os.path.isdir(entry) and not os.path.islink(entry) else os.remove(entry)
+        for name in sorted(os.listdir(old)) if os.path.isdir(old) else ():
+            os.rename(os.path.join(old, name), os.path.join(target, name))
+    shutil.rmtree(stash, ignore_errors=True)
+
+
+def recover(path):
+    """Finishes or undoes each interrupted replacement of `path` (a stash of `set_aside` whose writer is
+    gone, beside `path` or inside it): when the new output got in place whole, the set-aside old output is
+    removed; else the old output is restored (the new output's partial entries removed). Either is logged
+    in one line naming the stash. Returns the stashes handled."""
+    path = os.path.abspath(path)
+    parent, name = os.path.split(path)
+    handled = []
+    for folder in (parent, path):
+        for entry in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+            stash = os.path.join(folder, entry)
+            if not (entry.startswith(f".tmp-{name}-old-") and os.path.isfile(os.path.join(stash, STASH))
+                    and _owner_gone(os.path.join(stash, MARKER))):
+                continue
+            try:
+                info = _stash_info(stash)
+            except (OSError, ValueError):
+                continue
+            if info.get("target") != path:
+                continue
+            if _in_place(info):
+                shutil.rmtree(stash, ignore_errors=True)
+                logger.warning("%s: removed %s, the earlier output that an interrupted overwrite had set "
+                               "aside (the new output got in place)", path, stash)
+            else:
+                restore(stash)
+                logger.warning("%s: restored the earlier output from %s: the overwrite that set it aside was "
+                               "interrupted before its new output got in place", path, stash)
+            handled.append(stash)
+    return handled
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ from keras_bert.training import tf_config
 from recipes import logs
 
 FLAGS = flags.FLAGS
-RUN_MARKER = ".keras_bert_run"  # in an output directory: the recipe writing there
+RUN_MARKER = outputs.RUN_MARKER  # in an output directory: the recipe writing there, then the entries it keeps
 RESUMING_RECIPES = ("pretrain", "distill")  # a rerun continues from the run's checkpoints
 
 
@@ -22,8 +22,13 @@ def claim_output_dir(flag, input_flags=(), check_only=False):
     another run writes it (its lock, named); refused when not empty (the marker aside), unless it holds a run
     of this recipe that resumes (`RESUMING_RECIPES`: one it marked, or an unmarked one with checkpoints/,
     from before the marker) or --overwrite is given (a fresh start, in every recipe: a resumable run's files
-    are set aside too): then its old files are set aside and removed once the
-    run writes its own (never merged with them). Creates it and marks it as this recipe's; when the run ends
+    are set aside too): then the earlier runs' files are set aside and removed once the run writes its own
+    (never merged with them). Only the runs' files: the entries an unmarked directory held when a run first
+    claimed it (a directory it shares, say the working directory) are recorded in the marker and kept,
+    named in one logged line. A run killed after setting files aside leaves them in a stash beside the
+    directory, which the next run's claim settles (`keras_bert.outputs.recover`): restored when the killed
+    run wrote no file, else removed with a one-line notice (its output is the newer one, and a resuming
+    recipe continues from it). Creates it and marks it as this recipe's; when the run ends
     (or fails, or is stopped by SIGTERM) having written nothing there, the directory is left as it was (or
     not there). A non-chief multi-worker task only checks the inputs: the chief claims the directory.
     `check_only`: raise what the claim would raise, and leave the directory as it is."""
@@ -36,7 +41,12 @@ def claim_output_dir(flag, input_flags=(), check_only=False):
     try:
         entries = (sorted(set(os.listdir(path)) - {RUN_MARKER, outputs.LOCK_SUFFIX}) if os.path.isdir(path)
                    else [])
-        owner = _marker(path)
+        entries = [name for name in entries if not name.startswith(".tmp-")]  # our stashes, temporaries
+        owner, marker_text, kept = _marker(path)
+        if owner is None and not os.path.exists(os.path.join(path, "checkpoints", "checkpoint")):
+            kept = entries  # not a run directory: none of its entries is a run's
+        kept = [name for name in kept if name in entries]
+        ours = [name for name in entries if name not in kept]
         resumable = recipe in RESUMING_RECIPES and not FLAGS.overwrite and (
             owner == recipe or (owner is None
                                 and os.path.exists(os.path.join(path, "checkpoints", "checkpoint"))))
@@ -47,70 +57,51 @@ def claim_output_dir(flag, input_flags=(), check_only=False):
         if check_only:
             return held.release(False)
         os.makedirs(path, exist_ok=True)
-        stash = _set_aside(held.path, entries) if entries and not resumable else None
-        if owner != recipe:
+        stash = outputs.set_aside(held.path, ours, "run", kept=kept) if ours and not resumable else None
+        text = "".join(line + "\n" for line in [recipe, *kept])
+        if text != marker_text:
             with open(os.path.join(path, RUN_MARKER), "w", encoding="utf-8") as f:
-                f.write(recipe + "\n")
+                f.write(text)
+        outputs.log_kept(label, kept, "no run wrote")
     except BaseException:
         held.release(False)
         raise
-    fresh = not entries or stash is not None  # nothing of an earlier run left in it
-    replaced = False if owner == recipe else owner  # the marker this claim replaced (None: it added one)
-    logs.AFTER_MAIN.append(lambda succeeded: _finish(held, succeeded, fresh, replaced, stash))
+    fresh = not ours or stash is not None  # nothing of an earlier run left in it
+    marker_text = False if text == marker_text else marker_text  # False: the marker was left as it was
+    logs.AFTER_MAIN.append(lambda succeeded: _finish(held, succeeded, fresh, marker_text, stash, kept))
 
 
 def _marker(path):
+    """(recipe, whole text, kept entries) of the run marker of `path`; (None, None, []) without one."""
     try:
         with open(os.path.join(path, RUN_MARKER), encoding="utf-8") as f:
-            return f.read().strip()
+            text = f.read()
     except OSError:
-        return None
+        return None, None, []
+    recipe, *kept = text.splitlines() or [""]
+    return recipe.strip(), text, [name for name in kept if name]
 
 
-def _set_aside(path, entries):
-    """Moves `entries` of `path` into a hidden directory beside it (inside it when its parent is read-only),
-    which the next writer there removes as stale if this process dies; returns that directory."""
-    parent = os.path.dirname(path) if outputs.parent_writable(path) else path
-    stash = outputs.make_temp_dir(parent, f".tmp-{os.path.basename(path)}-old-")
-    for name in entries:
-        os.rename(os.path.join(path, name), os.path.join(stash, name))
-    return stash
-
-
-def _walk(path, stash):
-    """os.walk(path, topdown=False) less the set-aside directory `stash` (None: none)."""
-    return [(root, files) for root, _, files in os.walk(path, topdown=False)
-            if not (stash and (root + os.sep).startswith(stash + os.sep))]
-
-
-def _unwritten(path, stash):
-    """Whether no file but the marker (and the lock) is under `path`, `stash` aside."""
-    return all(name in (RUN_MARKER, outputs.LOCK_SUFFIX) and root == path
-               for root, files in _walk(path, stash) for name in files)
-
-
-def _finish(held, succeeded, fresh, owner, stash):
+def _finish(held, succeeded, fresh, marker_text, stash, kept):
     """After the run: a `fresh` directory it wrote nothing in goes back to how it was (old files, the marker
-    of `owner` when it replaced another (None: there was none), or not there, with the parents the claim
-    made); else the set-aside old files are removed. Drops the lock."""
+    `marker_text` it had (None: there was none; False: it is unchanged), or not there, with the parents the
+    claim made); else the set-aside old files are removed. Drops the lock."""
     path = held.path
-    if not fresh or not _unwritten(path, stash):
+    if not fresh or outputs.run_wrote(path, kept):
         if stash:
             shutil.rmtree(stash, ignore_errors=True)
         return held.release(succeeded)
-    if owner is None:
+    if marker_text is None:
         os.remove(os.path.join(path, RUN_MARKER))
-    elif owner:
+    elif marker_text is not False:
         with open(os.path.join(path, RUN_MARKER), "w", encoding="utf-8") as f:
-            f.write(owner + "\n")
-    for root, _ in _walk(path, stash):
-        if root != path:
-            os.rmdir(root)  # the empty directories the run made
+            f.write(marker_text)
     if stash:
-        for name in os.listdir(stash):
-            if name != outputs.MARKER:
-                os.rename(os.path.join(stash, name), os.path.join(path, name))
-        shutil.rmtree(stash)
-    elif not held.existed:
-        os.rmdir(path)
+        outputs.restore(stash)  # the empty directories the run made go too
+    else:
+        for name in sorted(set(os.listdir(path)) - {*kept, RUN_MARKER, outputs.LOCK_SUFFIX}):
+            if not name.startswith(".tmp-") and os.path.isdir(os.path.join(path, name)):
+                shutil.rmtree(os.path.join(path, name))  # holds no file: the directories the run made
+        if not held.existed:
+            os.rmdir(path)
     held.release(held.existed)

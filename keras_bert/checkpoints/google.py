@@ -79,8 +79,9 @@ def save_google_checkpoint(model, path_prefix: str, vocab_file: str | None = Non
     a TF1 checkpoint under the original variable names, plus `bert_config.json` (and `vocab.txt` when
     given) in the prefix's directory. Returns `path_prefix`; load it with `tf.train.load_checkpoint`,
     Google's scripts (`--init_checkpoint`) or `load_encoder` / `load_pretrainer`. The prefix's directory is
-    the output (`keras_bert.outputs.writing_dir`): refused when not empty unless `overwrite` (then replaced
-    whole), or when it holds `vocab_file`."""
+    the output (`keras_bert.outputs.writing_dir`): refused when not empty unless `overwrite` (then its
+    previous output there is replaced, and files it did not write are kept), or when it holds
+    `vocab_file`."""
     encoder, pretrainer = split_model(model)
     arrays = collect_weights(encoder, pretrainer)
     directory, basename = os.path.split(os.path.abspath(path_prefix))

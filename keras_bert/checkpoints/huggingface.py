@@ -281,7 +281,8 @@ def save_huggingface(model, path: str, vocab_file: str | None = None, overwrite:
     `BertForQuestionAnswering` or `BertForMultipleChoice` with its head (what its task folder declares,
     `keras_bert.checkpoints.heads`), so the matching `transformers.AutoModelFor*` (and `pipeline`) load it.
     Written beside `path` and renamed into place (`keras_bert.outputs.writing_dir`): a non-empty `path` is
-    refused unless `overwrite` (then replaced whole), as is one holding `vocab_file`. Returns `path`."""
+    refused unless `overwrite` (then its previous output there is replaced; files it did not write are
+    kept), as is one holding `vocab_file`. Returns `path`."""
     encoder, pretrainer = split_model(model)
     head = heads_of(getattr(model, "task_kind", None))[0]
     head_tensors, head_config = _head_tensors(model, head) if head else ({}, {})

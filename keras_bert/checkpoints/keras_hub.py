@@ -333,7 +333,8 @@ def save_keras_hub(model, directory, overwrite=False) -> str:
     `keras_hub.models.BertBackbone.from_preset(directory)` (and BertTokenizer / BertTextClassifier) load it
     (a task model's preset: what its task folder declares, `keras_bert.checkpoints.heads`);
     the preset is written beside `directory` and renamed into place (`keras_bert.outputs.writing_dir`): a
-    non-empty `directory` is refused unless `overwrite` (then replaced whole, no stale task files left).
+    non-empty `directory` is refused unless `overwrite` (then its previous preset is replaced, no stale
+    task files left; files it did not write are kept).
     Returns `directory`."""
     directory = os.fspath(directory)
     encoder, _ = split_model(model)

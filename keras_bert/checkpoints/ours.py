@@ -105,7 +105,8 @@ def save_pretrained(model, directory: str, vocab_file: str | None = None, overwr
     """Saves `model` (any keras_bert model) to `directory` as `model.keras` + `bert_config.json` (+ a copy
     of `vocab_file`), written beside it and renamed into place (`keras_bert.outputs.writing_dir`), so
     `from_pretrained` never reads a half-written save. A non-empty `directory` is refused unless
-    `overwrite` (then replaced whole), as is one holding `vocab_file`. Returns `directory`."""
+    `overwrite` (then its previous save there is replaced; files it did not write are kept), as is one
+    holding `vocab_file`. Returns `directory`."""
     encoder, _ = split_model(model)
     with outputs.writing_dir(directory, [vocab_file], overwrite) as tmp:
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:

@@ -1,7 +1,8 @@
 """The one guarded writer (keras_bert/outputs.py) as every writer meets it: an output that is, holds or lies
 inside an input is refused with the input intact; an existing one is refused unless overwrite, which
-replaces it whole; a second writer is refused at once, naming the first; a failed, killed or stopped write
-leaves nothing behind. Library writers and scripts run in this process; the other writers are forked."""
+replaces the writer's own output (never a file it did not write: tests/door/test_writers_share_dirs.py);
+a second writer is refused at once, naming the first; a failed, killed or stopped write leaves nothing
+behind. Library writers and scripts run in this process; the other writers are forked."""
 
 import contextlib
 import errno
@@ -175,8 +176,8 @@ SAVERS = ["save_pretrained", "save_huggingface", "save_google_checkpoint", "save
 
 
 @pytest.mark.parametrize("name", SAVERS)
-def test_a_library_writer_refuses_an_existing_directory_and_overwrite_replaces_it_whole(tiny_config, tmp_path,
-                                                                                        name):
+def test_a_library_writer_refuses_an_existing_directory_and_overwrite_replaces_only_its_own(tiny_config,
+                                                                                            tmp_path, name):
     save = _savers(tiny_config)[name]
     path = tmp_path / "out"
     path.mkdir()
@@ -187,9 +188,11 @@ def test_a_library_writer_refuses_an_existing_directory_and_overwrite_replaces_i
                                 f"choose another path")
     assert _tree(path) == {"stale.json": b"{}"}
     save(str(path), overwrite=True)
-    names = sorted(_tree(path))
-    assert "stale.json" not in names and names  # replaced whole: no file of the old directory left
-    assert _leftovers(tmp_path) == []
+    first = _tree(path)
+    assert first["stale.json"] == b"{}" and len(first) > 2  # not the writer's file: kept beside its output
+    save(str(path), overwrite=True)
+    assert sorted(_tree(path)) == sorted(first)  # its own previous output replaced, nothing merged
+    assert _leftovers(tmp_path) == [] and _leftovers(path) == []
     assert oct(os.stat(path).st_mode & 0o777) == oct(0o777 & ~_umask())
 
 
@@ -298,7 +301,8 @@ def test_a_killed_save_leaves_no_partial_output_and_the_next_one_takes_over(tiny
     _killed_while_writing(killed_save)
     assert not path.exists() and len(_leftovers(tmp_path)) == 2  # its temporary directory and its lock
     save_pretrained(encoder, str(path))
-    assert sorted(os.listdir(path)) == ["bert_config.json", "model.keras"] and _leftovers(tmp_path) == []
+    assert sorted(os.listdir(path)) == [outputs.MANIFEST, "bert_config.json", "model.keras"]
+    assert _leftovers(tmp_path) == []
 
     def killed_file_write():
         with outputs.writing_file(str(tmp_path / "vocab.txt")) as tmp:
@@ -434,7 +438,7 @@ def test_a_run_that_never_uses_its_output_dir_does_not_create_one(run_in_process
     assert not (tmp_path / "unused").exists() and _leftovers(tmp_path) == []
 
 
-def test_overwrite_replaces_a_run_directory_whole(run_in_process, tmp_path):
+def test_overwrite_replaces_the_output_it_wrote_and_keeps_the_rest(run_in_process, tmp_path):
     checkpoint, _ = write_tiny_checkpoint(tmp_path, "huggingface")
     corpus = tmp_path / "domain.txt"
     corpus.write_text("wordpieces wordpieces tokenizer\n" * 3)
@@ -448,7 +452,8 @@ def test_overwrite_replaces_a_run_directory_whole(run_in_process, tmp_path):
                                    f"replace it, or choose another --output_dir\n")
     status, stderr = run_in_process("extend_vocab", *argv, "--overwrite")
     assert status is None, stderr  # main returned
-    assert sorted(os.listdir(out)) == ["config.json", "model.safetensors", "vocab.txt"]
+    assert sorted(os.listdir(out)) == [outputs.MANIFEST, "config.json", "model.safetensors", "stale.txt",
+                                       "vocab.txt"]  # stale.txt is not its output: kept
     assert _leftovers(tmp_path) == []
 
 
@@ -462,7 +467,7 @@ def test_a_directory_in_a_read_only_parent_is_locked_and_filled_from_inside(run_
     (out / "stale.json").write_text("{}")
     monkeypatch.setattr(outputs, "parent_writable", lambda path: not str(path).startswith(str(out)))
     save_pretrained(kb.BertEncoder(tiny_config), str(out), overwrite=True)
-    assert sorted(os.listdir(out)) == ["bert_config.json", "model.keras"]
+    assert sorted(os.listdir(out)) == [outputs.MANIFEST, "bert_config.json", "model.keras", "stale.json"]
     before = {name: (out / name).read_bytes() for name in os.listdir(out)}
     bad = tmp_path / "bad.csv"
     bad.write_bytes(b"text,label\n\xe9,a\n")
