@@ -9,7 +9,9 @@ setup(
     "WordPiece, pre-training, fine-tuning recipes and TF Serving export.",
     # The absl-flag scripts (`keras-bert COMMAND`) are the packages `recipes` and `export`, installed beside
     # keras_bert, so that every way of running one imports them by name (docs/scripts.md).
-    packages=find_packages(include=["keras_bert", "keras_bert.*", "recipes", "export"]),
+    # keras_bert_servability: the servability check's process, which must not run keras_bert/__init__.py.
+    packages=find_packages(include=["keras_bert", "keras_bert.*", "keras_bert_servability", "recipes",
+                                    "export"]),
     py_modules=["keras_bert_commands"],
     entry_points={"console_scripts": ["keras-bert = keras_bert_commands:main"]},
     python_requires=">=3.10",

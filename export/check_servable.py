@@ -5,22 +5,25 @@
         [--input=question="who?" --input=context="a paragraph"] \
         [--expected=expected.npz] [--serving_version=2.20]
 
-Runs in this fresh process without keras or keras_bert (nor TensorFlow's Python package): the installed
+Runs in a fresh process without keras or keras_bert (nor TensorFlow's Python package: the package
+keras_bert_servability, through `keras_bert.export.servability.check_servable_subprocess`): the installed
 wheel's C API (`libtensorflow_cc.so.2`) with the tensorflow-text kernels registered by TF_LoadLibrary, the
 session-based TF_LoadSessionFromSavedModel loader, the warmup requests, then serving_default on --text (or
-on the inputs of --expected, an .npz from `servability.save_check_arrays`, compared to its outputs). The
+on the inputs of --expected, an .npz from `servability.save_check_arrays`, compared to its outputs); then
+each served answer is checked here (entity spans, probabilities: `servability.check_answers`). The
 inputs are named as the signature names them: --text / --text_b, or --input=NAME=TEXT for any input. Prints
 the signatures, every non-core op with the first TF Serving release that has it, and the outputs as JSON.
 """
 
-import importlib.util
 import json
 import os
 import sys
+import tempfile
 
 import numpy as np
 from absl import flags
 
+from keras_bert.export import servability
 from recipes import flags as shared_flags
 from recipes import logs
 
@@ -51,38 +54,28 @@ def rest_response(outputs, request_format):
     return {"predictions": rows}
 
 
-def _load_servability():
-    # Imported as the top-level `servability` package: importing keras_bert would import keras and
-    # TensorFlow's Python side (see keras_bert/export/servability/worker.py).
-    # find_spec locates keras_bert (a checkout's or an installed one) without running its __init__.
-    package_dir = importlib.util.find_spec("keras_bert").submodule_search_locations[0]
-    sys.path.insert(0, os.path.join(package_dir, "export"))
-    import servability
-
-    return servability
-
-
 def main(argv):
     del argv
-    servability = _load_servability()
-    runs = []
-    if FLAGS.expected:
-        runs.append((FLAGS.signature, *servability.load_check_arrays(FLAGS.expected)))
-    elif shared_flags.served_inputs():
-        inputs = {name: np.array([t.encode() for t in values], dtype=object)
-                  for name, values in shared_flags.served_inputs().items()}
-        runs.append((FLAGS.signature, inputs, None))
-    api = servability.TensorFlowCApi()
+    for export_dir in FLAGS.export_dir:  # a missing SavedModel is the user's error, said in one line
+        os.stat(os.path.join(export_dir, "saved_model.pb"))
+    with tempfile.TemporaryDirectory(prefix="check_servable-") as tmp:
+        runs = []
+        if FLAGS.expected:
+            runs.append({"signature": FLAGS.signature, "arrays": FLAGS.expected})
+        elif shared_flags.served_inputs():
+            inputs = {name: np.array([t.encode() for t in values], dtype=object)
+                      for name, values in shared_flags.served_inputs().items()}
+            servability.save_check_arrays(os.path.join(tmp, "inputs.npz"), inputs, None)
+            runs.append({"signature": FLAGS.signature, "arrays": os.path.join(tmp, "inputs.npz")})
+        reports = servability.check_servable_subprocess(
+            [{"export_dir": export_dir, "runs": runs} for export_dir in FLAGS.export_dir], FLAGS.atol,
+            FLAGS.serving_version)
     failed = False
-    for export_dir in FLAGS.export_dir:
-        try:
-            report = servability.check(export_dir, runs, FLAGS.atol, FLAGS.serving_version, api=api)
-        except servability.ServabilityError as e:
-            print(f"NOT SERVABLE: {e}", file=sys.stderr)
+    for export_dir, report in zip(FLAGS.export_dir, reports, strict=True):
+        if "error" in report:
+            print(f"NOT SERVABLE: {report['error']}", file=sys.stderr)
             failed = True
             continue
-        for run in report["runs"]:
-            run["outputs"] = servability.json_outputs(run["outputs"])
         if FLAGS.rest_response and report["runs"]:
             print(json.dumps(rest_response(report["runs"][0]["outputs"], FLAGS.rest_response)))
         else:

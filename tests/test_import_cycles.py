@@ -196,3 +196,50 @@ def test_importing_keras_bert_only_defines_it(tmp_path):
     ours = {"keras_bert_commands", "recipes", "export", "servability", "benchmarks", "tests"}
     assert "keras_bert" in found["new_top_level"] and not ours & set(found["new_top_level"]), found
     assert not [m for m in found["new_top_level"] if m.startswith("_served")], found
+
+
+# Every module that ships (setup.py's packages and module): what no import by name may be replaced with.
+SHIPPED = [PACKAGE_ROOT.parent / name for name in
+           ("keras_bert", "keras_bert_servability", "recipes", "export", "keras_bert_commands.py")]
+
+
+def path_tricks(paths):
+    """["file:line what"] of every module loaded by file path (`spec_from_file_location`, `runpy`), sys.path
+    edit (`sys.path.insert/append/extend`, `sys.path[...] =`) or module planted in `sys.modules[...]`."""
+    found = []  # (file, line, what)
+    for path in sorted(p for root in paths for p in ([root] if root.is_file() else root.rglob("*.py"))):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            text = ast.unparse(node) if isinstance(node, ast.Attribute | ast.Assign | ast.AugAssign) else ""
+            if isinstance(node, ast.Attribute) and (
+                    node.attr in ("spec_from_file_location", "run_path", "run_module")
+                    or text in ("sys.path.insert", "sys.path.append", "sys.path.extend")):
+                found.append((str(path), node.lineno, text))
+            elif isinstance(node, ast.Import | ast.ImportFrom) and any(
+                    "runpy" in (alias.name, getattr(node, "module", None)) for alias in node.names):
+                found.append((str(path), node.lineno, "import runpy"))
+            elif isinstance(node, ast.Assign | ast.AugAssign) and any(
+                    ast.unparse(t) in ("sys.path", "sys.modules")
+                    or ast.unparse(t).startswith(("sys.modules[", "sys.path["))
+                    for t in getattr(node, "targets", [getattr(node, "target", None)])):
+                found.append((str(path), node.lineno, text.splitlines()[0]))
+    return [f"{os.path.relpath(file, PACKAGE_ROOT.parent)}:{line} {what}"
+            for file, line, what in sorted(found)]
+
+
+def test_path_tricks_are_found(tmp_path):
+    (tmp_path / "tricks.py").write_text(
+        "import importlib.util, runpy, sys\nsys.path.insert(0, 'x')\nsys.modules['tensorflow'] = object()\n"
+        "spec = importlib.util.spec_from_file_location('m', 'm.py')\nsys.path += ['y']\n"
+        "runpy.run_path('s.py')\n")
+    found = [line.rsplit("/", 1)[-1] for line in path_tricks([tmp_path])]
+    assert found == ["tricks.py:1 import runpy", "tricks.py:2 sys.path.insert",
+                     "tricks.py:3 sys.modules['tensorflow'] = object()",
+                     "tricks.py:4 importlib.util.spec_from_file_location", "tricks.py:5 sys.path += ['y']",
+                     "tricks.py:6 runpy.run_path"]
+
+
+def test_shipped_modules_import_by_name_only():
+    """No module is loaded by its file path or planted in sys.modules, and sys.path is never edited: each
+    module imports under one name, the one it is installed under."""
+    found = path_tricks(SHIPPED)
+    assert not found, "imports by path, sys.path edits or sys.modules entries:\n" + "\n".join(found)

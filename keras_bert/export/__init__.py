@@ -1,8 +1,8 @@
 """Export for TF Serving (raw-text SavedModels, the TF Hub layout, the C-API servability check) and for
 LiteRT (one raw-text .tflite).
 
-`servability` imports neither keras nor TensorFlow's Python package, so that `export/check_servable.py`
-can load it in a fresh process; it is not imported here for the same reason.
+`servability` (the C-API check, run in a fresh process by the top-level package keras_bert_servability)
+is imported where it is used.
 """
 
 from keras_bert.export.litert import export_litert, load_litert

@@ -21,7 +21,7 @@ class TaskSpec:
         huggingface: its `HuggingFaceHead`, or None (no transformers head).
         keras_hub: its `KerasHubHead`, or None (no KerasHub task preset).
 
-    Beside spec.py a folder may hold `served.py`, plain Python that shared code loads by path: its
+    Beside spec.py a folder may hold `served.py`, listed in `registry.SERVED`: its
     `check_answers(inputs, outputs)` returns what is wrong with served answers (str) or None
     (`keras_bert.export.servability`), its `describe(example)` the readable lines of one served example and
     the output names they show, or None (export/client.py).

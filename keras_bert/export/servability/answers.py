@@ -5,32 +5,10 @@ spans of the text they name, a choice that is the argmax); here, for every model
 1 and `label_id` is their argmax, a `sentence_embedding` is finite.
 """
 
-import functools
-import glob
-import importlib.util
-import os
-
 import numpy as np
 
-from .errors import ServabilityError
-
-# keras_bert/tasks, found from here: this package also loads alone (worker.py), without keras_bert.
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TASKS_DIR = os.path.join(_PACKAGE, "tasks")
-
-
-@functools.cache
-def served_modules():
-    """The `served.py` module of every task folder (`keras_bert.tasks.registry`), loaded by path, in name
-    order: plain Python and numpy, so that neither keras nor keras_bert is imported here."""
-    modules = []
-    for path in sorted(glob.glob(os.path.join(TASKS_DIR, "*", "served.py"))):
-        name = f"_served_{os.path.basename(os.path.dirname(path))}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        modules.append(module)
-    return modules
+from keras_bert.tasks.registry import served_modules
+from keras_bert_servability import ServabilityError
 
 
 def check_answers(where, inputs, outputs):

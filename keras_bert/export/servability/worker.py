@@ -1,39 +1,42 @@
-"""The check in a fresh process: the parent sends the jobs as JSON on stdin, the worker
-(`python -m servability --json`, see `__main__.py`) prints the summaries.
+"""The check in a fresh process: the parent sends the jobs as JSON on stdin, the checking process
+(`python -m keras_bert_servability --json`) prints the summaries and writes every served request's inputs
+and outputs to a temporary folder, whose answers the parent then checks (`answers.check_answers`).
 
-The worker imports this package as the top-level `servability` (its parent directory put first on the
-path), not as `keras_bert.export.servability`: `keras_bert/__init__.py` would import keras and TensorFlow's
-Python package, which the proto stub of `protos.py` must not meet.
+The check runs apart because a process that imported keras_bert has tensorflow_text's ops registered
+already: the C API would count them as TF core (keras_bert_servability/__init__.py).
 """
 
 import json
 import os
 import subprocess
 import sys
+import tempfile
 
-from .check import run_checks
-from .errors import ServabilityError
-from .ops import DEFAULT_SERVING_VERSION
-
-# The directory that holds this package: on the worker's path, it makes `servability` importable alone.
-PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from keras_bert.export.servability.answers import check_answers
+from keras_bert_servability import DEFAULT_SERVING_VERSION, ServabilityError, load_check_arrays
 
 
 def check_servable_subprocess(jobs, atol=1e-4, serving_version=DEFAULT_SERVING_VERSION, timeout=600):
-    """Runs `run_checks(jobs)` in a fresh Python process (no keras, no TF Python), as TF Serving's C++
-    loader sees the exports. Returns the list of summaries."""
-    spec = json.dumps({"jobs": jobs, "atol": atol, "serving_version": serving_version}, default=os.fspath)
-    path = os.pathsep.join(p for p in (PACKAGE_PARENT, os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, "PYTHONPATH": path,
-           "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
-    proc = subprocess.run([sys.executable, "-m", "servability", "--json"], input=spec, text=True,
-                          capture_output=True, timeout=timeout, env=env)
-    if proc.returncode != 0:
-        raise ServabilityError(f"check process exited with {proc.returncode}:\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    """Runs `keras_bert_servability.run_checks(jobs)` in a fresh Python process (no keras, no TF Python), as
+    TF Serving's C++ loader sees the exports, then checks the served answers of every request. Returns the
+    list of summaries; a job that failed either check carries `error`."""
+    with tempfile.TemporaryDirectory(prefix="servability-") as answers_dir:
+        spec = json.dumps({"jobs": jobs, "atol": atol, "serving_version": serving_version,
+                           "answers_dir": answers_dir}, default=os.fspath)
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
+        proc = subprocess.run([sys.executable, "-m", "keras_bert_servability", "--json"], input=spec,
+                              text=True, capture_output=True, timeout=timeout, env=env)
+        if proc.returncode != 0:
+            raise ServabilityError(f"check process exited with {proc.returncode}:\n{proc.stderr[-4000:]}")
+        return [_answers_checked(summary) for summary in json.loads(proc.stdout.strip().splitlines()[-1])]
 
 
-def main():
-    """Worker side: reads {"jobs", "atol", "serving_version"} from stdin, prints `run_checks`' JSON."""
-    spec = json.loads(sys.stdin.read())
-    print(json.dumps(run_checks(spec["jobs"], spec["atol"], spec["serving_version"])))
+def _answers_checked(summary):
+    """`summary` less its `served` requests, or {export_dir, error} where a served answer is inconsistent."""
+    try:
+        for request in summary.pop("served", ()):
+            inputs, outputs = load_check_arrays(request["arrays"])
+            check_answers(request["where"], inputs, outputs or {})
+    except ServabilityError as e:
+        return {"export_dir": summary["export_dir"], "error": str(e)}
+    return summary

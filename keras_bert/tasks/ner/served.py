@@ -1,7 +1,6 @@
 """The served answers of a token classifier (entities): their consistency check
-(`keras_bert.export.servability`) and their readable lines (export/client.py). Plain Python and numpy,
-importing nothing of keras_bert: shared code loads it by path
-(`keras_bert.export.servability.answers.served_modules`)."""
+(`keras_bert.export.servability`) and their readable lines (export/client.py), listed in
+`keras_bert.tasks.registry.SERVED`."""
 
 ENTITY_OUTPUTS = ("entity_text", "entity_type", "entity_start", "entity_end", "entity_count")
 

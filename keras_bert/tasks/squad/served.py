@@ -1,6 +1,5 @@
 """The served answers of a span labeler (answers): their consistency check (`keras_bert.export.servability`)
-and their readable lines (export/client.py). Plain Python and numpy, importing nothing of keras_bert:
-shared code loads it by path (`keras_bert.export.servability.answers.served_modules`)."""
+and their readable lines (export/client.py), listed in `keras_bert.tasks.registry.SERVED`."""
 
 import numpy as np
 

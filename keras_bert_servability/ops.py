@@ -3,7 +3,7 @@
 import os
 
 from .errors import ServabilityError
-from .protos import protos
+from .protos import graph_ops, meta_graphs
 
 # tensorflow-text version compiled into the `tensorflow/serving` model server, by Serving release
 # (tensorflow_serving/workspace.bzl, `org_tensorflow_text`). Serving links all of tf-text's `ops_lib`.
@@ -49,19 +49,12 @@ ONEDNN_OP_FIRST_SERVING = {"_QuantizedMatMul": "2.20"}
 def saved_model_ops(export_dir, tag="serve"):
     """Op names used by the `tag` MetaGraph of `export_dir/saved_model.pb`: its graph and every function of
     its library (where tf.function bodies, hence the signatures' ops, live)."""
-    saved_model = protos().saved_model.SavedModel()
     path = os.path.join(export_dir, "saved_model.pb")
     with open(path, "rb") as f:
-        saved_model.ParseFromString(f.read())
-    graphs = [m for m in saved_model.meta_graphs if tag in m.meta_info_def.tags]
+        graphs = [meta for tags, meta in meta_graphs(f.read()) if tag in tags]
     if not graphs:
         raise ServabilityError(f"{path} has no MetaGraph tagged {tag!r}")
-    graph = graphs[0].graph_def
-    ops = {node.op for node in graph.node}
-    for function in graph.library.function:
-        ops.update(node.op for node in function.node_def)
-    # Calls of library functions appear as ops named after the function; they are not kernels.
-    return ops - {f.signature.name for f in graph.library.function}
+    return graph_ops(graphs[0])
 
 
 def _version_tuple(version):

@@ -1,21 +1,24 @@
-"""Loads an export as TF Serving does, runs its warmup requests and given inputs, and compares outputs."""
+"""Loads an export as TF Serving does, runs its warmup requests and given inputs, and compares outputs.
+
+The served answers' consistency (each task folder's `served.py`) is checked by the parent process
+(`keras_bert.export.servability`), which imports keras_bert: `run_checks` hands it every request's inputs
+and outputs as .npz files.
+"""
 
 import json
 import os
 
 import numpy as np
 
-from .answers import check_answers
 from .c_api import TensorFlowCApi
-from .codec import json_outputs, load_check_arrays
+from .codec import json_outputs, load_check_arrays, save_check_arrays
 from .errors import ServabilityError
 from .ops import DEFAULT_SERVING_VERSION, op_report, saved_model_ops
 from .warmup import warmup_requests
 
 
 def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSION, api=None, refused=()):
-    """Loads `export_dir` as TF Serving does, runs its warmup requests, then each of `runs`, checking
-    the served answers of every request (`answers.check_answers`: entity spans, probabilities, argmaxes).
+    """Loads `export_dir` as TF Serving does, runs its warmup requests, then each of `runs`.
 
     Args:
         export_dir: a version directory (`.../<version>` holding saved_model.pb).
@@ -28,11 +31,11 @@ def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSIO
 
     Returns a dict: `ops` (op_report), `signatures`, `warmup_requests` (how many ran), `runs`: per run
     {signature, max_abs_diff, outputs}, `refused`: per refused request the error TF gave, or None where it
-    was served.
+    was served, `served`: (where, inputs, outputs) of every warmup request and run, for the answer check.
     Raises `ServabilityError` on a load/run failure, an op Serving lacks, or a mismatch.
     """
     api = api or TensorFlowCApi()
-    report = {"export_dir": os.fspath(export_dir), "runs": []}
+    report = {"export_dir": os.fspath(export_dir), "runs": [], "served": []}
     report["ops"] = op_report(saved_model_ops(export_dir), api.core_ops, api.tf_text_ops, serving_version)
     if report["ops"]["missing"]:
         raise ServabilityError(f"{export_dir}: TF Serving {serving_version} lacks ops "
@@ -46,10 +49,11 @@ def check(export_dir, runs=(), atol=1e-4, serving_version=DEFAULT_SERVING_VERSIO
         warmups = warmup_requests(export_dir)
         report["warmup_requests"] = len(warmups)
         for sig, request in warmups:
-            check_answers(f"{export_dir} warmup request to {sig!r}", request, model.run(sig, request))
+            report["served"].append((f"{export_dir} warmup request to {sig!r}", request,
+                                     model.run(sig, request)))
         for signature, inputs, expected in runs:
             outputs = model.run(signature, inputs)
-            check_answers(f"{export_dir} signature {signature!r}", inputs, outputs)
+            report["served"].append((f"{export_dir} signature {signature!r}", inputs, outputs))
             diffs = {key: _compare(export_dir, signature, key, outputs, want, atol)
                      for key, want in (expected or {}).items()}
             report["runs"].append({"signature": signature, "max_abs_diff": diffs, "outputs": outputs})
@@ -88,11 +92,12 @@ def _compare(export_dir, signature, key, outputs, want, atol):
     return diff
 
 
-def run_checks(jobs, atol=1e-4, serving_version=DEFAULT_SERVING_VERSION):
+def run_checks(jobs, atol=1e-4, serving_version=DEFAULT_SERVING_VERSION, answers_dir=None):
     """Checks several exports in this process. `jobs`: list of dicts with `export_dir` and optional `runs`
     and `refused` (`check`'s), lists of {"signature": name, "arrays": .npz path from `save_check_arrays`}.
     Returns a JSON-able list of summaries (outputs as lists); a failing job carries `error` instead of
-    raising."""
+    raising. With `answers_dir`, each summary lists under `served` every request as {"where", "arrays": an
+    .npz there of its inputs and outputs}."""
     api = TensorFlowCApi()
     summaries = []
     for job in jobs:
@@ -103,10 +108,17 @@ def run_checks(jobs, atol=1e-4, serving_version=DEFAULT_SERVING_VERSION):
         try:
             report = check(job["export_dir"], runs, atol=atol, serving_version=serving_version, api=api,
                            refused=refused)
-        except ServabilityError as e:
+        except (ServabilityError, OSError) as e:
             summaries.append({"export_dir": os.fspath(job["export_dir"]), "error": str(e)})
             continue
         for run in report["runs"]:
             run["outputs"] = json_outputs(run["outputs"])
+        served = report.pop("served")
+        if answers_dir:
+            report["served"] = []
+            for where, inputs, outputs in served:
+                path = os.path.join(answers_dir, f"{len(summaries)}-{len(report['served'])}.npz")
+                save_check_arrays(path, inputs, outputs)
+                report["served"].append({"where": where, "arrays": path})
         summaries.append(report)
     return summaries

@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from .errors import ServabilityError
-from .protos import NUMPY_OF_TF, TF_OF_NUMPY, TF_STRING, protos, tensorflow_dir
+from .protos import NUMPY_OF_TF, TF_OF_NUMPY, TF_STRING, op_names, signatures, tensorflow_dir
 
 _TSTRING_SIZE = 24  # sizeof(TF_TString), tensorflow/tsl/platform/ctstring_internal.h
 
@@ -79,10 +79,9 @@ class TensorFlowCApi:
 
     def _all_ops(self):
         buf = self.lib.TF_GetAllOpList()
-        op_list = protos().op_def.OpList()
-        op_list.ParseFromString(ctypes.string_at(buf.contents.data, buf.contents.length))
+        ops = op_names(ctypes.string_at(buf.contents.data, buf.contents.length))
         self.lib.TF_DeleteBuffer(buf)
-        return {op.name for op in op_list.op}
+        return ops
 
     def _raise_for(self, status, what):
         code = self.lib.TF_GetCode(status)
@@ -145,13 +144,9 @@ class CApiSavedModel:
                                                         tag_array, len(tags), self.graph, meta, status)
         lib.TF_DeleteSessionOptions(options)
         api._raise_for(status, f"TF_LoadSessionFromSavedModel({export_dir})")
-        self.meta_graph = protos().meta_graph.MetaGraphDef()
-        self.meta_graph.ParseFromString(ctypes.string_at(meta.contents.data, meta.contents.length))
+        # {name: {"inputs": {key: tensor name}, "outputs": {...}}} of the loaded MetaGraphDef
+        self.signatures = signatures(ctypes.string_at(meta.contents.data, meta.contents.length))
         lib.TF_DeleteBuffer(meta)
-
-    @property
-    def signatures(self):
-        return self.meta_graph.signature_def
 
     def _output(self, tensor_name):
         op_name, _, index = tensor_name.partition(":")
@@ -164,15 +159,15 @@ class CApiSavedModel:
         if signature not in self.signatures:
             raise ServabilityError(f"no signature {signature!r}; the export has {sorted(self.signatures)}")
         sig = self.signatures[signature]
-        if set(inputs) != set(sig.inputs):
-            raise ServabilityError(f"signature {signature!r} takes inputs {sorted(sig.inputs)}, "
+        if set(inputs) != set(sig["inputs"]):
+            raise ServabilityError(f"signature {signature!r} takes inputs {sorted(sig['inputs'])}, "
                                    f"got {sorted(inputs)}")
         lib = self.api.lib
-        in_names, out_names = sorted(sig.inputs), sorted(sig.outputs)
-        feeds = (_TFOutput * len(in_names))(*[self._output(sig.inputs[k].name) for k in in_names])
+        in_names, out_names = sorted(sig["inputs"]), sorted(sig["outputs"])
+        feeds = (_TFOutput * len(in_names))(*[self._output(sig["inputs"][k]) for k in in_names])
         values = (ctypes.c_void_p * len(in_names))(
             *[self.api.tensor_from_numpy(inputs[k]) for k in in_names])
-        fetches = (_TFOutput * len(out_names))(*[self._output(sig.outputs[k].name) for k in out_names])
+        fetches = (_TFOutput * len(out_names))(*[self._output(sig["outputs"][k]) for k in out_names])
         results = (ctypes.c_void_p * len(out_names))()
         status = lib.TF_NewStatus()
         lib.TF_SessionRun(self.session, None, feeds, values, len(in_names), fetches, results,
