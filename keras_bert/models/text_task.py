@@ -23,6 +23,7 @@ The preprocessor and the label names are part of the model's config, so a `.kera
 """
 
 import logging
+import sys
 
 import keras
 import numpy as np
@@ -233,7 +234,7 @@ class TextTask:
                                                self._text_multiple(pad_to_multiple_of)))
             if steps:
                 self.choose_for_run(int(steps) * max(1, epochs - initial_epoch), shapes)
-        return super().fit(x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+        return super().fit(x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=fit_verbosity(verbose),
                            callbacks=callbacks, validation_split=validation_split,
                            validation_data=validation_data, shuffle=shuffle, class_weight=class_weight,
                            sample_weight=sample_weight, initial_epoch=initial_epoch,
@@ -404,3 +405,10 @@ def _quantizes(layer):
     return type(layer).quantize is not keras.layers.Layer.quantize
 
 
+def fit_verbosity(verbose):
+    """`fit`'s `verbose`: "auto" is 1 (the live progress bar) where stdout is a terminal, else 2 (one line per
+    epoch): Keras' bar rewrites its line with ANSI codes on any POSIX system, which a log file keeps raw."""
+    if verbose != "auto":
+        return verbose
+    isatty = getattr(sys.stdout, "isatty", None)
+    return 1 if isatty is not None and isatty() else 2
