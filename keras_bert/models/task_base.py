@@ -31,8 +31,41 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
     head_arg_names = HEAD_ARGS  # a task adds its own (a saved model must match those given)
     stated_head_args = ()  # the constructor arguments a checkpoint's head of this kind states
 
+    trains_pooler = True  # False where the head reads sequence_output only (tags, spans)
+
     def _task_config(self):
         raise NotImplementedError
+
+    # ------------------------------------------------------------------------- trained weights
+    # A head that never reads pooled_output leaves the encoder's pooler out of training: no loss reaches it,
+    # so it would have no gradient (Keras warned of that on every fit) and no use for optimizer slots. It
+    # stays among `weights` (saved, exported, loaded), counted non-trainable; the encoder itself, which
+    # another task model may share, is not changed.
+    def _untrained(self):
+        encoder = self.__dict__.get("encoder")  # None while keras.Model.__init__ runs
+        if self.trains_pooler or encoder is None:
+            return set()
+        return {id(variable) for variable in encoder.pooler.variables}
+
+    @property
+    def trainable_weights(self):
+        untrained = self._untrained()
+        return [v for v in super().trainable_weights if id(v) not in untrained]
+
+    @property
+    def trainable_variables(self):
+        untrained = self._untrained()
+        return [v for v in super().trainable_variables if id(v) not in untrained]
+
+    @property
+    def non_trainable_weights(self):
+        trained = {id(v) for v in self.trainable_weights}
+        return [v for v in self.weights if id(v) not in trained]
+
+    @property
+    def non_trainable_variables(self):
+        trained = {id(v) for v in self.trainable_variables}
+        return [v for v in self.variables if id(v) not in trained]
 
     def distillation_mask(self, inputs):
         """Which positions of the outputs a distilled student imitates (`keras_bert.distillation`): None,

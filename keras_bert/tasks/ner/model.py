@@ -32,6 +32,7 @@ class BertTokenClassifier(EncoderTaskModel):
     """
 
     task_kind = "token_classifier"
+    trains_pooler = False  # tags read sequence_output: no loss reaches the pooler
     options_class = Options
     stated_head_args = ("num_classes", "labels", "dropout")
 
@@ -54,35 +55,6 @@ class BertTokenClassifier(EncoderTaskModel):
 
     def _task_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout}
-
-    # ------------------------------------------------------------------------- trained weights
-    # The encoder's pooler is no part of the tags (no loss reaches it), so training leaves it out: it would
-    # have no gradient (Keras warned of that on every fit) and no use for optimizer slots. It stays among
-    # `weights` (saved, exported, loaded) and is counted non-trainable; the encoder itself, which another
-    # task model may share, is not changed.
-    def _untrained(self):
-        encoder = self.__dict__.get("encoder")  # None while keras.Model.__init__ runs
-        return set() if encoder is None else {id(variable) for variable in encoder.pooler.variables}
-
-    @property
-    def trainable_weights(self):
-        untrained = self._untrained()
-        return [v for v in super().trainable_weights if id(v) not in untrained]
-
-    @property
-    def trainable_variables(self):
-        untrained = self._untrained()
-        return [v for v in super().trainable_variables if id(v) not in untrained]
-
-    @property
-    def non_trainable_weights(self):
-        trained = {id(v) for v in self.trainable_weights}
-        return [v for v in self.weights if id(v) not in trained]
-
-    @property
-    def non_trainable_variables(self):
-        trained = {id(v) for v in self.trainable_variables}
-        return [v for v in self.variables if id(v) not in trained]
 
     # ----------------------------------------------------------------------------------- serving
     def named_outputs(self, inputs):

@@ -45,6 +45,7 @@ class BertSpanLabeler(EncoderTaskModel):
     """
 
     task_kind = "span_labeler"
+    trains_pooler = False  # spans read sequence_output: no loss reaches the pooler
     options_class = Options
 
     def __init__(self, encoder, preprocessor=None, **kwargs):
