@@ -180,6 +180,14 @@ PROGRAM = textwrap.dedent("""
     mark("predicted")
     second.serve({"text": ["good movie"]})
     mark("served")
+    import tensorflow as tf
+    from keras_bert.export import export_saved_model
+    export_dir = os.path.join(os.path.dirname(sys.argv[1]), "export")
+    version_dir = export_saved_model(second, export_dir)
+    mark("exported")
+    loaded = tf.saved_model.load(version_dir)  # as the serving guide shows: the graph, no keras_bert code
+    loaded.signatures["serving_default"](text=tf.constant(["good movie"]))
+    mark("loaded")
     with native_logs.quiet():
         os.write(2, b"E0000 00:00:1.0 1 op_kernel.cc:1] a real error\\n")
         warnings.warn("a real warning")
@@ -201,7 +209,7 @@ def _run_program(tmp_path, verbose):
 @pytest.mark.slow
 def test_a_fresh_program_prints_no_tensorflow_lines_unless_verbose(tmp_path):
     quiet = _run_program(tmp_path, "0")
-    assert list(quiet) == ["imported", "built", "predicted", "served", "end"]
+    assert list(quiet) == ["imported", "built", "predicted", "served", "exported", "loaded", "end"]
     noise = [line for lines in quiet.values() for line in lines if native_logs.NOISE.match(line)]
     assert not noise, noise  # was: 19 lines (import, cuInit, oneDNN int64, 9 grappler PredictCost)
     assert quiet["end"][0] == b"E0000 00:00:1.0 1 op_kernel.cc:1] a real error"
@@ -209,4 +217,6 @@ def test_a_fresh_program_prints_no_tensorflow_lines_unless_verbose(tmp_path):
 
     loud = _run_program(tmp_path, "1")
     assert any(b"oneDNN custom operations" in line or b"cudart_stub" in line for line in loud["imported"])
-    assert any(b"PredictCost()" in line for line in loud["served"])
+    # The cause of grappler's 9 "Error in PredictCost()" lines per call of a loaded export (a Softmax of
+    # unknown input rank) is gone from the graph, not hidden: none even verbose.
+    assert not [line for lines in loud.values() for line in lines if b"PredictCost()" in line]

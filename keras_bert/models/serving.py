@@ -65,7 +65,11 @@ def traced_function(function, spec):
 
 def class_outputs(logits):
     """logits [..., C] -> probabilities (softmax) and label_id (int32 argmax) next to the logits."""
-    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
+    # The rank stated (EnsureShape: an identity in every runtime): after `tf.saved_model.load`, grappler's
+    # cost model sees this Softmax's input as the output of a call of unknown rank and logged "Error in
+    # PredictCost()" per call.
+    known = tf.ensure_shape(logits, logits.shape)
+    return {"logits": logits, "probabilities": tf.nn.softmax(known, axis=-1),
             "label_id": tf.argmax(logits, axis=-1, output_type=tf.int32)}
 
 
@@ -415,15 +419,23 @@ class Serving:
         Args:
             inputs: dict of arrays (lists of str, numpy, tensors) named as the serving signature's inputs:
                 {"text": [...]} (+ "text_b"), {"question": [...], "context": [...]}, or token ids.
-            preprocessor: default the model's own.
-            signature: the input form (default: the model's default, e.g. "question_context").
+            preprocessor: a `keras_bert.text.BertPreprocessor` (default: the model's own).
+            signature: the input form, one of the model's `serving_forms` or "token_ids" (default: the
+                model's first form, e.g. "question_context"; "token_ids" without a preprocessor).
             **options: fields of the model's `options_class` (e.g. a classifier's long_text, stride; an
                 encoder's pooling, normalize; fixed_length for every model).
 
-        Returns a dict of numpy arrays: the served outputs (e.g. `label`, `answer`, `entity_text`).
-        Raises ValueError naming the input at fault and its declared dtype and shape (`served_arrays`): an
-        unknown or missing key, one string instead of a batch, values of another type, a wrong shape or
-        batch size; the same line as the exported signature's InvalidArgument (`checked_inputs`).
+        Returns:
+            A dict {output name: numpy array, one row per input}: the served outputs (e.g. a
+            classifier's `label` (bytes) and `probabilities` (float32), a span labeler's `answer`, a
+            tagger's `entity_text`, an encoder's `sentence_embedding` with `pooling=`).
+
+        Raises:
+            ValueError: naming the input at fault and its declared dtype and shape (`served_arrays`): an
+                unknown or missing key, one string instead of a batch, values of another type, a wrong
+                shape or batch size (the same line as the exported signature's InvalidArgument,
+                `checked_inputs`); a `signature` this model does not take, a raw-text signature without a
+                preprocessor, an option that is not the model's or does not apply to the signature.
         """
         preprocessor = preprocessor or getattr(self, "preprocessor", None)
         key = (signature, tuple(sorted(options.items())), id(preprocessor))
