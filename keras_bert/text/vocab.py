@@ -97,6 +97,11 @@ def load_vocab(path):
 
 
 def save_vocab(tokens, path):
-    """Writes `tokens` (list of str, id order) to `path`, one per line."""
+    """Writes `tokens` (list of str, id order) to `path`, one per line.
+
+    Args:
+        tokens: list of str, the vocabulary in id order (id = line number).
+        path: local path or any path `tf.io.gfile` writes (gs://...); replaced if it exists.
+    """
     with tf.io.gfile.GFile(os.fspath(path), "w") as f:
         f.write("".join(token + "\n" for token in tokens))

@@ -195,7 +195,12 @@ def _write_json_atomically(path, value):
 
 
 class CheckpointCallback(keras.callbacks.Callback):
-    """Saves a `TrainingCheckpoint` every `save_steps` optimizer steps and at the end of training."""
+    """Saves a `TrainingCheckpoint` every `save_steps` optimizer steps and at the end of training.
+
+    Args:
+        training_checkpoint: the `TrainingCheckpoint` to save.
+        save_steps: save whenever the optimizer's step count is a multiple of this (int > 0).
+    """
 
     def __init__(self, training_checkpoint, save_steps):
         super().__init__()
@@ -211,7 +216,11 @@ class CheckpointCallback(keras.callbacks.Callback):
 
 
 class StopAtStep(keras.callbacks.Callback):
-    """Stops `fit` once the optimizer has taken `num_steps` steps in total (across restarts)."""
+    """Stops `fit` once the optimizer has taken `num_steps` steps in total (across restarts).
+
+    Args:
+        num_steps: the total optimizer steps of the run (int), counted by `optimizer.iterations`.
+    """
 
     def __init__(self, num_steps):
         super().__init__()
@@ -229,7 +238,11 @@ class CompileLog(keras.callbacks.Callback):
     `watch(dataset)` returns the training dataset (batches of `inputs` dicts with `input_mask`, or tuples
     starting with one) noting each batch's length as it is read; reads keep the steps' order (prefetching
     only reads ahead), so the k-th length noted is the k-th step's. `bound`: the most lengths the data can
-    have, said beside the count."""
+    have, said beside the count.
+
+    Args:
+        bound: the most batch lengths the data can have (int), or None (not said).
+    """
 
     def __init__(self, bound=None):
         super().__init__()
@@ -305,7 +318,13 @@ class FailOnNaN(keras.callbacks.Callback):
 
 class ScalarSummaries(keras.callbacks.Callback):
     """Writes the training logs (loss, metrics) and the learning rate to TensorBoard every `every_steps`
-    steps, indexed by the global step, so curves continue across restarts. Only the chief writes."""
+    steps, indexed by the global step, so curves continue across restarts. Only the chief writes.
+
+    Args:
+        log_dir: the TensorBoard directory (event files under it).
+        every_steps: write every this many optimizer steps (default 100).
+        enabled: False writes nothing (a worker that is not the chief).
+    """
 
     def __init__(self, log_dir, every_steps=100, enabled=True):
         super().__init__()
