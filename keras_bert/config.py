@@ -62,6 +62,25 @@ class BertConfig:
     `hidden_act` is "gelu" (exact erf, Hugging Face and Keras default) or "gelu_tanh" (the tanh approximation
     Google's original `modeling.py` uses); "relu", "tanh" and "silu" also work.
 
+    Args:
+        vocab_size: number of WordPiece tokens (the vocab.txt's lines).
+        hidden_size: width of every layer (default 768, BERT-base).
+        num_hidden_layers: transformer blocks (default 12).
+        num_attention_heads: attention heads per block (default 12); must divide `hidden_size`.
+        intermediate_size: width of the feed-forward inner layer (default 3072).
+        hidden_act: the feed-forward activation (default "gelu"; see above).
+        hidden_dropout_prob: dropout on embeddings and block outputs, in [0, 1] (default 0.1).
+        attention_probs_dropout_prob: dropout on the attention probabilities, in [0, 1] (default 0.1).
+        max_position_embeddings: the longest sequence the model takes (default 512).
+        type_vocab_size: number of segment ids of `input_type_ids` (default 2).
+        initializer_range: stddev of the truncated-normal initializer, >= 0 (default 0.02).
+        layer_norm_eps: LayerNorm's epsilon, > 0 (default 1e-12).
+
+    Raises:
+        ValueError: naming the field: an unknown `hidden_act`; a size that is not a positive int; a
+            dropout outside [0, 1]; `layer_norm_eps` <= 0; `initializer_range` < 0; `hidden_size` not a
+            multiple of `num_attention_heads`.
+
     Examples:
 
         config = BertConfig.from_preset("tiny", vocab_size=30522)   # 2 layers, hidden 128

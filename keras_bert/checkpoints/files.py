@@ -29,7 +29,15 @@ def checkpoint_directory(path: str) -> str:
 
 def find_vocab_file(path: str) -> str | None:
     """The `vocab.txt` beside a checkpoint (directory, `.keras` file or TF1 prefix), or a KerasHub preset's
-    `assets/tokenizer/vocabulary.txt`, or None."""
+    `assets/tokenizer/vocabulary.txt`, or None.
+
+    Args:
+        path: a checkpoint directory, a file in one (`model.keras`, a Hugging Face weights file) or a TF1
+            checkpoint prefix.
+
+    Returns:
+        The vocab file's path (str), or None when there is none.
+    """
     for name in (VOCAB_FILE, KERAS_HUB_VOCAB):
         candidate = os.path.join(checkpoint_directory(path), name)
         if os.path.isfile(candidate):

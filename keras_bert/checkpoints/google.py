@@ -81,7 +81,27 @@ def save_google_checkpoint(model, path_prefix: str, vocab_file: str | None = Non
     Google's scripts (`--init_checkpoint`) or `load_encoder` / `load_pretrainer`. The prefix's directory is
     the output (`keras_bert.outputs.writing_dir`): refused when not empty unless `overwrite` (then its
     previous output there is replaced, and files it did not write are kept), or when it holds
-    `vocab_file`."""
+    `vocab_file`.
+
+    Args:
+        model: a `BertEncoder`, a `BertPretrainer` (also its masked-LM and next-sentence heads) or a task
+            model (its encoder only).
+        path_prefix: the checkpoint prefix, e.g. "out/bert_model.ckpt" (writes out/bert_model.ckpt.index
+            and .data-00000-of-00001).
+        vocab_file: a vocab.txt to copy beside it (optional).
+        overwrite: replace this writer's previous output in the prefix's directory.
+
+    Returns:
+        `path_prefix`.
+
+    Raises:
+        keras_bert.outputs.Taken: (a `UserInputError`) the prefix's directory is not empty and
+            `overwrite` is False.
+        keras_bert.outputs.Busy: another run or thread is writing the prefix's directory.
+        UserInputError: the prefix's directory is a file, or is (or holds) `vocab_file`.
+        FileNotFoundError: `vocab_file` does not exist.
+        TypeError: `model` is no BertEncoder, BertPretrainer or task model with an `.encoder`.
+    """
     encoder, pretrainer = split_model(model)
     arrays = collect_weights(encoder, pretrainer)
     directory, basename = os.path.split(os.path.abspath(path_prefix))

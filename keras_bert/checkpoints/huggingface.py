@@ -282,7 +282,24 @@ def save_huggingface(model, path: str, vocab_file: str | None = None, overwrite:
     `keras_bert.checkpoints.heads`), so the matching `transformers.AutoModelFor*` (and `pipeline`) load it.
     Written beside `path` and renamed into place (`keras_bert.outputs.writing_dir`): a non-empty `path` is
     refused unless `overwrite` (then its previous output there is replaced; files it did not write are
-    kept), as is one holding `vocab_file`. Returns `path`."""
+    kept), as is one holding `vocab_file`. Returns `path`.
+
+    Args:
+        model: a `BertEncoder`, a `BertPretrainer` or a task model (with its head).
+        path: the directory to write (what `transformers.AutoModel*.from_pretrained` takes).
+        vocab_file: a vocab.txt to write as the tokenizer instead of the model's preprocessor (optional).
+        overwrite: replace a previous output in `path`.
+
+    Returns:
+        `path`.
+
+    Raises:
+        keras_bert.outputs.Taken: (a `UserInputError`) `path` is not empty and `overwrite` is False.
+        keras_bert.outputs.Busy: another run or thread is writing `path`.
+        UserInputError: `path` is a file, or is (or holds) `vocab_file`.
+        FileNotFoundError: `vocab_file` does not exist.
+        TypeError: `model` is no BertEncoder, BertPretrainer or task model with an `.encoder`.
+    """
     encoder, pretrainer = split_model(model)
     head = heads_of(getattr(model, "task_kind", None))[0]
     head_tensors, head_config = _head_tensors(model, head) if head else ({}, {})

@@ -335,7 +335,23 @@ def save_keras_hub(model, directory, overwrite=False) -> str:
     the preset is written beside `directory` and renamed into place (`keras_bert.outputs.writing_dir`): a
     non-empty `directory` is refused unless `overwrite` (then its previous preset is replaced, no stale
     task files left; files it did not write are kept).
-    Returns `directory`."""
+    Returns `directory`.
+
+    Args:
+        model: a `BertEncoder` or a task model (a head KerasHub has no BERT task for is left out, with a
+            warning: the backbone is written).
+        directory: the preset directory to write (str or os.PathLike).
+        overwrite: replace a previous preset in `directory`.
+
+    Returns:
+        `directory` (str), what `keras_hub.models.BertBackbone.from_preset` takes.
+
+    Raises:
+        keras_bert.outputs.Taken: (a `UserInputError`) `directory` is not empty and `overwrite` is False.
+        keras_bert.outputs.Busy: another run or thread is writing `directory`.
+        UserInputError: `directory` is a file.
+        TypeError: `model` is no BertEncoder or task model with an `.encoder`.
+    """
     directory = os.fspath(directory)
     encoder, _ = split_model(model)
     config = encoder.config

@@ -106,7 +106,25 @@ def save_pretrained(model, directory: str, vocab_file: str | None = None, overwr
     of `vocab_file`), written beside it and renamed into place (`keras_bert.outputs.writing_dir`), so
     `from_pretrained` never reads a half-written save. A non-empty `directory` is refused unless
     `overwrite` (then its previous save there is replaced; files it did not write are kept), as is one
-    holding `vocab_file`. Returns `directory`."""
+    holding `vocab_file`. Returns `directory`.
+
+    Args:
+        model: any keras_bert model (encoder, task model, pretrainer); its preprocessor and labels are
+            saved in `model.keras`.
+        directory: the directory to write.
+        vocab_file: a vocab.txt to copy into it (optional).
+        overwrite: replace a previous save in `directory`.
+
+    Returns:
+        `directory`, what `from_pretrained` and `load_pretrained_model` take.
+
+    Raises:
+        keras_bert.outputs.Taken: (a `UserInputError`) `directory` is not empty and `overwrite` is False.
+        keras_bert.outputs.Busy: another run or thread is writing `directory`.
+        UserInputError: `directory` is a file, or is (or holds) `vocab_file`.
+        FileNotFoundError: `vocab_file` does not exist.
+        TypeError: `model` is no BertEncoder, BertPretrainer or task model with an `.encoder`.
+    """
     encoder, _ = split_model(model)
     with outputs.writing_dir(directory, [vocab_file], overwrite) as tmp:
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:

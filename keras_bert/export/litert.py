@@ -120,6 +120,18 @@ def export_litert(model, path, quantize=None, preprocessor=None, signature=None,
     `model.serve()`'s outputs by name. Raises ExportError naming what LiteRT cannot run (a task whose
     answers need ops it has no kernel for, a tokenizer its fast ops cannot follow, a seq_length beyond the
     position embeddings) and MissingRuntimeError without LiteRT's runtime, before any conversion work.
+
+    Returns:
+        `path` (str), what `load_litert` and LiteRT's `Interpreter` take.
+
+    Raises:
+        ExportError: naming what LiteRT cannot run or what does not fit: a model without a preprocessor,
+            an unknown `quantize`, a `signature` or option the model does not take, a `preprocessor` of
+            another vocab or casing than the model's.
+        MissingRuntimeError: (an ExportError and ImportError) LiteRT's runtime `ai_edge_litert` is not
+            installed.
+        keras_bert.outputs.Taken: (a `UserInputError`) `path` exists and `overwrite` is False.
+        UserInputError: `path` is a directory, or is the preprocessor's vocab file.
     """
     vocab_file = getattr(getattr(preprocessor or getattr(model, "preprocessor", None), "tokenizer", None),
                          "vocab_file", None)  # an input the output may not replace (nor a link to it)
@@ -255,5 +267,21 @@ def load_litert(path, num_threads=None):
     """The runner of a `.tflite` that `export_litert` wrote (`LiteRTRunner`): `runner(text=...)` returns
     `serve()`'s outputs as numpy. `num_threads`: LiteRT's threads (default: every CPU this process may run
     on, `usable_cores`). Raises ValueError (OSError where the path is a directory or missing) naming the
-    file and what was expected; MissingRuntimeError without LiteRT's runtime."""
+    file and what was expected; MissingRuntimeError without LiteRT's runtime.
+
+    Args:
+        path: a `.tflite` file `export_litert` wrote.
+        num_threads: LiteRT's CPU threads (default: every CPU this process may run on).
+
+    Returns:
+        A `LiteRTRunner`: `runner(text=[...])` (one array of str per signature input, [batch]) returns
+        {output name: numpy array}, as `model.serve()` does; `runner.inputs` names the inputs.
+
+    Raises:
+        FileNotFoundError: `path` does not exist.
+        IsADirectoryError: `path` is a directory.
+        ValueError: `path` is not a model LiteRT runs, or has no `serving_default` signature taking
+            text, as `export_litert` writes.
+        MissingRuntimeError: LiteRT's runtime `ai_edge_litert` is not installed.
+    """
     return LiteRTRunner(path, num_threads)

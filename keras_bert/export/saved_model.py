@@ -50,7 +50,20 @@ def encoder_of(model):
 
 def serving_outputs(model, inputs):
     """`model.serving_outputs(inputs)`: the model (inference mode) on encoder-input tensors, outputs named
-    for serving and float32 (`keras_bert.models.serving.Serving`)."""
+    for serving and float32 (`keras_bert.models.serving.Serving`).
+
+    Args:
+        model: a BertEncoder or keras_bert task model.
+        inputs: the encoder-input dict: int32 tensors `input_word_ids`, `input_mask`, `input_type_ids`
+            [batch, seq] (a multiple-choice model's [batch, choices, seq]).
+
+    Returns:
+        A dict {serving name: float32 tensor}, e.g. a classifier's `logits` [batch, num_classes] and
+        `probabilities`, an encoder's `sequence_output` and `pooled_output`.
+
+    Raises:
+        ExportError: `model` is not a BertEncoder or a keras_bert task model.
+    """
     model_kind(model)
     return model.serving_outputs(inputs)
 
@@ -81,7 +94,14 @@ def build_archive(model, preprocessor=None, signature=None, example_seq_length=N
         example_seq_length: length of the token-id features of `serve_examples` without a preprocessor.
         options: the model's serving options (an instance of its `options_class`, or {name: value}).
 
-    Returns (archive, signature, endpoints): `endpoints` maps each name to its `Endpoint`.
+    Returns:
+        (archive, signature, endpoints): the `keras.export.ExportArchive` (its `write_out(dir)` writes
+        the SavedModel), the resolved serving_default form (str), and {endpoint name: `Endpoint`},
+        serving_default first.
+
+    Raises:
+        ExportError: `model` is not a keras_bert model; the preprocessor's vocab size or seq_length
+            does not fit the model; a `signature` or option the model does not take (named).
     """
     model_kind(model)
     signature = signature or model.default_form(preprocessor)
@@ -246,7 +266,15 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
     assets.extra/model_server_flags.txt, the server's thread flags for this form
     (`keras_bert.export.batching`).
 
-    Returns the version directory (str).
+    Returns:
+        The version directory `<export_dir>/<version>` (str).
+
+    Raises:
+        ExportError: naming what does not fit: a model that is not a keras_bert model; a `preprocessor`
+            of another vocab or casing than the model's, or of another vocab size or a seq_length beyond
+            the position embeddings; a `signature` or option the model does not take; `options=` beside
+            options by name; `calibration_texts` for a model that serves no single texts; an unknown
+            `quantize` / `dtype`; a negative `version` or one that exists or another export writes.
     """
     preprocessor = serving_preprocessor(model, preprocessor)
     model_kind(model)

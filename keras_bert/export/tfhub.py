@@ -207,7 +207,13 @@ def export_tfhub(encoder_or_task, preprocessor, export_dir, version=None):
         export_dir: parent directory of the two model base paths.
         version: int version of both (default: next free of each).
 
-    Returns (preprocess_dir, encoder_dir), what `tf.saved_model.load` takes.
+    Returns:
+        (preprocess_dir, encoder_dir): the two version directories (str), what `tf.saved_model.load`
+        and `hub.KerasLayer` take.
+
+    Raises:
+        ExportError: the preprocessor's vocab size differs from the model's, or its seq_length exceeds
+            the position embeddings; a negative `version`, or one that exists.
     """
     encoder_or_task = float_model(encoder_or_task)  # LoRA merged, Keras int8 dequantized
     check_compatible(encoder_or_task, preprocessor)

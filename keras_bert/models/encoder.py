@@ -72,11 +72,17 @@ class BertEncoder(Serving, TextTask, keras.Model):
 
     Args:
         config: a `BertConfig` (or its dict).
+        dtype: the Keras dtype policy of the layers (e.g. "mixed_bfloat16"; default: Keras' global
+            policy, float32); the attention bias and the outputs of `serve` stay float32.
         preprocessor: optional `keras_bert.text.BertPreprocessor`; `predict` then also takes raw text
             (a sequence of str, or a tuple (texts_a, texts_b)).
         sentence_pooling: (pooling "cls" | "mean", normalize bool), the `sentence_embedding` that `serve`,
             `serving_endpoints` and the exports give by default (`from_pretrained` of a sentence-transformers
             directory sets its own); None: none unless asked. Saved in the config.
+        **kwargs: `keras.Model`'s (e.g. `name`).
+
+    Raises:
+        ValueError: `sentence_pooling` with a pooling other than "cls" / "mean".
 
     Call with a dict of int32 [batch, seq] tensors `input_word_ids`, `input_mask` (1 for real tokens,
     0 for padding) and `input_type_ids` (segment ids). Returns a dict:
@@ -232,8 +238,29 @@ class BertEncoder(Serving, TextTask, keras.Model):
         `vocab_file` or the `vocab.txt` beside `path`, cased as the checkpoint states, else `lower_case`,
         default True; packed to `seq_length`, default the length the checkpoint states, e.g. a
         sentence-transformers directory's max_seq_length, else min(128, max_position_embeddings)), so
-        `predict` also takes raw text; None without a vocab. `dtype`: the Keras dtype policy to build
-        with."""
+        `predict` also takes raw text; None without a vocab.
+
+        Args:
+            path: a Google TF1 checkpoint (prefix or directory), a Hugging Face directory (BertModel or
+                any BertFor*: its heads are not used), a KerasHub preset directory, our own save (`.keras`
+                or directory) or a hub name.
+            seq_length: the preprocessor's packed length (default: the length the checkpoint states,
+                else min(128, max_position_embeddings)).
+            lower_case: casing when the checkpoint does not state it (default True).
+            vocab_file: a vocab.txt instead of the one beside `path`.
+            dtype: the Keras dtype policy to build with (e.g. "mixed_bfloat16"; default float32).
+
+        Returns:
+            A built `BertEncoder` with the checkpoint's weights, its `preprocessor` set (None without a
+            vocab).
+
+        Raises:
+            FileNotFoundError: `path` (or `vocab_file`) does not exist.
+            CheckpointError: (a ValueError) `path` is no checkpoint format keras_bert reads, cannot be
+                read, or misses or misshapes an encoder variable (named).
+            ValueError: `lower_case` against the casing the checkpoint states; `seq_length` outside
+                [3, max_position_embeddings]; a vocab of another size than the model's.
+        """
         pretrained = resolve_pretrained(path, seq_length=seq_length, lower_case=lower_case,
                                         vocab_file=vocab_file)
         return assemble(pretrained, cls, dtype)
@@ -260,7 +287,29 @@ def load_pretrained_model(path, *, seq_length=None, lower_case=None, vocab_file=
     preset with its trained head and label names, else the `BertEncoder`; with the preprocessor
     `resolve_pretrained(path, seq_length=, lower_case=, vocab_file=)` gives (each override applied to any
     format, a `.keras` save's own preprocessor included) and built under the dtype policy `dtype`. What the
-    export and KerasHub CLIs' --model_path and distill's --teacher load."""
+    export and KerasHub CLIs' --model_path and distill's --teacher load.
+
+    Args:
+        path: a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset, our own save (`.keras`
+            or directory) or a hub name.
+        seq_length: the preprocessor's packed length (default: the length the checkpoint states, else
+            min(128, max_position_embeddings)).
+        lower_case: casing when the checkpoint does not state it (default True).
+        vocab_file: a vocab.txt instead of the one beside `path`.
+        dtype: the Keras dtype policy to build with (default float32).
+
+    Returns:
+        The built model: a `BertEncoder`, a task model (`BertClassifier`, `BertTokenClassifier`,
+        `BertSpanLabeler`, `BertMultipleChoice`) or a `BertPretrainer`, its `preprocessor` set (None
+        without a vocab).
+
+    Raises:
+        FileNotFoundError: `path` (or `vocab_file`) does not exist.
+        CheckpointError: (a ValueError) `path` is no checkpoint format keras_bert reads, cannot be read,
+            or misses or misshapes a variable (named).
+        ValueError: `lower_case` against the casing the checkpoint states; `seq_length` outside
+            [3, max_position_embeddings]; a vocab of another size than the model's.
+    """
     pretrained = resolve_pretrained(path, seq_length=seq_length, lower_case=lower_case, vocab_file=vocab_file)
     return assemble(pretrained, dtype=dtype)
 
@@ -268,8 +317,23 @@ def load_pretrained_model(path, *, seq_length=None, lower_case=None, vocab_file=
 def load_encoder(path, **overrides):
     """`BertEncoder.from_pretrained(path, **overrides)`: the encoder of the checkpoint at `path` (any
     supported format, or a hub name; heads in the checkpoint are not used), with the preprocessor of the
-    vocab beside it (None without one). Raises CheckpointError naming the variable on a missing or
-    misshapen encoder variable."""
+    vocab beside it (None without one).
+
+    Args:
+        path: a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset, our own save (`.keras`
+            or directory) or a hub name.
+        **overrides: `BertEncoder.from_pretrained`'s keywords: `seq_length`, `lower_case`, `vocab_file`,
+            `dtype`.
+
+    Returns:
+        A built `BertEncoder` with the checkpoint's weights and `preprocessor`.
+
+    Raises:
+        FileNotFoundError: `path` (or `vocab_file`) does not exist.
+        CheckpointError: (a ValueError) naming the variable on a missing or misshapen encoder variable,
+            or the file of an unreadable checkpoint.
+        ValueError: an override that contradicts the checkpoint (`lower_case`, `seq_length`, the vocab).
+    """
     return BertEncoder.from_pretrained(path, **overrides)
 
 

@@ -37,7 +37,19 @@ class LoraAdaptation:
     def enable_lora(self, rank, alpha=None):
         """Freezes the encoder and adapts its attention and feed-forward projections with rank-`rank`
         updates scaled by `alpha / rank` (default alpha = rank). Logs and returns the number of trainable
-        parameters (int). Call before `compile`."""
+        parameters (int). Call before `compile`.
+
+        Args:
+            rank: the rank R of each update (an int >= 1): A [in, R] and B [R, out] beside each frozen
+                kernel of the fused query-key-value, attention output and both feed-forward projections.
+            alpha: the updates' scale numerator (default: `rank`, a scale of 1).
+
+        Returns:
+            The number of trainable parameters (int): the LoRA factors and the task head.
+
+        Raises:
+            ValueError: LoRA is already enabled on this model, or `rank` is not an integer >= 1.
+        """
         if self.lora_rank is not None:
             raise ValueError(f"LoRA is already enabled on {self.name!r} (rank {self.lora_rank})")
         if int(rank) != rank or rank < 1:
@@ -62,7 +74,16 @@ class LoraAdaptation:
         return float_model(self)
 
     def save(self, filepath, *args, **kwargs):
-        """`keras.Model.save` of `merged_lora()`: the plain architecture, without LoRA variables."""
+        """`keras.Model.save` of `merged_lora()`: the plain architecture, without LoRA variables.
+
+        Args:
+            filepath: the `.keras` file to write (str or pathlib.Path).
+            *args: `keras.Model.save`'s other arguments (`overwrite=True`, `zipped`).
+            **kwargs: `keras.Model.save`'s keyword arguments.
+
+        Returns:
+            None.
+        """
         if self.lora_rank is None:
             return super().save(filepath, *args, **kwargs)
         return self.merged_lora().save(filepath, *args, **kwargs)

@@ -116,6 +116,20 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
         The preprocessor is a saved model's own, else the `vocab.txt` (or Hugging Face `tokenizer.json`)
         beside `path`; a checkpoint with none of them is a ValueError (a task model takes raw text), but
         for a `.keras` save, which loads as it was saved.
+
+        Returns:
+            A built model of this class (float32 weights unless `dtype`), its `preprocessor` set, ready
+            for `compile` / `fit` / `predict` on raw text and for `serve`.
+
+        Raises:
+            FileNotFoundError: `path` (or `vocab_file`) does not exist.
+            CheckpointError: (a ValueError) `path` is no checkpoint format keras_bert reads, cannot be
+                read, or misses or misshapes an encoder variable (named), or its vocab disagrees with its
+                tokenizer files.
+            ValueError: no vocab beside `path`; `lower_case` against the casing the checkpoint states;
+                `seq_length` outside [3, max_position_embeddings]; a vocab of another size than the
+                model's; `head` not "checkpoint" / "fresh"; `labels=` / `num_classes=` other than the
+                trained head's; a negative or non-integer `lora_rank`.
         """
         pretrained = resolve_pretrained(path, seq_length=seq_length, lower_case=lower_case,
                                         vocab_file=vocab_file)

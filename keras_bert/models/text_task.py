@@ -207,6 +207,43 @@ class TextTask:
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None, sample_weight=None,
             initial_epoch=0, steps_per_epoch=None, pad_to_multiple_of="auto", **kwargs):
+        """Trains the model: `keras.Model.fit`, also on raw text when the model has a preprocessor.
+
+        Args:
+            x: raw text (a list / numpy array of str, a tuple (texts_a, texts_b) of sentence pairs, a dict
+                {"text": ..., "text_b": ...}, or a `tf.data.Dataset` of such elements, with labels, batched
+                or not), or what Keras takes (token-id dicts of int32 [batch, seq], datasets of them).
+            y: the targets: label names (str, of the model's `labels`) or int class ids for raw text and
+                arrays; None when `x` is a dataset that holds them.
+            batch_size: rows per step (default 32 for raw text and arrays).
+            epochs: passes over the data (default 1).
+            verbose: "auto" (default): 1 (Keras' progress bar) where stdout is a terminal, else 2 (one
+                line per epoch); 0 silent.
+            callbacks: Keras callbacks.
+            validation_split: Keras' split of array inputs; not for raw text (pass `validation_data`).
+            validation_data: (texts, labels), a dataset, or what Keras takes; raw text is preprocessed
+                as `x` is.
+            shuffle: shuffle raw text and arrays every epoch (default True); texts are then grouped by
+                length within windows of 16 batches. A dataset is used in its own order.
+            class_weight: {class id: weight} for array inputs (Keras').
+            sample_weight: per-example weights, numpy [n] (or [n, seq] for per-token tasks).
+            initial_epoch: epoch to start from (resuming).
+            steps_per_epoch: steps per epoch (default: the whole data; needed for the default optimizer's
+                warmup + decay schedule when `x` has no known length).
+            pad_to_multiple_of: "auto" (default): each text batch is cut to its longest text rounded up to
+                16; an int sets the multiple; 0 pads to the preprocessor's seq_length.
+            **kwargs: the other arguments of `keras.Model.fit` (`validation_batch_size`, ...).
+
+        Returns:
+            The `keras.callbacks.History` of the run (`history.history`: {metric name: [one value per
+            epoch]}).
+
+        Raises:
+            ValueError: `x` holds no examples; raw text for a model without a preprocessor; string labels
+                for a model without `labels`, a label name not among them (naming it and its index), an
+                int label outside [0, num_classes); a different number of texts and labels;
+                `validation_split` with raw text.
+        """
         user_data.refuse_no_examples(x, "fit")
         validation_batch_size = kwargs.get("validation_batch_size") or batch_size  # as Keras batches it
         data = self.text_dataset(x, y, sample_weight, batch_size, shuffle=shuffle,
@@ -242,6 +279,28 @@ class TextTask:
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
                  pad_to_multiple_of="auto", **kwargs):
+        """Scores the model on labelled data: `keras.Model.evaluate`, also on raw text.
+
+        Args:
+            x: raw text (as `fit` takes it: a list of str, a tuple (texts_a, texts_b), a dict of texts, a
+                `tf.data.Dataset` of (text, label)), or token-id dicts / datasets as Keras takes them.
+            y: the targets: label names or int class ids; None when `x` is a dataset that holds them.
+            batch_size: rows per step (default 32 for raw text and arrays).
+            verbose: Keras' verbosity ("auto", 0, 1 or 2).
+            sample_weight: per-example weights, numpy [n].
+            steps: batches to run (default: all of `x`).
+            pad_to_multiple_of: "auto" (default): each text batch cut to its longest text rounded up to 16;
+                an int sets the multiple; 0 pads to the preprocessor's seq_length.
+            **kwargs: the other arguments of `keras.Model.evaluate` (`return_dict`, `callbacks`, ...).
+
+        Returns:
+            The loss (a float) when the model has no metrics, else [loss, *metrics] floats, or
+            {name: float} with `return_dict=True`.
+
+        Raises:
+            ValueError: `x` holds no examples; raw text for a model without a preprocessor; an unknown
+                label name or a class id outside [0, num_classes); a different number of texts and labels.
+        """
         user_data.refuse_no_examples(x, "evaluate")
         data = self.text_dataset(x, y, sample_weight, batch_size, pad_to_multiple_of=pad_to_multiple_of)
         if data is None:
@@ -253,6 +312,31 @@ class TextTask:
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None,
                 pad_to_multiple_of="auto", **kwargs):
+        """The model's outputs on `x`: `keras.Model.predict`, also on raw text.
+
+        Args:
+            x: raw text (a list / numpy array of str, a tuple (texts_a, texts_b), a dict of texts, or a
+                `tf.data.Dataset` of them), or token-id dicts of int32 [batch, seq] (datasets of them). An
+                empty list gives the outputs of no rows.
+            batch_size: rows per step (default 32 for raw text and arrays).
+            verbose: Keras' verbosity ("auto", 0, 1 or 2).
+            steps: batches to run (default: all of `x`).
+            callbacks: Keras callbacks.
+            pad_to_multiple_of: "auto" (default): each text batch cut to its longest text rounded up to 16;
+                an int sets the multiple; 0 pads to the preprocessor's seq_length. Per-token outputs
+                (tagging, spans) keep seq_length.
+            **kwargs: the other arguments of `keras.Model.predict`.
+
+        Returns:
+            The raw outputs as numpy, one row per example: float32 logits for a task model (e.g.
+            [n, num_classes] for `BertClassifier`, a dict `start_logits` / `end_logits` [n, seq] for
+            `BertSpanLabeler`), the encoder's output dict for `BertEncoder`. Finished answers (label
+            names, answer text, entities) come from `serve`.
+
+        Raises:
+            ValueError: raw text for a model without a preprocessor (pass token-id dicts, or build it with
+                `preprocessor=`).
+        """
         if user_data.no_examples(x):  # the outputs of one empty text, with no rows (as a served batch of 0)
             one = ({key: [""] for key in x} if isinstance(x, dict)
                    else ([""], [""]) if isinstance(x, tuple) else [""])
@@ -358,7 +442,19 @@ class TextTask:
 
     def save(self, filepath, *args, **kwargs):
         """`keras.Model.save`; a compiled model's optimizer is built first, so the file holds the variables
-        that `keras.saving.load_model`'s compile creates (else Keras skips loading them, with a warning)."""
+        that `keras.saving.load_model`'s compile creates (else Keras skips loading them, with a warning).
+
+        The `.keras` file holds the preprocessor (vocab, casing, seq_length) and the label names;
+        `keras.saving.load_model(filepath)` or `from_pretrained(filepath)` loads the model back.
+
+        Args:
+            filepath: the `.keras` file to write (str or pathlib.Path).
+            *args: `keras.Model.save`'s other arguments (`overwrite=True`, `zipped`).
+            **kwargs: `keras.Model.save`'s keyword arguments.
+
+        Returns:
+            None.
+        """
         optimizer = getattr(self, "optimizer", None)
         if optimizer is not None and not optimizer.built:
             optimizer.build(self.trainable_variables)
@@ -367,7 +463,19 @@ class TextTask:
     def quantize(self, mode=None, config=None, filters=None, **kwargs):
         """`keras.Model.quantize`; a compiled model is compiled again as it was (a fresh optimizer: the old
         one's slots belonged to the float kernels), as `keras.saving.load_model` compiles its save. Without
-        `filters`, the layers that quantize (Keras warns of each other one: LayerNorm, dropout, inputs)."""
+        `filters`, the layers that quantize (Keras warns of each other one: LayerNorm, dropout, inputs).
+
+        Args:
+            mode: Keras' quantization mode, e.g. "int8" (int8 weights with per-channel scales), "int4" or
+                "float8"; optional when `config` is given.
+            config: a `keras.quantizers.QuantizationConfig` instead of `mode`'s defaults.
+            filters: which layers quantize (a regex, a list of them, or a callable on the layer);
+                default: every layer that implements quantization (Dense, EinsumDense, Embedding).
+            **kwargs: `keras.Model.quantize`'s other arguments.
+
+        Raises:
+            ValueError: from Keras, for an unknown `mode`, or a model quantized already or not built.
+        """
         if filters is None:
             filters = _quantizes
         super().quantize(mode, config=config, filters=filters, **kwargs)

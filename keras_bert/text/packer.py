@@ -74,8 +74,16 @@ class BertPacker(keras.layers.Layer):
     """Packs one or two segments of WordPiece ids into the BERT encoder inputs.
 
     Args:
-        seq_length: int, the output length (including [CLS] and [SEP]s).
-        start_id: id of [CLS]. end_id: id of [SEP]. pad_id: id of [PAD] (0 in BERT vocabs).
+        seq_length: int, the output length (including [CLS] and [SEP]s), at least 3.
+        start_id: id of [CLS].
+        end_id: id of [SEP].
+        pad_id: id of [PAD] (default 0, as in BERT vocabs).
+        pad_to_multiple_of: None (default: pad every row to seq_length), or pad to the batch's longest row
+            rounded up to this multiple (at most seq_length).
+        **kwargs: `keras.layers.Layer`'s (e.g. `name`).
+
+    Raises:
+        ValueError: `seq_length` below 3; `pad_to_multiple_of` below 1.
 
     Call: `packer(ids_a)` or `packer((ids_a, ids_b))` with ragged int [batch, (pieces)] (as the
     tokenizer returns; a dense [batch, n] or a single unbatched 1-D [n] also works) → dict of dense

@@ -97,6 +97,16 @@ class BasicWordSplitter:
 
     Not a Keras layer; `BertTokenizer` and the vocab learner use it. Call `split_with_offsets` on a 1-D
     tf.string tensor.
+
+    Args:
+        lower_case: lower-case the text (uncased models; default True).
+        strip_accents: None (default): strip accents exactly when `lower_case`, the original's rule; True
+            or False sets it apart from casing.
+        rules: "google" (default): Google's BasicTokenizer; "keras_hub": a KerasHub preset's rules
+            (`keras_bert.text.keras_hub_rules`).
+
+    Raises:
+        ValueError: `rules` is not "google" or "keras_hub".
     """
 
     def __init__(self, lower_case=True, strip_accents=None, rules="google"):

@@ -29,29 +29,64 @@ CJK_RANGES = (
 
 
 def is_control(char):
-    """True for a control character the original removes: category Cc/Cf other than \\t \\n \\r."""
+    """True for a control character the original removes: category Cc/Cf other than \\t \\n \\r.
+
+    Args:
+        char: one character (str of length 1).
+
+    Returns:
+        bool.
+    """
     return char not in KEPT_WHITESPACE and unicodedata.category(char) in ("Cc", "Cf")
 
 
 def is_dropped(char):
-    """True for a character step 1 removes without a trace (no output, no word boundary)."""
+    """True for a character step 1 removes without a trace (no output, no word boundary).
+
+    Args:
+        char: one character (str of length 1).
+
+    Returns:
+        bool.
+    """
     return char in ("\x00", "\ufffd") or is_control(char)
 
 
 def is_whitespace(char):
     """True for a word boundary of a character that is not dropped: the original's " \\t\\n\\r" and Zs, and
-    what its `str.split` also splits on (U+2028, U+2029; the other `isspace` ones are Cc, so dropped)."""
+    what its `str.split` also splits on (U+2028, U+2029; the other `isspace` ones are Cc, so dropped).
+
+    Args:
+        char: one character (str of length 1).
+
+    Returns:
+        bool.
+    """
     return char in KEPT_WHITESPACE or unicodedata.category(char) == "Zs" or char.isspace()
 
 
 def is_cjk(char):
-    """True for a CJK ideograph, which the original makes a word of its own."""
+    """True for a CJK ideograph, which the original makes a word of its own.
+
+    Args:
+        char: one character (str of length 1).
+
+    Returns:
+        bool.
+    """
     cp = ord(char)
     return any(low <= cp <= high for low, high in CJK_RANGES)
 
 
 def is_punctuation(char):
-    """True for a character that is a word of its own: ASCII non-alphanumerics and category P*."""
+    """True for a character that is a word of its own: ASCII non-alphanumerics and category P*.
+
+    Args:
+        char: one character (str of length 1).
+
+    Returns:
+        bool.
+    """
     cp = ord(char)
     if any(low <= cp <= high for low, high in ASCII_PUNCTUATION_RANGES):
         return True
@@ -60,7 +95,16 @@ def is_punctuation(char):
 
 def lower_and_strip_accents(text, lower=True, strip_accents=True):
     """The uncased mapping of a str: `str.lower`, NFD, drop Mn (pass whole tokens: final sigma). KerasHub
-    presets may ask for either step alone (`lower`, `strip_accents`)."""
+    presets may ask for either step alone (`lower`, `strip_accents`).
+
+    Args:
+        text: str, a whole token (the final-sigma rule looks at its neighbours).
+        lower: apply `str.lower` (default True).
+        strip_accents: apply NFD and drop the combining marks (category Mn) (default True).
+
+    Returns:
+        The mapped str.
+    """
     text = text.lower() if lower else text
     if not strip_accents:
         return text
@@ -128,7 +172,15 @@ CodePointTable.__doc__ = """The rules for every code point c in [0, 0x110000), a
 
 def code_point_table(lower_case, strip_accents=None):
     """Evaluates the rules for every code point (about 1 s); returns a `CodePointTable`. `strip_accents`
-    (default: `lower_case`, the original's rule) decouples step 3's NFD + drop Mn from lower-casing."""
+    (default: `lower_case`, the original's rule) decouples step 3's NFD + drop Mn from lower-casing.
+
+    Args:
+        lower_case: the uncased rules (lower-casing, and accent stripping unless `strip_accents` says).
+        strip_accents: None (default: as `lower_case`), True or False.
+
+    Returns:
+        A `CodePointTable` of numpy arrays indexed by code point (0x110000 rows).
+    """
     strip_accents = lower_case if strip_accents is None else strip_accents
     kind = np.full(NUM_CODE_POINTS, KEEP, np.int8)
     mapped = np.zeros((NUM_CODE_POINTS, MAX_MAPPED), np.int32)

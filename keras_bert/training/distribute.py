@@ -31,6 +31,15 @@ def get_strategy(name="one_device", tpu_address=None, worker_wait_s=600):
         tpu_address: the TPU name or grpc address for "tpu" ("" or None: the local TPU).
         worker_wait_s: "multi_worker_mirrored": how long to wait for every worker to start (see the module
             docstring); then a `UserInputError` naming the workers that did not start.
+
+    Returns:
+        The `tf.distribute.Strategy`: OneDeviceStrategy, MirroredStrategy, MultiWorkerMirroredStrategy or
+        TPUStrategy.
+
+    Raises:
+        ValueError: an unknown `name`.
+        UserInputError: "multi_worker_mirrored": TF_CONFIG missing or malformed, or workers that did not
+            start within `worker_wait_s` (named).
     """
     if name == "one_device":
         gpus = tf.config.list_logical_devices("GPU")
@@ -118,7 +127,15 @@ def task_info(strategy):
 
 
 def is_chief(strategy):
-    """True for the one process that writes checkpoints, logs and results (worker 0 or the 'chief')."""
+    """True for the one process that writes checkpoints, logs and results (worker 0 or the 'chief').
+
+    Args:
+        strategy: the run's `tf.distribute.Strategy` (any strategy other than MultiWorkerMirroredStrategy
+            has one process: the chief).
+
+    Returns:
+        bool.
+    """
     task_type, task_id = task_info(strategy)
     if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         return True

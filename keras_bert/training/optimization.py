@@ -25,6 +25,9 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         learning_rate: peak learning rate (float).
         num_train_steps: total optimizer steps (int > 0).
         num_warmup_steps: steps of linear warmup from 0 (int >= 0).
+
+    Raises:
+        ValueError: `num_train_steps` not above 0, or `num_warmup_steps` outside [0, num_train_steps].
     """
 
     def __init__(self, learning_rate, num_train_steps, num_warmup_steps=0):
@@ -111,6 +114,14 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
     the bias-corrected form, one multi-threaded pass over the variable each instead of the ~10 elementwise
     ops (each a pass over memory) the unfused update builds (measured in docs/execution.md). Under a
     mirroring strategy, the same step from Keras ops.
+
+    Args:
+        *args: `keras.optimizers.AdamW`'s, in its order (`learning_rate`, `weight_decay`, `beta_1`,
+            `beta_2`, `epsilon`, ...); `create_optimizer` builds one with BERT's values.
+        **kwargs: the same by name, and `clip_global_norm` (default 1.0; None or 0: no clipping).
+
+    Raises:
+        ValueError: `amsgrad=True` (BERT's AdamW has no AMSGrad variant).
     """
 
     def __init__(self, *args, **kwargs):
@@ -163,7 +174,15 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
 @keras.saving.register_keras_serializable(package="keras_bert")
 class Lamb(_ClipAfterAllReduce, keras.optimizers.Lamb):
     """`keras.optimizers.Lamb` with decoupled weight decay and `clip_global_norm` on the all-reduced
-    gradient."""
+    gradient.
+
+    Args:
+        *args: `keras.optimizers.Lamb`'s, in its order (`learning_rate`, `beta_1`, `beta_2`, `epsilon`,
+            ...); `create_optimizer(..., optimizer="lamb")` builds one with BERT's values.
+        clip_global_norm: clip the gradient summed over replicas to this global norm (default 1.0; None
+            or 0: no clipping).
+        **kwargs: `keras.optimizers.Lamb`'s by name (`weight_decay`, ...).
+    """
 
 
 def create_optimizer(learning_rate, num_train_steps, num_warmup_steps=0, optimizer="adamw",
@@ -181,8 +200,20 @@ def create_optimizer(learning_rate, num_train_steps, num_warmup_steps=0, optimiz
         weight_decay: decoupled weight-decay rate; variables whose name matches `no_decay_patterns`
             (LayerNorm gamma/beta, biases) are not decayed.
         clip_global_norm: clip the summed gradient to this global norm (None/0: no clipping).
+        beta_1: Adam's first-moment decay (default 0.9).
+        beta_2: Adam's second-moment decay (default 0.999).
+        epsilon: Adam's epsilon, added to sqrt of the bias-corrected second moment (default 1e-6, the
+            original's).
+        no_decay_patterns: substrings of the variable names kept from weight decay (default: LayerNorm,
+            layer_norm, gamma, beta, bias).
 
-    Returns: a `keras_bert.training.AdamW` or `Lamb` instance.
+    Returns:
+        A `keras_bert.training.AdamW` or `Lamb` instance whose learning rate is a `WarmupLinearDecay`
+        (or the constant `learning_rate` when `num_train_steps` is None).
+
+    Raises:
+        ValueError: an unknown `optimizer`; `num_train_steps` not above 0 or `num_warmup_steps` outside
+            [0, num_train_steps].
     """
     schedule = learning_rate
     if num_train_steps is not None:

@@ -27,6 +27,11 @@ class BertClassifier(EncoderTaskModel):
         dropout: dropout rate before the output layer (default: the encoder's hidden dropout).
         preprocessor: optional `keras_bert.text.BertPreprocessor`: fit/evaluate/predict then take raw
             text (a sequence of str, or a tuple (texts_a, texts_b) of sentence pairs).
+        **kwargs: `keras.Model`'s (e.g. `name`).
+
+    Raises:
+        ValueError: neither `num_classes` nor `labels`, or they disagree (num_classes=2 with three
+            labels); fewer than two labels; labels that are not distinct.
 
     Input: the encoder input dict (or raw text, with a preprocessor). Output: float32 logits
     [batch, num_classes] (for regression, the predicted value [batch, 1]). `compile()` with no arguments

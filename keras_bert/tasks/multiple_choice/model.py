@@ -20,6 +20,14 @@ from keras_bert.text.packer import pack_choices
 class BertMultipleChoice(EncoderTaskModel):
     """The paper's SWAG model: a score per choice from its pooled output, softmax over choices.
 
+    Args:
+        encoder: a `BertEncoder`.
+        num_choices: the number of choices of every example (int; SWAG's: 4).
+        dropout: dropout rate before the score layer (default: the encoder's hidden dropout).
+        preprocessor: optional `keras_bert.text.BertPreprocessor`: fit/evaluate/predict then take raw
+            text (see Input below).
+        **kwargs: `keras.Model`'s (e.g. `name`).
+
     Input: encoder input dict whose tensors are int32 [batch, num_choices, seq] (or, with a
     `preprocessor`, raw text: a tuple (contexts [batch], endings [batch, num_choices]); each choice is
     packed as the pair (context, ending)). Output: float32 logits [batch, num_choices]. `compile()` with no

@@ -17,6 +17,19 @@ from keras_bert.tasks.ner.spec import Options
 class BertTokenClassifier(EncoderTaskModel):
     """Dropout + dense on every position of `sequence_output`.
 
+    Args:
+        encoder: a `BertEncoder`.
+        num_classes: number of tags (default: len(labels)).
+        dropout: dropout rate before the output layer (default: the encoder's hidden dropout).
+        labels: optional tag names (list of str, e.g. ["O", "B-PER", "I-PER"]; tag id i is labels[i]).
+        preprocessor: optional `keras_bert.text.BertPreprocessor`: fit/evaluate/predict then take raw
+            text [batch].
+        **kwargs: `keras.Model`'s (e.g. `name`).
+
+    Raises:
+        ValueError: neither `num_classes` nor `labels`, or they disagree; fewer than two labels; labels
+            that are not distinct.
+
     Input: the encoder input dict (or, with a `preprocessor`, raw text [batch]). Output: float32 logits
     [batch, seq, num_classes]. Train with per-token sample weights that are 1 only on the positions that
     carry a label (e.g. each word's first piece). `labels` optionally names the classes (tag names, e.g.

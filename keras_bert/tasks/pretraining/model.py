@@ -34,6 +34,9 @@ class BertPretrainer(EncoderTaskModel):
 
     Args:
         encoder: a `BertEncoder`.
+        preprocessor: optional `keras_bert.text.BertPreprocessor`, saved with the model (the vocab and
+            casing it pre-trains on); `fit` takes the masked batches either way.
+        **kwargs: `keras.Model`'s (e.g. `name`).
 
     Inputs: a dict with the encoder inputs plus `masked_lm_positions` (int32 [batch, max_predictions]).
     Outputs: dict `masked_lm_logits` (float32 [batch, max_predictions, vocab]) and `next_sentence_logits`
@@ -197,7 +200,28 @@ class BertPretrainer(EncoderTaskModel):
         """Loads encoder and heads from a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset
         or our save (`assemble`: a head the checkpoint lacks, e.g. an encoder-only `BertModel`'s, is
         initialised and reported in one warning line; a head present in part, or any encoder mismatch,
-        raises CheckpointError), with a preprocessor as `BertEncoder.from_pretrained` gives one."""
+        raises CheckpointError), with a preprocessor as `BertEncoder.from_pretrained` gives one.
+
+        Args:
+            path: a Google TF1 checkpoint, a Hugging Face directory (BertForPreTraining, or BertModel:
+                fresh heads), a KerasHub preset, our own save (`.keras` or directory) or a hub name.
+            seq_length: the preprocessor's packed length (default: the length the checkpoint states,
+                else min(128, max_position_embeddings)).
+            lower_case: casing when the checkpoint does not state it (default True).
+            vocab_file: a vocab.txt instead of the one beside `path`.
+            dtype: the Keras dtype policy to build with (default float32).
+
+        Returns:
+            A built `BertPretrainer` (the masked-LM head tied to the word embeddings), its `preprocessor`
+            set (None without a vocab).
+
+        Raises:
+            FileNotFoundError: `path` (or `vocab_file`) does not exist.
+            CheckpointError: (a ValueError) an unreadable checkpoint, a missing or misshapen encoder
+                variable, a head present in part (each named).
+            ValueError: `lower_case` against the casing the checkpoint states; `seq_length` outside
+                [3, max_position_embeddings].
+        """
         pretrained = resolve_pretrained(path, seq_length=seq_length, lower_case=lower_case,
                                         vocab_file=vocab_file)
         return assemble(pretrained, cls, dtype)
@@ -205,5 +229,20 @@ class BertPretrainer(EncoderTaskModel):
 
 def load_pretrainer(path, dtype=None):
     """`BertPretrainer.from_pretrained(path, dtype=dtype)`: a `BertPretrainer` with encoder and heads from
-    `path`."""
+    `path`.
+
+    Args:
+        path: a Google TF1 checkpoint, a Hugging Face directory, a KerasHub preset, our own save or a hub
+            name.
+        dtype: the Keras dtype policy to build with (default float32).
+
+    Returns:
+        A built `BertPretrainer` with the checkpoint's encoder and heads (a head the checkpoint lacks is
+        initialised, with a warning).
+
+    Raises:
+        FileNotFoundError: `path` does not exist.
+        CheckpointError: (a ValueError) an unreadable checkpoint, a missing or misshapen encoder variable,
+            a head present in part (each named).
+    """
     return BertPretrainer.from_pretrained(path, dtype=dtype)

@@ -22,6 +22,12 @@ _FLOAT_OUTPUTS = ("score", "no_answer_score", "nbest_start_logit", "nbest_end_lo
 class BertSpanLabeler(EncoderTaskModel):
     """One dense layer mapping each token to (start, end) scores, as the paper's SQuAD model.
 
+    Args:
+        encoder: a `BertEncoder`.
+        preprocessor: optional `keras_bert.text.BertPreprocessor`: predict then takes raw text, and
+            `serve` / the exports answer questions.
+        **kwargs: `keras.Model`'s (e.g. `name`).
+
     Input: the encoder input dict. Output: dict `start_logits`, `end_logits`, float32 [batch, seq].
     Padding positions get a large negative logit so they are never predicted. With a `preprocessor`,
     predict also takes raw text: a tuple (questions [batch], contexts [batch]), packed as one pair each.
