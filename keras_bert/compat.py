@@ -192,6 +192,16 @@ def functional_structure(model):
     return model._inputs_struct, model._outputs_struct
 
 
+# Keras 3.15.x: keras/src/saving/saving_lib.py (de)serializes a .keras file's model inside
+# serialization_lib.ObjectSharingScope, which sets this global attribute (None outside it).
+def in_keras_file():
+    """Whether `keras.saving.save_model` / `load_model` is (de)serializing a model now: what `get_config`
+    returns then is the `.keras` file's config.json (bulk can go to the layer's assets instead)."""
+    from keras.src.backend.common import global_state
+
+    return global_state.get_global_attribute("shared_objects/id_to_config_map") is not None
+
+
 # Keras 3.15.x: keras/src/trainers/trainer.py Trainer._loss_tracker (the "loss" of fit's logs).
 def loss_tracker(model):
     """The compiled `model`'s Mean metric behind the "loss" log, or None before `compile`."""

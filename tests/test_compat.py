@@ -235,3 +235,17 @@ def test_graph_op_builds_a_registered_op_without_a_python_wrapper():
     product = tf.function(lambda: compat.graph_op("MatMul", "product", a=a, b=b, transpose_a=False,
                                                   transpose_b=False, grad_a=False, grad_b=False)[0])()
     np.testing.assert_allclose(product.numpy(), [[11.0]])
+
+
+def test_in_keras_file_only_while_saving_lib_serializes(tmp_path):
+    seen = []
+
+    class Probe(keras.layers.Layer):
+        def get_config(self):
+            seen.append(compat.in_keras_file())
+            return super().get_config()
+
+    model = keras.Sequential([keras.Input((1,)), Probe()])
+    model.get_config()
+    model.save(str(tmp_path / "m.keras"))
+    assert seen == [False, True] and not compat.in_keras_file()

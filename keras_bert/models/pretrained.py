@@ -147,6 +147,7 @@ def _resolve_saved(path, config, seq_length, lower_case, vocab_file, default_seq
         preprocessor = _vocab_preprocessor(path, config, seq_length, casing, vocab_file)
     else:
         preprocessor = keras.saving.deserialize_keras_object(own)
+        preprocessor.tokenizer.fill_from_keras_file(keras_file(path))  # its vocabulary: the file's asset
         if lower_case is not None and bool(lower_case) != preprocessor.tokenizer.lower_case:
             raise ValueError(f"lower_case={lower_case} but {keras_file(path)} was trained with "
                              f"lower_case={preprocessor.tokenizer.lower_case}")

@@ -16,7 +16,9 @@ Ops used at call time: RegexFullMatch, StringLower, RegexSplitWithOffsets, FastW
 (tf-text), the splitter's ops and core ragged ops; no Python per string.
 """
 
+import hashlib
 import os
+import zipfile
 
 import keras
 import tensorflow as tf
@@ -36,6 +38,8 @@ ASCII_ROW_PATTERN = r"[\x20-\x7e\t\n\r]*"
 # RE2 character classes of the rules' ASCII punctuation and kept whitespace (every ASCII punctuation
 # character may be backslash-escaped in RE2).
 _ASCII_PUNCT = "[" + "".join(f"\\{chr(low)}-\\{chr(high)}" for low, high in ASCII_PUNCTUATION_RANGES) + "]"
+# The get_config key of a `.keras` file's tokenizer whose vocabulary is its vocab.txt asset.
+ASSET_KEY = "vocabulary_asset"
 _ASCII_DELIMITERS = "[" + KEPT_WHITESPACE.encode("unicode_escape").decode("ascii") + "]|" + _ASCII_PUNCT
 
 
@@ -61,8 +65,8 @@ class BertTokenizer(keras.layers.Layer):
     Args:
         vocab_file: path to a BERT vocab.txt (one token per line; id = line number).
         lower_case: True for uncased models (lower-case + strip accents), False for cased ones.
-        vocabulary: optional list of str used instead of reading `vocab_file` (get_config stores it, so a
-            saved model does not depend on the vocab file still being there).
+        vocabulary: optional list of str used instead of reading `vocab_file` (a saved model does not
+            depend on the vocab file still being there: a `.keras` file holds it as its vocab.txt asset).
         strip_accents: None (default) strips accents exactly when `lower_case`, as the original; True or
             False sets it apart from casing (Hugging Face's BertTokenizer and KerasHub presets have it too).
         rules: "google" (default): Google's BasicTokenizer, as above; "keras_hub": a KerasHub preset's
@@ -85,12 +89,18 @@ class BertTokenizer(keras.layers.Layer):
 
     def __init__(self, vocab_file=None, lower_case=True, vocabulary=None, strip_accents=None, rules="google",
                  **kwargs):
+        # From a .keras file's config.json (see get_config): the vocabulary is its asset, which load_assets
+        # reads; until then the tokenizer knows only that record (size, digest, special ids).
+        asset = kwargs.pop(ASSET_KEY, None)
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
         # Strings pass through as they are (Keras would otherwise try to convert/cast call arguments).
         compat.accept_raw_inputs(self)
-        if vocabulary is None:
+        self._asset = asset
+        if self._asset is not None:
+            vocabulary = None
+        elif vocabulary is None:
             if vocab_file is None:
                 raise ValueError(
                     "BertTokenizer needs vocab_file (a BERT vocab.txt path) or vocabulary (a list)."
@@ -102,9 +112,16 @@ class BertTokenizer(keras.layers.Layer):
         self.lower_case = bool(lower_case)
         self.strip_accents = None if strip_accents is None else bool(strip_accents)
         self.rules = rules
+        self._splitter = BasicWordSplitter(self.lower_case, self.strip_accents, rules)
+        self.built = True  # no weights: built as made, so Keras' whole-model calls (quantize) pass over it
+        self._vocab = None
+        if vocabulary is not None:
+            self._set_vocabulary(vocabulary)
+
+    def _set_vocabulary(self, vocabulary):
+        """Builds the lookups of `vocabulary` (list of str, id order)."""
         self._vocab = list(vocabulary)
         self._token_to_id = {token: index for index, token in enumerate(self._vocab)}
-        self._splitter = BasicWordSplitter(self.lower_case, self.strip_accents, rules)
         # Words over 100 characters are replaced by the [UNK] token text, which WordPiece maps to [UNK].
         # Any word of <= 100 characters fits in 400 bytes, so tf-text's byte limit never triggers.
         self._wordpiece = tf_text.FastWordpieceTokenizer(
@@ -129,46 +146,60 @@ class BertTokenizer(keras.layers.Layer):
             support_detokenization=False,
         )
         self._is_suffix = tf.constant([token.startswith("##") for token in self._vocab])
-        self.built = True  # no weights: built as made, so Keras' whole-model calls (quantize) pass over it
         self._vocab_tensor = tf.constant(self._vocab)
+
+    def _loaded(self):
+        """The vocabulary (list of str); ValueError when a tokenizer rebuilt from a .keras file's config has
+        not read its vocab.txt asset yet."""
+        if self._vocab is None:
+            raise ValueError(
+                f"BertTokenizer {self.name!r}: its vocabulary ({self._asset['size']} tokens) is the "
+                f"{vocab_lib.VOCAB_ASSET} asset of the .keras file its config came from and was not read; "
+                "load that file with keras.saving.load_model (or the tokenizer's fill_from_keras_file)")
+        return self._vocab
 
     # ----------------------------------------------------------------------------------- properties
     @property
     def vocab(self):
         """list of str: the tokens in id order."""
-        return list(self._vocab)
+        return list(self._loaded())
 
     @property
     def vocab_size(self):
-        return len(self._vocab)
+        return len(self._vocab) if self._vocab is not None else self._asset["size"]
+
+    def _special_id(self, token):
+        """The id of the reserved `token`; known before the vocabulary asset is read (the packer needs it)."""
+        return self._token_to_id[token] if self._vocab is not None else self._asset["special_ids"][token]
 
     @property
     def pad_id(self):
-        return self._token_to_id[vocab_lib.PAD]
+        return self._special_id(vocab_lib.PAD)
 
     @property
     def unk_id(self):
-        return self._token_to_id[vocab_lib.UNK]
+        return self._special_id(vocab_lib.UNK)
 
     @property
     def cls_id(self):
-        return self._token_to_id[vocab_lib.CLS]
+        return self._special_id(vocab_lib.CLS)
 
     @property
     def sep_id(self):
-        return self._token_to_id[vocab_lib.SEP]
+        return self._special_id(vocab_lib.SEP)
 
     @property
     def mask_id(self):
-        return self._token_to_id[vocab_lib.MASK]
+        return self._special_id(vocab_lib.MASK)
 
     @property
     def special_ids(self):
         """list of int: ids of [PAD], [UNK], [CLS], [SEP], [MASK]."""
-        return [self._token_to_id[token] for token in vocab_lib.RESERVED_TOKENS]
+        return [self._special_id(token) for token in vocab_lib.RESERVED_TOKENS]
 
     def token_to_id(self, token):
         """The id of `token` (str); KeyError naming the token if it is not in the vocab."""
+        self._loaded()
         if token not in self._token_to_id:
             raise KeyError(
                 f"token {token!r} is not in the vocabulary of {self.vocab_file or 'this tokenizer'}"
@@ -178,7 +209,7 @@ class BertTokenizer(keras.layers.Layer):
     def id_to_token(self, token_id):
         """The token (str) of `token_id` (int); IndexError if it is not in [0, vocab_size)."""
         index = int(token_id)
-        if not 0 <= index < len(self._vocab):  # a negative id would otherwise count from the end
+        if not 0 <= index < len(self._loaded()):  # a negative id would otherwise count from the end
             raise IndexError(
                 f"token id {index} is out of range for the vocabulary of "
                 f"{self.vocab_file or 'this tokenizer'}; expected 0 <= id < {len(self._vocab)}"
@@ -284,6 +315,7 @@ class BertTokenizer(keras.layers.Layer):
         return tuple(ragged.with_flat_values(output) for output in outputs)
 
     def _tokenize(self, strings, outputs):
+        self._loaded()
         return self._apply(strings, lambda flat: self._tokenize_flat(flat, outputs))
 
     def call(self, inputs):
@@ -325,11 +357,13 @@ class BertTokenizer(keras.layers.Layer):
     def starts_word(self, ids):
         """bool, shaped as `ids`: whether each piece begins a basic-tokenizer word (punctuation is a word of
         its own), i.e. is no "##" continuation; the first pieces of `tokenize_with_word_ids`' words."""
+        self._loaded()
         return ~tf.gather(self._is_suffix, ids)
 
     def detokenize(self, ids):
         """int ids [batch, (pieces)] (ragged or dense) → tf.string [batch]: tokens joined by spaces, "##"
         continuations glued to the previous piece. Lower-casing and accent stripping are not undone."""
+        self._loaded()
         if not isinstance(ids, tf.RaggedTensor):
             ids = tf.convert_to_tensor(ids)
         tokens = tf.gather(self._vocab_tensor, ids)
@@ -340,10 +374,19 @@ class BertTokenizer(keras.layers.Layer):
         return keras.KerasTensor(list(inputs.shape) + [None], dtype="int32", ragged=True)
 
     def get_config(self):
+        """The constructor's arguments, `vocabulary` inline (list of str); for a `.keras` file's config.json
+        instead `vocabulary: None` and ASSET_KEY: {"size", "sha256", "special_ids"} of the vocab.txt asset
+        `save_assets` writes (the config stays small: Keras prints it whole when it cannot rebuild it)."""
         config = super().get_config()
-        config.update(
-            {"vocab_file": self.vocab_file, "lower_case": self.lower_case, "vocabulary": self.vocab}
-        )
+        config.update({"vocab_file": self.vocab_file, "lower_case": self.lower_case, "vocabulary": None})
+        if self._vocab is None:
+            config[ASSET_KEY] = dict(self._asset)
+        elif compat.in_keras_file():
+            special = dict(zip(vocab_lib.RESERVED_TOKENS, self.special_ids, strict=True))
+            config[ASSET_KEY] = {"size": self.vocab_size, "sha256": vocab_lib.vocab_digest(self._vocab),
+                                 "special_ids": special}
+        else:  # in memory (clone, from_config copies): no asset to read from
+            config["vocabulary"] = self.vocab
         if self.strip_accents is not None:  # only when set: configs of the original rules stay as they were
             config["strip_accents"] = self.strip_accents
         if self.rules != "google":
@@ -353,11 +396,46 @@ class BertTokenizer(keras.layers.Layer):
     def save_assets(self, dir_path):
         """Writes the vocabulary as `vocab.txt` among a `.keras` file's assets (readable with any zip
         tool)."""
-        vocab_lib.save_vocab(self.vocab, os.path.join(dir_path, vocab_lib.VOCAB_ASSET))
+        vocab_lib.save_vocab(self._loaded(), os.path.join(dir_path, vocab_lib.VOCAB_ASSET))
 
     def load_assets(self, dir_path):
-        """Checks the `vocab.txt` asset against the vocabulary the config rebuilt this tokenizer with."""
+        """Reads the vocabulary from the `vocab.txt` asset (a file whose config held it inline, as saved
+        before the asset form: checks the asset against it)."""
         path = os.path.join(dir_path, vocab_lib.VOCAB_ASSET)
-        if os.path.exists(path) and vocab_lib.load_vocab(path) != self.vocab:
-            raise ValueError(f"the saved tokenizer's vocab.txt asset differs from the vocabulary in its "
-                             f"config ({self.vocab_size} tokens): the .keras file was changed after saving")
+        if self._vocab is not None:
+            if os.path.exists(path) and vocab_lib.load_vocab(path) != self._vocab:
+                raise ValueError(f"the saved tokenizer's vocab.txt asset differs from the vocabulary in its "
+                                 f"config ({self.vocab_size} tokens): the .keras file was changed after "
+                                 "saving")
+            return
+        if not os.path.exists(path):
+            raise ValueError(f"the saved tokenizer {self.name!r} has no {vocab_lib.VOCAB_ASSET} asset "
+                             f"({self._asset['size']} tokens); expected one in the .keras file")
+        with open(path, "rb") as f:
+            self._fill(f.read(), path)
+
+    def fill_from_keras_file(self, keras_path):
+        """Reads the vocabulary of a tokenizer rebuilt from `keras_path`'s config.json alone (by
+        `keras.saving.deserialize_keras_object`, not `load_model`) from that file's vocab.txt asset of its
+        digest. Does nothing when the tokenizer has its vocabulary."""
+        if self._vocab is not None:
+            return
+        with zipfile.ZipFile(keras_path) as archive:
+            names = [name for name in archive.namelist()
+                     if name.startswith("assets/") and name.endswith("/" + vocab_lib.VOCAB_ASSET)]
+            for name in names:
+                data = archive.read(name)
+                if hashlib.sha256(data).hexdigest() == self._asset["sha256"]:
+                    return self._fill(data, f"{keras_path}:{name}")
+        raise ValueError(f"{keras_path}: no {vocab_lib.VOCAB_ASSET} asset of the tokenizer {self.name!r} "
+                         f"({self._asset['size']} tokens, sha256 {self._asset['sha256'][:12]}...) among "
+                         f"{names}; expected the .keras file its config came from")
+
+    def _fill(self, data, source):
+        """Sets the vocabulary from vocab.txt bytes `data` (named `source`), checked against its record."""
+        tokens = vocab_lib.parse_vocab(data, source)
+        if vocab_lib.vocab_digest(tokens) != self._asset["sha256"]:
+            raise ValueError(f"the saved tokenizer's vocab.txt asset differs from the vocabulary its config "
+                             f"names ({self._asset['size']} tokens, sha256 {self._asset['sha256'][:12]}...): "
+                             "the .keras file was changed after saving")
+        self._set_vocabulary(tokens)

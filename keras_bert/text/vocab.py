@@ -5,6 +5,7 @@ A vocab file has one token per line; the line number (from 0) is the token id, a
 Learning a vocab from text is `vocab_learner`.
 """
 
+import hashlib
 import logging
 import os
 
@@ -77,7 +78,23 @@ def load_vocab(path):
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"vocab file {path!r} does not exist; expected a BERT vocab.txt.")
     with tf.io.gfile.GFile(path, "rb") as f:
-        data = f.read()
+        return parse_vocab(f.read(), path)
+
+
+def parse_vocab(data, path):
+    """The tokens of vocab.txt bytes `data`, read and checked as `load_vocab` does (errors name `path`).
+
+    Args:
+        data: bytes, a vocab.txt's content.
+        path: the file's name for error messages.
+
+    Returns:
+        list of str: the tokens, where the list index is the token id.
+
+    Raises:
+        ValueError: naming `path` and the line: not UTF-8, empty, blank or duplicate tokens, a missing
+            reserved token.
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -94,6 +111,18 @@ def load_vocab(path):
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the last line
     return check_vocab([line.strip() for line in lines], source=path)
+
+
+def vocab_digest(tokens):
+    """sha256 (hex) of `tokens` (list of str, id order) as a vocab.txt holds them: one per line.
+
+    Args:
+        tokens: list of str, the vocabulary in id order.
+
+    Returns:
+        str: 64 hex digits.
+    """
+    return hashlib.sha256("".join(token + "\n" for token in tokens).encode("utf-8")).hexdigest()
 
 
 def save_vocab(tokens, path):
