@@ -59,6 +59,21 @@ def restore(checkpoint):
         raise UserInputError(f"{e}, or pass --overwrite to start afresh") from None
 
 
+def input_identity(tokenizer):
+    """What a resuming run compares of its model's inputs, by content: the vocab's tokens and casing, and
+    --init_checkpoint's files (a name that is no local path, as given)."""
+    import glob
+    import hashlib
+
+    from keras_bert.training.callbacks import file_fingerprint
+
+    init = FLAGS.init_checkpoint
+    local = not init or os.path.exists(init) or glob.glob(glob.escape(init) + ".*")
+    return {"vocab": hashlib.sha256("\n".join(tokenizer.vocab).encode("utf-8")).hexdigest(),
+            "casing": [tokenizer.lower_case, tokenizer.strip_accents, tokenizer.rules],
+            "init_checkpoint": file_fingerprint([init]) if local else init}
+
+
 def define_execution_flags(model_dir):
     """How a run executes and where it writes: --model_dir, --overwrite, --distribution_strategy, --tpu,
     --worker_wait_s, --dtype, --seed, --steps_per_execution, --jit_compile (what `setup` and `jit_compile`
@@ -76,19 +91,21 @@ def define_execution_flags(model_dir):
                       "keras_bert/execution.py).")
 
 
-def setup(input_flags=("init_checkpoint",)):
+def setup(input_flags=("init_checkpoint",), unfinished=False):
     """Seeds, dtype policy, output directory and the strategy from the shared flags (the output directory
-    may not touch the paths of `input_flags`). Returns the strategy."""
+    may not touch the paths of `input_flags`; with `unfinished`, a run of this recipe that left its
+    checkpoints/ resumes there: `claim_output_dir`). Returns the strategy."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     _RESOLVED.clear()  # a checkpoint is resolved afresh each run
     keras.utils.set_random_seed(FLAGS.seed)
     keras.mixed_precision.set_global_policy(FLAGS.dtype)
     flag = "output_dir" if "output_dir" in FLAGS else "model_dir"
-    claim_output_dir(flag, input_flags, check_only=True)  # refused before waiting for the workers
+    claim_output_dir(flag, input_flags, check_only=True, unfinished=unfinished)  # before waiting for workers
     compat.fix_keras_multi_worker()
     with flag_errors("distribution_strategy", "worker_wait_s"):
         strategy = distribute.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.worker_wait_s)
-    claim_output_dir(flag, input_flags)  # made once the run starts: a stopped wait leaves nothing
+    claim_output_dir(flag, input_flags, unfinished=unfinished)  # made once the run starts: a stopped wait
+    # leaves nothing
     return strategy
 
 
@@ -397,19 +414,28 @@ def pad_to_multiple_of(max_seq_length=None):
     return padding.resolve_multiple(FLAGS.pad_to_multiple_of, max_seq_length or FLAGS.max_seq_length)
 
 
-def fit_task(model, train_data, num_train_examples):
+def fit_task(model, train_data, num_train_examples, checkpoint=None):
     """model.fit for --num_train_epochs over `train_data` (a finite tf.data of batches; repeated here); the
-    log ends with the batch lengths the step compiled for and what they cost (`CompileLog`)."""
+    log ends with the batch lengths the step compiled for and what they cost (`CompileLog`). With a
+    `checkpoint` (a `TrainingCheckpoint`), saved at each epoch's end, the epochs after its step (`train_data`
+    then the run's: re-seeded by the driver). Returns the History, or None when the checkpoint's step
+    already ends the training."""
     from keras_bert.data import padding
     from keras_bert.training import CompileLog, FailOnNaN, StopAtStep
 
     steps_per_epoch, num_train_steps, _ = finetuning_steps(num_train_examples)
+    step = checkpoint.step if checkpoint is not None else 0
+    if step >= num_train_steps:
+        return None
     logger.info("fine-tuning: %d examples, %d steps (%d per epoch)", num_train_examples, num_train_steps,
                 steps_per_epoch)
     compiles = CompileLog(len(padding.batch_lengths(FLAGS.max_seq_length, pad_to_multiple_of())))
-    return model.fit(compiles.watch(train_data.repeat()), epochs=-(-num_train_steps // steps_per_epoch),
-                     steps_per_epoch=steps_per_epoch,
-                     callbacks=[FailOnNaN(), StopAtStep(num_train_steps), compiles], verbose=2)
+    callbacks = [FailOnNaN(), StopAtStep(num_train_steps), compiles]
+    if checkpoint is not None:
+        callbacks.append(keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: checkpoint.save()))
+    return model.fit(compiles.watch(train_data.repeat()),
+                     epochs=-(-num_train_steps // steps_per_epoch), initial_epoch=step // steps_per_epoch,
+                     steps_per_epoch=steps_per_epoch, callbacks=callbacks, verbose=2)
 
 
 def save_task_model(model, strategy, labels=None, tokenizer=None):
@@ -439,10 +465,18 @@ def write_eval_results(results, strategy):
                                        else f"{k} = {v}" for k, v in sorted(results.items())))
 
 
+# What a fine-tuning run's result depends on beside its data, vocab and --init_checkpoint (`input_identity`)
+# and its architecture (the checkpoints' bert_config.json): a resume with other values is refused.
+TRAINING_FLAGS = ("max_seq_length", "train_batch_size", "num_train_epochs", "learning_rate",
+                  "warmup_proportion", "num_warmup_steps", "optimizer", "weight_decay", "clip_global_norm",
+                  "gradient_accumulation_steps", "seed", "pad_to_multiple_of", "head", "lora_rank", "dtype")
+
+
 class FlagRun:
     """The hooks of `keras_bert.tasks.driver.Run` from the flags: `build_task_model`, `compile_task`,
-    `fit_task`, `save_task_model`, `write_eval_results`; a stage's errors noted with the flags of
-    `stage_flags` ({stage: flag names}, as `flag_errors`)."""
+    `fit_task` (checkpointed in <output_dir>/checkpoints when training, resumed by `restore`),
+    `save_task_model`, `write_eval_results`; a stage's errors noted with the flags of `stage_flags`
+    ({stage: flag names}, as `flag_errors`)."""
 
     def __init__(self, strategy, tokenizer, stage_flags=None):
         from keras_bert.text import BertPreprocessor
@@ -453,6 +487,7 @@ class FlagRun:
         self.train, self.evaluate, self.predict = FLAGS.do_train, FLAGS.do_eval, FLAGS.do_predict
         self.train_batch_size, self.eval_batch_size = FLAGS.train_batch_size, FLAGS.eval_batch_size
         self.seed, self.pad_to_multiple_of = FLAGS.seed, pad_to_multiple_of()
+        self.checkpoint_dir = os.path.join(FLAGS.model_dir, "checkpoints") if FLAGS.do_train else None
 
     def errors(self, stage):
         names = self.stage_flags.get(stage)
@@ -468,8 +503,19 @@ class FlagRun:
         loss, loss_weights = model.task_loss()
         compile_task(model, self.strategy, loss, metrics, num_train_examples, loss_weights)
 
-    def fit(self, model, batches, num_examples):
-        fit_task(model, batches, num_examples)
+    def identity(self):
+        """`input_identity`, the TRAINING_FLAGS and the flags the training features are made with (those of
+        `stage_flags["train"]`; a file's content is the driver's "training data")."""
+        names = [*TRAINING_FLAGS, *(name for name in self.stage_flags.get("train", ())
+                                    if not name.endswith("_file") and name not in TRAINING_FLAGS)]
+        return {**input_identity(self.tokenizer), **{f"--{name}": FLAGS[name].value for name in names
+                                                     if name in FLAGS}}
+
+    def restore(self, checkpoint):
+        return restore(checkpoint)
+
+    def fit(self, model, batches, num_examples, checkpoint=None):
+        fit_task(model, batches, num_examples, checkpoint)
 
     def save(self, model, labels):
         save_task_model(model, self.strategy, labels, self.tokenizer)
@@ -486,7 +532,7 @@ def finetune(task, stage_flags=None):
     from keras_bert.tasks import driver
     from keras_bert.tasks.base import Task
 
-    strategy = setup()
+    strategy = setup(unfinished=FLAGS.do_train)  # a killed training resumes from its checkpoints
     tokenizer = finetuning_tokenizer()  # first: --max_seq_length becomes the checkpoint's when not given
     task = task if isinstance(task, Task) else task()
     run = FlagRun(strategy, tokenizer, stage_flags)

@@ -14,7 +14,6 @@ Outputs in --model_dir: checkpoints/, logs/ (TensorBoard), eval_results.json, pr
 bert_config.json + vocab.txt, loadable by `from_pretrained`).
 """
 
-import hashlib
 import math
 import os
 import tempfile
@@ -89,12 +88,10 @@ def run_identity(tokenizer):
     files, the training data (files, or the TFDS dataset / the default corpus)."""
     from keras_bert.training.callbacks import file_fingerprint
 
-    tokens = hashlib.sha256("\n".join(tokenizer.vocab).encode("utf-8")).hexdigest()
     data = (file_fingerprint(common.flag_files("input_files")) if FLAGS.input_files
             else [FLAGS.tfds_name, FLAGS.tfds_split, FLAGS.tfds_text_key] if FLAGS.tfds_name
             else "default corpus")
-    return {"vocab": tokens, "casing": [tokenizer.lower_case, tokenizer.strip_accents, tokenizer.rules],
-            "init_checkpoint": file_fingerprint([FLAGS.init_checkpoint]), "training data": data}
+    return {**common.input_identity(tokenizer), "training data": data}
 
 
 def main(argv):

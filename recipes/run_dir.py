@@ -16,22 +16,24 @@ RUN_MARKER = outputs.RUN_MARKER  # in an output directory: the recipe writing th
 RESUMING_RECIPES = ("pretrain", "distill")  # a rerun continues from the run's checkpoints
 
 
-def claim_output_dir(flag, input_flags=(), check_only=False):
+def claim_output_dir(flag, input_flags=(), check_only=False, unfinished=False):
     """The output-directory rules of every recipe, for the directory of --`flag`: refused when it is,
     contains or lies inside the path of one of `input_flags` (writing would destroy the input), or while
     another run writes it (its lock, named); refused when not empty (the marker aside), unless it holds a run
     of this recipe that resumes (`RESUMING_RECIPES`: one it marked, or an unmarked one with checkpoints/,
-    from before the marker) or --overwrite is given (a fresh start, in every recipe: a resumable run's files
-    are set aside too): then the earlier runs' files are set aside and removed once the run writes its own
-    (never merged with them). Only the runs' files: the entries an unmarked directory held when a run first
-    claimed it (a directory it shares, say the working directory) are recorded in the marker and kept,
-    named in one logged line. A run killed after setting files aside leaves them in a stash beside the
-    directory, which the next run's claim settles (`keras_bert.outputs.recover`): restored when the killed
-    run wrote no file, else removed with a one-line notice (its output is the newer one, and a resuming
-    recipe continues from it). Creates it and marks it as this recipe's; when the run ends
-    (or fails, or is stopped by SIGTERM) having written nothing there, the directory is left as it was (or
-    not there). A non-chief multi-worker task only checks the inputs: the chief claims the directory.
-    `check_only`: raise what the claim would raise, and leave the directory as it is."""
+    from before the marker; with `unfinished`, one it marked that still holds checkpoints/: a fine-tuning
+    run killed in training, as one that ended removes them) or --overwrite is given (a fresh start, in
+    every recipe: a resumable run's files are set aside too): then the earlier runs' files are set aside
+    and removed once the run writes its own (never merged with them). Only the runs' files: the entries an
+    unmarked directory held when a run first claimed it (a directory it shares, say the working directory)
+    are recorded in the marker and kept, named in one logged line. A run killed after setting files aside
+    leaves them in a stash beside the directory, which the next run's claim settles
+    (`keras_bert.outputs.recover`): restored when the killed run wrote no file, else removed with a one-line
+    notice (its output is the newer one, and a resuming recipe continues from it). Creates it and marks it
+    as this recipe's; when the run ends (or fails, or is stopped by SIGTERM) having written nothing there,
+    the directory is left as it was (or not there). A non-chief multi-worker task only checks the inputs:
+    the chief claims the directory. `check_only`: raise what the claim would raise, and leave the directory
+    as it is."""
     path, recipe = FLAGS[flag].value, logs.recipe_name()
     label = f"--{flag}={path}"
     inputs = {f"--{name}={FLAGS[name].value}": FLAGS[name].value for name in input_flags}
@@ -47,9 +49,10 @@ def claim_output_dir(flag, input_flags=(), check_only=False):
             kept = entries  # not a run directory: none of its entries is a run's
         kept = [name for name in kept if name in entries]
         ours = [name for name in entries if name not in kept]
-        resumable = recipe in RESUMING_RECIPES and not FLAGS.overwrite and (
+        resumable = not FLAGS.overwrite and (recipe in RESUMING_RECIPES and (
             owner == recipe or (owner is None
                                 and os.path.exists(os.path.join(path, "checkpoints", "checkpoint"))))
+            or unfinished and owner == recipe and os.path.isdir(os.path.join(path, "checkpoints")))
         if entries and not resumable and not FLAGS.overwrite:
             raise UserInputError(f"{label} is not empty ({', '.join(entries[:3])}"
                                  f"{', ...' * (len(entries) > 3)}) and holds no run of {recipe} to resume: "

@@ -1,7 +1,14 @@
 """The one fine-tuning driver: `finetune(task, run)` runs any `keras_bert.tasks.base.Task` the same way
-(every input read before the first step, build, compile, fit, save, evaluate, predict), with the hooks of a
-`Run` (recipes/common.py `FlagRun` fills them from the flags). Every `run_*` recipe is its flags and one
-call of it; it names no task.
+(every input read before the first step, build, compile, fit with resume, save, evaluate, predict), with the
+hooks of a `Run` (recipes/common.py `FlagRun` fills them from the flags). Every `run_*` recipe is its flags
+and one call of it; it names no task.
+
+With a `Run.checkpoint_dir`, training is checkpointed (`TrainingCheckpoint`: weights, optimizer state and
+step, dropout's seeds) at each epoch's end, and a run killed in training resumes from the last: its weights,
+optimizer state, step and so learning rate as saved, then the epochs left, every example once each, shuffled
+with `seed + step` (as pre-training: new orders rather than a replay of the first epoch's); a run of other
+inputs (the training examples by content, the labels, `Run.identity`) is refused naming what changed. The
+checkpoints are removed once the run has ended.
 
     run = MyRun(strategy, preprocessor, output_dir="runs/x", predict=True)   # a Run with its hooks
     model, results = finetune(task, run)
@@ -9,6 +16,7 @@ call of it; it names no task.
 
 import contextlib
 import dataclasses
+import hashlib
 
 from keras_bert.tasks.base import TRAIN
 
@@ -25,6 +33,7 @@ class Run:
         train_batch_size, eval_batch_size: global batch sizes of training and of `serve`.
         seed: the training data's shuffle seed.
         pad_to_multiple_of: training batches cut to a multiple of this (0: full length).
+        checkpoint_dir: where training checkpoints go, from which a killed run resumes (None: none).
     """
 
     strategy: object
@@ -37,6 +46,7 @@ class Run:
     eval_batch_size: int = 32
     seed: int = 0
     pad_to_multiple_of: int = 0
+    checkpoint_dir: str | None = None
 
     def errors(self, stage):
         """A context manager around `stage` ("labels", "train", "model", or a split's name) that may add to
@@ -57,8 +67,19 @@ class Run:
         training)."""
         raise NotImplementedError
 
-    def fit(self, model, batches, num_examples):
-        """Trains `model` on `batches` (finite; the run repeats them) of `num_examples` rows."""
+    def identity(self):
+        """What defines the run besides its training examples and labels, by content ({name: JSON-able}: the
+        vocab, the initial checkpoint, the settings of training): a resume with others is refused."""
+        return {}
+
+    def restore(self, checkpoint):
+        """`checkpoint.restore()`: the step the run resumes from (0: none); may add to its errors."""
+        return checkpoint.restore()
+
+    def fit(self, model, batches, num_examples, checkpoint=None):
+        """Trains `model` on `batches` (finite; the run repeats them) of `num_examples` rows; with a
+        `checkpoint` (a `TrainingCheckpoint`) from its step, batches before it skipped, saving it at each
+        epoch's end."""
         raise NotImplementedError
 
     def save(self, model, labels):
@@ -85,8 +106,9 @@ def finetune(task, run):
     evals = [(split, _read(task, run, split)) for split in scored]
     predicts = [(split, _read(task, run, split)) for split in predicted]
     if run.train:
-        with run.errors(TRAIN):
-            data = task.dataset(train, run.preprocessor, run.train_batch_size, training=True, seed=run.seed,
+        with run.errors(TRAIN):  # a resumed run's epochs shuffled anew: seed + the step it resumes from
+            data = task.dataset(train, run.preprocessor, run.train_batch_size, training=True,
+                                seed=run.seed + _saved_step(run.checkpoint_dir),
                                 pad_to_multiple_of=run.pad_to_multiple_of)
         if data.summary:
             run.show(data.summary)
@@ -95,8 +117,13 @@ def finetune(task, run):
         with run.errors("model"):
             task.check_model(model)
         run.compile(model, task.compile_metrics, data.num_examples if data else None)
+        checkpoint = _checkpoint(task, run, model, train) if data and run.checkpoint_dir else None
+    if checkpoint is not None:
+        step = run.restore(checkpoint)
+        if step:
+            run.show(f"Resuming from step {step} ({checkpoint.manager.latest_checkpoint})")
     if data:
-        run.fit(model, data.batches, data.num_examples)
+        run.fit(model, data.batches, data.num_examples, checkpoint)
         run.save(model, task.labels)
     results = {}
     for split, examples in evals:
@@ -108,7 +135,31 @@ def finetune(task, run):
         run.write_results(results)
     for split, examples in predicts:
         _predict(task, run, split, model, examples)
+    if checkpoint is not None:
+        checkpoint.discard()  # the run ended: nothing to resume
     return model, results
+
+
+def _saved_step(directory):
+    """The step of the latest checkpoint in `directory` (None or none there: 0)."""
+    import tensorflow as tf
+
+    path = directory and tf.train.latest_checkpoint(directory)
+    return int(path.rsplit("-", 1)[1]) if path else 0
+
+
+def _checkpoint(task, run, model, train):
+    """The `TrainingCheckpoint` of `run` (the latest only: a fine-tuning checkpoint holds the optimizer's
+    slots, twice the model), identified by the training examples' content, the labels and `run.identity()`."""
+    from keras_bert.training.callbacks import TrainingCheckpoint
+
+    digest = hashlib.sha256()
+    for example in train:  # dataclasses of strings, numbers and lists: their repr is their content
+        digest.update(repr(example).encode("utf-8") + b"\n")
+    labels = None if task.labels is None else [str(label) for label in task.labels]
+    identity = {"training data": digest.hexdigest(), "labels": labels, **run.identity()}
+    return TrainingCheckpoint(model, run.checkpoint_dir, max_to_keep=1, strategy=run.strategy,
+                              identity=identity)
 
 
 def _read(task, run, split):

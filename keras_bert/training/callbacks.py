@@ -62,8 +62,15 @@ class TrainingCheckpoint:
         self.is_chief = distribute.is_chief(strategy)
         _, task_id = distribute.task_info(strategy)
         self.directory = directory if self.is_chief else os.path.join(directory, f".worker_{task_id}_scratch")
-        self.checkpoint = tf.train.Checkpoint(model=model if tracked is None else tracked,
-                                              optimizer=self.optimizer)
+        tracked = model if tracked is None else tracked
+        # The state beside the weights (dropout's seed generators), so a resumed run draws the masks the
+        # uninterrupted one would.
+        weights = {id(weight) for weight in getattr(tracked, "weights", ())}
+        seeds = [v for v in getattr(tracked, "variables", ()) if id(v) not in weights]
+        self.checkpoint = tf.train.Checkpoint(model=tracked, optimizer=self.optimizer,
+                                              **({"seeds": seeds} if seeds else {}))
+        # A checkpoint saved without the seeds (before they were kept) restores the rest.
+        self._without_seeds = tf.train.Checkpoint(model=tracked, optimizer=self.optimizer)
         self.manager = tf.train.CheckpointManager(self.checkpoint, self.directory, max_to_keep=max_to_keep,
                                                   step_counter=self.optimizer.iterations)
         self._config_path = os.path.join(directory, CONFIG_FILE)
@@ -94,7 +101,12 @@ class TrainingCheckpoint:
                 raise UserInputError(f"{os.path.dirname(self._identity_path)} holds a run of other inputs "
                                      f"({changed}); resume with the same ones")
             try:
-                self.checkpoint.restore(path).assert_existing_objects_matched()
+                saved_seeds = any(name.startswith("seeds/") for name, _ in tf.train.list_variables(path))
+            except (tf.errors.OpError, ValueError):
+                saved_seeds = True  # unreadable: the restore says how
+            try:
+                (self.checkpoint if saved_seeds else self._without_seeds).restore(
+                    path).assert_existing_objects_matched()
             except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as e:
                 first = str(e).strip().splitlines()[0][:300]
                 raise UserInputError(f"{path} holds a run of another configuration, which does not fit this "
@@ -129,6 +141,11 @@ class TrainingCheckpoint:
         if not self.is_chief:
             shutil.rmtree(self.directory, ignore_errors=True)
         return path
+
+    def discard(self):
+        """Removes the checkpoint directory (a run that ended needs no resume; only the chief writes it)."""
+        if self.is_chief:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
 
 CONFIG_FILE = "bert_config.json"
