@@ -3,13 +3,9 @@
 `claim(path, inputs, overwrite)` is the rule set, in one place: the output may not be, hold or lie inside
 one of its `inputs` (paths compared after resolving symlinks, and files by identity, st_dev/st_ino, so a
 hard link or symlink to an input is the input); an existing file or non-empty directory is
-refused unless `overwrite`; and the claim takes an exclusive lock beside the output
-(`<parent>/.<name>.keras_bert_lock`, linked into place whole: host, pid, boot id, start time, the whole
-command), so a second writer of the same path (another thread of this process too) is refused at once,
-naming the first and the lock file. The holder keeps an exclusive flock on it, which the kernel drops when
-the process dies however it dies (in a container, on another host of an NFS mount): a lock whose flock is
-free, or that is empty or unreadable, is taken over with one warning; `claim_first` takes the first free
-one of several (numbered versions). `writing_file` and `writing_dir` write under a hidden temporary name in
+refused unless `overwrite`; and the claim takes the output's lock (`keras_bert.output_lock`: a second
+writer of the same path is refused at once, naming the first); `claim_first` takes the first free one of
+several (numbered versions). `writing_file` and `writing_dir` write under a hidden temporary name in
 the same parent and rename it into place: a failed or killed write leaves no partial output, and parents the
 claim created are removed again. `overwrite` means "replace my previous output", nothing else: a
 directory writer records the entries it wrote (`MANIFEST`), and replaces those and the entries it writes
@@ -26,35 +22,24 @@ TF Serving process running as another user can read a published version.
 """
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
-import shlex
 import shutil
 import socket
-import sys
 import tempfile
-import threading
 import time
 
 from keras_bert.errors import UserInputError
+from keras_bert.output_lock import LOCK_SUFFIX, Busy, parent_writable, release_lock, take_lock
+from keras_bert.output_lock import noun as _noun
 
 MARKER = ".keras_bert_writer"
-LOCK_SUFFIX = ".keras_bert_lock"
 MANIFEST = ".keras_bert_output"  # in a directory a writer filled: the entries it wrote, one a line
 STASH = ".keras_bert_replacing"  # in a `.tmp-<name>-old-*` stash: what it holds the old entries of
 RUN_MARKER = ".keras_bert_run"  # in a recipe's run directory: the recipe, then the entries it keeps
 _OTHER_HOST_STALE_S = 24 * 3600
 logger = logging.getLogger("keras_bert")
-# lock path -> [thread id, count, descriptor holding its flock]: the claims of one thread of this process
-# that hold it (a library save inside a script's claim); another thread of this process is refused as
-# another process would be.
-_HELD = {}
-
-
-class Busy(UserInputError):
-    """Another live writer (process, or thread of this one) holds the output's lock; the message names it."""
 
 
 class Taken(UserInputError):
@@ -169,20 +154,10 @@ def _identities(path):
     return found
 
 
-def _noun(flag):
-    return f"--{flag}" if flag else "path"
-
-
 def _contents(path):
     """The entries of directory `path`, less its lock and the temporaries a dead writer of ours left there."""
     remove_stale(path)
     return sorted(name for name in os.listdir(path) if name != LOCK_SUFFIX)
-
-
-def parent_writable(path):
-    """Whether the directory holding `path` takes new entries (not so for a volume mounted in a read-only
-    root: its output directory is then locked and filled from inside)."""
-    return os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
 
 
 def _makedirs(directory):
@@ -197,143 +172,6 @@ def _makedirs(directory):
     return created
 
 
-def _lock(path, label, flag):
-    """Takes the lock of output `path` for this process; returns the lock file. Raises UserInputError naming
-    the other writer and the lock file when a live process holds it."""
-    lock = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + LOCK_SUFFIX)
-    if not parent_writable(path) and os.path.isdir(path):
-        lock = os.path.join(path, LOCK_SUFFIX)  # a writable directory in a read-only one (a mounted volume)
-    held = _HELD.get(lock)
-    if held is not None and held[0] == threading.get_ident():
-        held[1] += 1
-        return lock
-    if held is not None:
-        raise Busy(f"{label or path} is being written by another thread of this process (pid {os.getpid()}); "
-                   f"wait for it to finish or choose another {_noun(flag)}")
-    for _ in range(3):  # a stale lock is taken over; a lock released meanwhile is tried again
-        try:
-            fd = _create_locked(lock)
-        except OSError as e:  # a read-only or foreign parent: said of the output, not of our lock file
-            raise UserInputError(f"{label or path} cannot be written here ({e.strerror}: "
-                                 f"{os.path.dirname(lock)})") from None
-        if fd is None:
-            fd = _take_over(lock)
-        if fd is None:
-            raise Busy(f"{label or path} is being written by another run ({_describe(lock)}); wait for it to "
-                       f"finish or choose another {_noun(flag)} (if that run is gone, remove {lock})")
-        if fd >= 0:
-            _HELD[lock] = [threading.get_ident(), 1, fd]
-            return lock
-    raise Busy(f"{label or path}: other runs took and released its lock {lock} meanwhile; run again")
-
-
-def _owner_line():
-    """What a lock records of its holder: `host pid boot_id start_ticks`, then the whole command line."""
-    owner = f"{socket.gethostname()} {os.getpid()} {_boot_id()} {_start_ticks(os.getpid())}"
-    return f"{owner}\n{shlex.join(sys.argv)}\n"
-
-
-def _boot_id():
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
-            return f.read().strip()
-    except OSError:
-        return "-"
-
-
-def _start_ticks(pid):
-    """The start time of process `pid` (clock ticks since boot, /proc/<pid>/stat field 22); None if gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]  # fields after the command, which may hold spaces
-    except (OSError, IndexError):
-        return None
-
-
-def _create_locked(lock):
-    """A new lock file holding our owner line and an exclusive flock (the holder's proof of life, released by
-    the kernel when the process dies): written beside it and linked into place, so it is never seen empty.
-    Returns its open descriptor, or None when the lock file exists."""
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(lock) + ".", dir=os.path.dirname(lock))
-    try:
-        with contextlib.suppress(OSError):  # a file system without flock: the owner line is the proof
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.write(fd, _owner_line().encode("utf-8"))
-        os.chmod(tmp, 0o644)
-        os.link(tmp, lock)
-    except FileExistsError:
-        os.close(fd)
-        return None
-    except BaseException:
-        os.close(fd)
-        raise
-    finally:
-        os.remove(tmp)
-    return fd
-
-
-def _take_over(lock):
-    """The descriptor of existing `lock`, flocked and rewritten as ours, when its holder cannot be alive
-    (logged in one line); None when it may be; -1 when it went away meanwhile (try again)."""
-    try:
-        fd = os.open(lock, os.O_RDWR)
-    except FileNotFoundError:
-        return -1
-    flocked = True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None  # its holder lives
-    except OSError:
-        flocked = False  # no flock here: the owner line decides
-    try:
-        same = os.fstat(fd).st_ino == os.stat(lock).st_ino
-    except FileNotFoundError:
-        same = False
-    why = _stale_reason(lock, flocked) if same else None
-    if why is None:
-        os.close(fd)
-        return -1 if not same else None
-    logger.warning("%s: taking over the lock of %s: %s", lock, _describe(lock), why)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, _owner_line().encode("utf-8"), 0)
-    return fd
-
-
-def _stale_reason(lock, flocked):
-    """Why the holder of `lock` cannot be alive, `flocked`: its flock was free (every writer of this version
-    holds it while it lives); None when it may be (an older writer's lock, which has no flock, of a live
-    process or of another host; without flock, a live pid of this boot)."""
-    try:
-        with open(lock, encoding="utf-8") as f:
-            fields = f.readline().split()
-    except (OSError, UnicodeDecodeError):
-        return "the lock is unreadable"
-    if not fields:
-        return "the lock is empty (its writer was killed while making it)"
-    if len(fields) not in (2, 4) or not fields[1].isdigit():
-        return "the lock is malformed"
-    here, pid = fields[0] == socket.gethostname(), int(fields[1])
-    if len(fields) == 4:
-        if flocked:
-            return "its process is gone"
-        if fields[2] != _boot_id():
-            return "it is of an earlier boot of this machine" if here else None
-        return "its process is gone" if _start_ticks(pid) != fields[3] else None
-    return "its process is gone" if here and _start_ticks(pid) is None else None  # an older `host pid`
-
-
-def _describe(lock):
-    try:
-        with open(lock, encoding="utf-8") as f:
-            host, pid, *_ = f.readline().split()
-            command = f.readline().strip()
-    except (OSError, UnicodeDecodeError, ValueError):
-        return "an unknown run"
-    return f"pid {pid} on {host}" + (f": {command}" if command else "")
-
-
 class Claim:
     """An output held by this process (from `claim`): `path`, `existed` (it was there before the claim)
     and `created` (the parent directories the claim made). `release(succeeded)` drops the lock and, after
@@ -344,12 +182,7 @@ class Claim:
 
     def release(self, succeeded=True):
         if self.lock is not None:
-            _HELD[self.lock][1] -= 1
-            if not _HELD[self.lock][1]:
-                fd = _HELD.pop(self.lock)[2]
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(self.lock)
-                os.close(fd)  # after the removal: a waiting writer then finds no lock, or its own
+            release_lock(self.lock)
             self.lock = None
         if not succeeded:
             for directory in self.created:
@@ -375,7 +208,7 @@ def claim(path, inputs=(), overwrite=False, kind="dir", label=None, flag=None):
     check_inputs(path, inputs, label, flag)
     created = _makedirs(os.path.dirname(path))
     try:
-        lock = _lock(path, label, flag)
+        lock = take_lock(path, label, flag)
     except BaseException:
         Claim(path, None, False, created).release(False)
         raise

@@ -114,7 +114,8 @@ def test_the_walk_finds_every_public_name():
     assert len(PUBLIC) > 60, len(PUBLIC)
     for expected in ("keras_bert.BertClassifier", "keras_bert.export.export_saved_model",
                      "keras_bert.text.BertTokenizer", "keras_bert.text.vocab.load_vocab",
-                     "keras_bert.training.create_optimizer", "keras_bert.models.text_task.TextTask.compile",
+                     "keras_bert.training.create_optimizer",
+                     "keras_bert.models.task_compile.TaskCompile.compile",
                      "keras_bert.models.lora.LoraAdaptation.enable_lora",
                      "keras_bert.models.task_base.EncoderTaskModel.from_pretrained"):
         assert expected in names

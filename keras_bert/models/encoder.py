@@ -14,6 +14,7 @@ from keras_bert.models.assembly import assemble, register
 from keras_bert.models.float_form import from_quantized_config, quantization_config
 from keras_bert.models.pretrained import resolve_pretrained
 from keras_bert.models.serving import INPUT_NAMES, Serving
+from keras_bert.models.task_compile import TaskCompile
 from keras_bert.models.text_task import TextTask
 
 # torch.nn.functional.normalize's floor on the norm, as sentence-transformers' Normalize module uses it.
@@ -67,7 +68,7 @@ def encoder_inputs(seq_length=None, prefix_shape=()):
 
 @register
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertEncoder(Serving, TextTask, keras.Model):
+class BertEncoder(Serving, TaskCompile, TextTask, keras.Model):
     """The bidirectional transformer encoder of Devlin et al. (2018).
 
     Args:

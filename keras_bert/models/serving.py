@@ -64,12 +64,8 @@ def traced_function(function, spec):
 
 
 def class_outputs(logits):
-    """logits [..., C] -> probabilities (softmax) and label_id (int32 argmax) next to the logits."""
-    # The rank stated (EnsureShape: an identity in every runtime): after `tf.saved_model.load`, grappler's
-    # cost model sees this Softmax's input as the output of a call of unknown rank and logged "Error in
-    # PredictCost()" per call.
-    known = tf.ensure_shape(logits, logits.shape)
-    return {"logits": logits, "probabilities": tf.nn.softmax(known, axis=-1),
+    """logits [..., C] -> probabilities (softmax; rank stated for grappler) and label_id (int32 argmax)."""
+    return {"logits": logits, "probabilities": tf.nn.softmax(tf.ensure_shape(logits, logits.shape), -1),
             "label_id": tf.argmax(logits, axis=-1, output_type=tf.int32)}
 
 
@@ -150,7 +146,6 @@ def served_arrays(inputs, spec):
     for name, input_spec in spec.items():
         if name not in inputs:
             raise ValueError(f"{shape_rule(name, input_spec)}; it is missing")
-    for name, input_spec in spec.items():
         _check_rows(name, inputs[name], input_spec)
     tensors = {name: _served_tensor(name, inputs[name], s) for name, s in spec.items()}
     names = list(spec)

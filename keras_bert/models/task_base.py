@@ -10,19 +10,20 @@ from keras_bert.models.float_form import from_quantized_config, quantization_con
 from keras_bert.models.lora import LoraAdaptation
 from keras_bert.models.pretrained import resolve_pretrained
 from keras_bert.models.serving import Serving
+from keras_bert.models.task_compile import TaskCompile
 from keras_bert.models.text_task import TextTask
 
 # Constructor arguments that define a head: a saved model of the same class must match those given.
 HEAD_ARGS = ("num_classes", "labels")
 
 
-class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdaptation, TextTask,
-                       keras.Model):
+class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdaptation, TaskCompile,
+                       TextTask, keras.Model):
     """Base of the task models (and the pretrainer): holds `encoder` (and `preprocessor`, `labels`), names
     its task in the class attribute `task_kind` (what checkpoint writers tell models apart by), serves
     through the hooks of `keras_bert.models.serving.Serving`, and
     round-trips through `.keras` by its constructor arguments (encoder and preprocessor nested as
-    serialized objects). Its one `compile()` (`TextTask.compile`: optimizer, loss, metrics defaults) asks
+    serialized objects). Its one `compile()` (`TaskCompile.compile`: optimizer, loss, metrics defaults) asks
     `ChoosesExecution` how to run (XLA or not, by dtype and CPU) and sets `gradient_accumulation_steps=K`
     for `GradientAccumulation`'s step in K micro-batches; `enable_lora(rank)` adapts a frozen encoder
     (`keras_bert.models.lora`)."""
