@@ -11,11 +11,12 @@ import pytest
 import keras_bert as kb
 from keras_bert.checkpoints import split_model
 from keras_bert.export.saved_model import model_kind
+from keras_bert.models.pretrained import resolve_pretrained
 from keras_bert.tasks import finetuning
 from keras_bert.tasks.classification import task as classification
 from keras_bert.tasks.classification.glue import tfds_eval_splits
 from keras_bert.tasks.classification.reader import ClassificationExample
-from keras_bert.tasks.labels import read_labels, write_labels
+from keras_bert.tasks.labels import write_labels
 
 
 def test_finetuning_steps_round_up_batches_and_take_the_warmup_proportion():
@@ -67,10 +68,10 @@ def test_one_kind_per_model_for_checkpoints_and_export(tiny_config):
 
 def test_labels_json_round_trip_beside_a_saved_model(tiny_config, tmp_path):
     kb.save_pretrained(kb.BertClassifier(kb.BertEncoder(tiny_config), num_classes=2), str(tmp_path))
-    assert read_labels(str(tmp_path)) is None
+    assert resolve_pretrained(str(tmp_path)).labels is None
     write_labels(str(tmp_path), ["neg", "pos"])
     assert json.loads((tmp_path / "labels.json").read_text()) == {"labels": ["neg", "pos"]}
-    assert read_labels(str(tmp_path / "model.keras")) == ["neg", "pos"]
+    assert resolve_pretrained(str(tmp_path / "model.keras")).labels == ["neg", "pos"]
 
 
 def test_custom_task_predictions_file_and_metrics(tmp_path):
