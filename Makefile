@@ -34,11 +34,11 @@ quickstart: $(VENV)/.installed
 	$(PY) -m recipes.quickstart --run_dir=$(RUN_DIR)
 
 test: $(VENV)/.installed-test
-	$(PY) -m ruff check keras_bert recipes export tests benchmarks keras_bert_commands.py setup.py
+	$(PY) -m ruff check keras_bert keras_bert_servability recipes export tests benchmarks docs keras_bert_commands.py setup.py
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist worksteal --durations=15 tests
 
 lint: $(VENV)/.installed-test
-	$(PY) -m ruff check keras_bert recipes export tests benchmarks keras_bert_commands.py setup.py
+	$(PY) -m ruff check keras_bert keras_bert_servability recipes export tests benchmarks docs keras_bert_commands.py setup.py
 
 bench: $(VENV)/.installed-bench
 	$(PY) -m benchmarks.run_all
