@@ -46,6 +46,8 @@ setup(
         "bench": ["keras-hub==0.32.*", "onnxruntime==1.32.*", "onnx==1.23.*", "ai-edge-litert==2.3.*"],
         # keras_bert.export.load_litert and `export_litert`'s check of the ops it wrote
         "litert": ["ai-edge-litert==2.3.*"],
+        # checkpoints loaded by hub name (Hugging Face names, KerasHub presets); never needed for local paths
+        "hub": ["huggingface_hub", "kagglehub"],
         # `make docs`: the docs site (mkdocs.yml), its API reference read from the docstrings
         "docs": ["mkdocs==1.6.*", "mkdocs-material==9.*", "mkdocstrings[python]==1.*"],
     },
