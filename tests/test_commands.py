@@ -83,7 +83,7 @@ def installed(tmp_path_factory):
     those of the environment running the tests, seen through a .pth file."""
     tmp = tmp_path_factory.mktemp("wheel")
     source = tmp / "source"  # a copy: building writes build/ and *.egg-info beside setup.py
-    for name in ("keras_bert", "recipes", "export"):
+    for name in ("keras_bert", "keras_bert_servability", "recipes", "export"):
         shutil.copytree(os.path.join(REPO, name), source / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("setup.py", "keras_bert_commands.py"):
         shutil.copy(os.path.join(REPO, name), source / name)

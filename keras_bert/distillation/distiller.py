@@ -145,17 +145,6 @@ class TaskDistiller(ChoosesExecution, keras.distillation.Distiller):
         hidden-state projections, never the teacher, whose weights are the run's input."""
         return {"student": self.student, "projections": self.projections}
 
-    @property
-    def trainable_weights(self):
-        """The student's (a task model's own choice: e.g. a tagger's pooler is no part of it) and the
-        projections'; never the teacher's."""
-        return [*self.student.trainable_weights,
-                *(w for projection in self.projections for w in projection.trainable_weights)]
-
-    @property
-    def trainable_variables(self):
-        return self.trainable_weights
-
     def teacher_features(self, inputs):
         """{"outputs": the teacher's outputs, "hidden": {str(i): layer i's output}, for the layers that the
         hidden-state term reads (none without it)}, in float32: what a step distils, or a cache holds."""

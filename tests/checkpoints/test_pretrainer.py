@@ -80,8 +80,9 @@ def test_save_pretrained_round_trip_is_identical(tiny_hf_pretraining, tiny_batch
     tokens = special + [f"tok{i}" for i in range(len(special), TINY["vocab_size"])]
     vocab.write_text("".join(f"{token}\n" for token in tokens))
     save_pretrained(pretrainer, str(tmp_path / "ours"), vocab_file=str(vocab))
-    assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == ["bert_config.json", "model.keras",
-                                                                     "vocab.txt"]
+    # and the writer's own record of what it wrote (keras_bert.outputs.MANIFEST)
+    assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == [".keras_bert_output", "bert_config.json",
+                                                                     "model.keras", "vocab.txt"]
     assert find_vocab_file(str(tmp_path / "ours" / "model.keras")) == str(tmp_path / "ours" / "vocab.txt")
     for ours, ref in zip(ours_pretraining_logits(load_pretrainer(str(tmp_path / "ours")), tiny_batch),
                          ours_pretraining_logits(pretrainer, tiny_batch), strict=True):

@@ -202,5 +202,8 @@ def test_every_from_pretrained_takes_the_same_arguments_in_the_same_order():
     classes = [BertEncoder, BertPretrainer, BertClassifier, BertSpanLabeler, BertTokenClassifier,
                BertMultipleChoice]
     for cls in classes:
-        names = list(inspect.signature(cls.from_pretrained).parameters)
-        assert names[:4] == ["path", "seq_length", "lower_case", "dtype"], (cls.__name__, names)
+        parameters = inspect.signature(cls.from_pretrained).parameters
+        names = list(parameters)
+        assert names[:5] == ["path", "seq_length", "lower_case", "vocab_file", "dtype"], (cls.__name__, names)
+        # every override by keyword only, as the one loader takes them
+        assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in names[1:5]), cls
