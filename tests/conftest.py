@@ -32,13 +32,14 @@ def tiny_config():
 # out tests in collection order, so a slow test collected late runs alone at the end while the other worker
 # idles. Whole modules move (their module fixtures stay shared), the rest keep their order.
 SLOW_MODULES = (
-    "tests/models/test_task_harness.py", "tests/export/test_dynamic_length.py",
+    "tests/test_docs_examples.py", "tests/models/test_task_harness.py", "tests/export/test_dynamic_length.py",
     "tests/recipes/test_transfer.py", "tests/export/test_distilled_answers.py",
     "tests/recipes/test_pretrain.py", "tests/recipes/test_from_keras.py", "tests/export/test_export.py",
     "tests/export/test_span_answers.py", "tests/recipes/test_distill.py", "tests/models/test_text_task.py",
     "tests/tasks/test_served_predictions.py", "tests/export/test_scripts.py",
     "tests/export/test_answers.py", "tests/export/test_tfhub.py", "tests/export/test_adapted_export.py",
-    "tests/export/test_litert.py",
+    "tests/export/test_litert.py", "tests/recipes/test_resume_finetuning.py",
+    "tests/export/test_cli_loading.py",
 )
 
 

@@ -6,12 +6,11 @@ placeholder paths replaced by real ones (`StandIns`). README.md runs first, on t
 what the guides assume the reader holds: its fine-tuned `clf.keras` for `runs/sst2/model.keras`, its export
 for `/srv/models/bert_classifier/1`, its `clf.tflite` for `sst2.tflite`, KerasHub presets written from it
 for `my_preset/` and `my_task_preset/`, and a gRPC PredictionService on its export for TF Serving at
-`localhost:8500`. So one model is fine-tuned once for all the pages (all of them: about 80 s on 2 cores).
+`localhost:8500`. So one model is fine-tuned once for all the pages (all of them: about 70 s on 2 cores).
 
 An HTML comment on the line before a block qualifies it: `<!-- docs-test: needs MODULE -->` runs it only
-where MODULE imports (`needs tf_keras`: with `tf.keras` read as `tf_keras`, which TF_USE_LEGACY_KERAS=1 makes
-it in a fresh process; this one has Keras 3 loaded); `<!-- docs-test: skip REASON -->` never runs it (keep
-that rare: REASON says what the suite lacks). A failing block fails with its page and line.
+where MODULE imports; `<!-- docs-test: skip REASON -->` never runs it (keep that rare: REASON says what the
+suite lacks, or which test runs the same code). A failing block fails with its page and line.
 """
 
 import concurrent.futures
@@ -160,8 +159,6 @@ def run_page(path, workdir, substitute=lambda code: code, times=None):
             start = time.perf_counter()
             try:
                 code = substitute(code)
-                if marker == ("needs", "tf_keras"):  # one line: the error's line numbers stay the page's
-                    code = "import tf_keras; " + code.replace("tf.keras.", "tf_keras.")
                 exec(compile(code, where, "exec"), namespace)  # noqa: S102  (the page's example)
             except Exception as error:  # noqa: BLE001  (any error of the example is the failure)
                 raise AssertionError(f"{where}: the example fails: {type(error).__name__}: {error}\n"
