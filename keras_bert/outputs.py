@@ -310,7 +310,8 @@ def put_in_place(source, target, inside=False):
     present = _present(target)
     ours = (_written(target) | set(incoming)) & set(present)
     kept = sorted(set(present) - ours)
-    whole = not inside and not kept and not within(os.getcwd(), target)
+    # whole only when nothing else is there, hidden entries too (a live writer's temporary, a nested lock)
+    whole = not inside and set(_contents(target)) <= ours and not within(os.getcwd(), target)
     stash = set_aside(target, sorted(ours), "whole" if whole else "merge", incoming, kept)
     try:
         if whole:

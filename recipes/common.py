@@ -63,13 +63,13 @@ def input_identity(tokenizer):
     """What a resuming run compares of its model's inputs, by content: the vocab's tokens and casing, and
     --init_checkpoint's files (a name that is no local path, as given)."""
     import glob
-    import hashlib
 
+    from keras_bert.text.vocab import vocab_digest
     from keras_bert.training.callbacks import file_fingerprint
 
     init = FLAGS.init_checkpoint
     local = not init or os.path.exists(init) or glob.glob(glob.escape(init) + ".*")
-    return {"vocab": hashlib.sha256("\n".join(tokenizer.vocab).encode("utf-8")).hexdigest(),
+    return {"vocab": vocab_digest(tokenizer.vocab),
             "casing": [tokenizer.lower_case, tokenizer.strip_accents, tokenizer.rules],
             "init_checkpoint": file_fingerprint([init]) if local else init}
 

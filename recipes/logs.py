@@ -32,6 +32,7 @@ from absl import logging as absl_logging
 import keras_bert
 from keras_bert import native_logs
 from keras_bert.errors import UserInputError
+from keras_bert_servability import ServabilityError
 
 
 def verbose(argv=None):
@@ -147,9 +148,7 @@ def error_line(error):
 
 
 def _is_user_error(error):
-    if isinstance(error, (OSError, app.UsageError, UserInputError)):
-        return True
-    if type(error).__name__ == "ServabilityError":  # keras_bert.export.servability.errors
+    if isinstance(error, (OSError, app.UsageError, UserInputError, ServabilityError)):
         return True
     if (type(error).__name__ in ("NotFoundError", "PermissionDeniedError")
             and "tensorflow" in type(error).__module__):
