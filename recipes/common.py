@@ -6,6 +6,7 @@ of `recipes.flags` (its type, help and parse-time checks); the functions here sa
 """
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ from absl import flags
 from keras_bert import compat
 from keras_bert.config import BertConfig
 from keras_bert.errors import UserInputError
+from keras_bert.tasks.driver import Run
 from keras_bert.training import distribute, optimization
 from keras_bert.training.defaults import FINETUNING
 from recipes import flags as shared_flags
@@ -354,14 +356,16 @@ def finetuning_tokenizer():
     return run_tokenizer()
 
 
-def build_task_model(tokenizer, model_class, head_args=None):
+def build_task_model(preprocessor, model_class, head_args=None):
     """The task model of --init_checkpoint (`keras_bert.tasks.finetuning.build_task_model`, the assembly
     `from_pretrained` uses: a fine-tuned `model_class` continues as it is; a KerasHub or Hugging Face head of
     this task whose classes are those of `head_args` (labels or num_classes) is loaded, other classes are
     refused unless --head=fresh), or `model_class(encoder, **head_args)` on a fresh encoder of the config
-    flags. Call it inside `strategy.scope()`. Checks the vocab and --max_seq_length against it."""
+    flags. Call it inside `strategy.scope()`. Checks the vocab of `preprocessor` (the run's
+    `BertPreprocessor`, given to a model that has none) and --max_seq_length against it."""
     from keras_bert.tasks import finetuning
 
+    tokenizer = preprocessor.tokenizer
     config = None if FLAGS.init_checkpoint else bert_config(tokenizer.vocab_size)
     with flag_errors("init_checkpoint"), remat_scope():
         model = finetuning.build_task_model(
@@ -373,9 +377,7 @@ def build_task_model(tokenizer, model_class, head_args=None):
     with flag_errors("max_seq_length"):
         finetuning.check_seq_length(config, FLAGS.max_seq_length)
     if model.preprocessor is None:  # the run's text preprocessing, so `serve` and `predict` take raw text
-        from keras_bert.text import BertPreprocessor
-
-        model.set_preprocessor(BertPreprocessor(tokenizer, FLAGS.max_seq_length))
+        model.set_preprocessor(preprocessor)
     if FLAGS.lora_rank and FLAGS.do_train:
         model.enable_lora(FLAGS.lora_rank)
     return model
@@ -389,8 +391,9 @@ def finetuning_steps(num_train_examples):
                  FLAGS.num_warmup_steps)
 
 
-def compile_task(model, strategy, loss, metrics=None, num_train_examples=None, loss_weights=None):
-    """Compiles with the flags' optimizer scheduled over `num_train_examples` (None: not for training)."""
+def compile_task(model, strategy, metrics=None, num_train_examples=None):
+    """Compiles with the task's loss (`compile`'s "auto": the model's `task_loss()` and its weights), the
+    flags' optimizer scheduled over `num_train_examples` (None: not for training) and `metrics`."""
     from keras_bert.data import padding
 
     optimizer, num_train_steps = "sgd", None  # evaluate/predict only: never stepped
@@ -398,7 +401,7 @@ def compile_task(model, strategy, loss, metrics=None, num_train_examples=None, l
         _, num_train_steps, num_warmup_steps = finetuning_steps(num_train_examples)
         optimizer = build_optimizer(num_train_steps, num_warmup_steps)
     num_shapes = len(padding.batch_lengths(FLAGS.max_seq_length, pad_to_multiple_of()))
-    model.compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights, metrics=metrics,
+    model.compile(optimizer=optimizer, loss="auto", metrics=metrics,
                   jit_compile=jit_compile(strategy, num_train_steps, num_shapes),
                   steps_per_execution=FLAGS.steps_per_execution,
                   gradient_accumulation_steps=FLAGS.gradient_accumulation_steps)
@@ -438,16 +441,15 @@ def fit_task(model, train_data, num_train_examples, checkpoint=None):
                      steps_per_epoch=steps_per_epoch, callbacks=callbacks, verbose=2)
 
 
-def save_task_model(model, strategy, labels=None, tokenizer=None):
+def save_task_model(model, strategy, labels=None, preprocessor=None):
     """Writes the fine-tuned model to <output_dir>/model.keras (and its label list to labels.json) on the
-    chief; returns the path. The model carries `labels` and a preprocessor of `tokenizer` and
-    --max_seq_length, so the .keras alone predicts on raw text and exports."""
+    chief; returns the path. The model carries `labels` and `preprocessor` (the run's: its tokenizer and
+    --max_seq_length), so the .keras alone predicts on raw text and exports."""
     from keras_bert.checkpoints import save_without_optimizer
     from keras_bert.tasks.labels import write_labels
-    from keras_bert.text import BertPreprocessor
 
-    if tokenizer is not None:
-        model.set_preprocessor(BertPreprocessor(tokenizer, FLAGS.max_seq_length))
+    if preprocessor is not None:
+        model.set_preprocessor(preprocessor)
     if labels is not None:
         model.labels = [str(label) for label in labels]
     path = os.path.join(FLAGS.model_dir, "model.keras")
@@ -472,44 +474,45 @@ TRAINING_FLAGS = ("max_seq_length", "train_batch_size", "num_train_epochs", "lea
                   "gradient_accumulation_steps", "seed", "pad_to_multiple_of", "head", "lora_rank", "dtype")
 
 
-class FlagRun:
-    """The hooks of `keras_bert.tasks.driver.Run` from the flags: `build_task_model`, `compile_task`,
-    `fit_task` (checkpointed in <output_dir>/checkpoints when training, resumed by `restore`),
-    `save_task_model`, `write_eval_results`; a stage's errors noted with the flags of `stage_flags`
-    ({stage: flag names}, as `flag_errors`)."""
+@dataclasses.dataclass
+class FlagRun(Run):
+    """A `keras_bert.tasks.driver.Run` of the flags (`from_flags`), its hooks: `build_task_model`,
+    `compile_task`, `fit_task` (checkpointed in <output_dir>/checkpoints when training, resumed by
+    `restore`), `save_task_model`, `write_eval_results`; a stage's errors noted with the flags of
+    `stage_flags` ({stage: flag names}, as `flag_errors`)."""
 
-    def __init__(self, strategy, tokenizer, stage_flags=None):
+    stage_flags: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_flags(cls, strategy, tokenizer, stage_flags=None):
+        """The run the flags say, its one `BertPreprocessor` of `tokenizer` and --max_seq_length (for the
+        data, `serve` and the saved model)."""
         from keras_bert.text import BertPreprocessor
 
-        self.strategy, self.tokenizer, self.stage_flags = strategy, tokenizer, stage_flags or {}
-        self.preprocessor = BertPreprocessor(tokenizer, FLAGS.max_seq_length)
-        self.output_dir = FLAGS.model_dir
-        self.train, self.evaluate, self.predict = FLAGS.do_train, FLAGS.do_eval, FLAGS.do_predict
-        self.train_batch_size, self.eval_batch_size = FLAGS.train_batch_size, FLAGS.eval_batch_size
-        self.seed, self.pad_to_multiple_of = FLAGS.seed, pad_to_multiple_of()
-        self.checkpoint_dir = os.path.join(FLAGS.model_dir, "checkpoints") if FLAGS.do_train else None
+        return cls(strategy, BertPreprocessor(tokenizer, FLAGS.max_seq_length), FLAGS.model_dir,
+                   train=FLAGS.do_train, evaluate=FLAGS.do_eval, predict=FLAGS.do_predict,
+                   train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+                   seed=FLAGS.seed, pad_to_multiple_of=pad_to_multiple_of(),
+                   checkpoint_dir=os.path.join(FLAGS.model_dir, "checkpoints") if FLAGS.do_train else None,
+                   stage_flags=stage_flags or {})
 
     def errors(self, stage):
         names = self.stage_flags.get(stage)
         return flag_errors(*names) if names else contextlib.nullcontext()
 
-    def show(self, line):
-        print(line)
-
     def build_model(self, model_class, head_args):
-        return build_task_model(self.tokenizer, model_class, head_args)
+        return build_task_model(self.preprocessor, model_class, head_args)
 
     def compile(self, model, metrics, num_train_examples):
-        loss, loss_weights = model.task_loss()
-        compile_task(model, self.strategy, loss, metrics, num_train_examples, loss_weights)
+        compile_task(model, self.strategy, metrics, num_train_examples)
 
     def identity(self):
         """`input_identity`, the TRAINING_FLAGS and the flags the training features are made with (those of
         `stage_flags["train"]`; a file's content is the driver's "training data")."""
         names = [*TRAINING_FLAGS, *(name for name in self.stage_flags.get("train", ())
                                     if not name.endswith("_file") and name not in TRAINING_FLAGS)]
-        return {**input_identity(self.tokenizer), **{f"--{name}": FLAGS[name].value for name in names
-                                                     if name in FLAGS}}
+        return {**input_identity(self.preprocessor.tokenizer),
+                **{f"--{name}": FLAGS[name].value for name in names if name in FLAGS}}
 
     def restore(self, checkpoint):
         return restore(checkpoint)
@@ -518,7 +521,7 @@ class FlagRun:
         fit_task(model, batches, num_examples, checkpoint)
 
     def save(self, model, labels):
-        save_task_model(model, self.strategy, labels, self.tokenizer)
+        save_task_model(model, self.strategy, labels, self.preprocessor)
 
     def write_results(self, results):
         write_eval_results(results, self.strategy)
@@ -535,5 +538,4 @@ def finetune(task, stage_flags=None):
     strategy = setup(unfinished=FLAGS.do_train)  # a killed training resumes from its checkpoints
     tokenizer = finetuning_tokenizer()  # first: --max_seq_length becomes the checkpoint's when not given
     task = task if isinstance(task, Task) else task()
-    run = FlagRun(strategy, tokenizer, stage_flags)
-    return driver.finetune(task, run)
+    return driver.finetune(task, FlagRun.from_flags(strategy, tokenizer, stage_flags))

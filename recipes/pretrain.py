@@ -21,6 +21,7 @@ import tempfile
 from absl import flags
 
 from keras_bert.data import pretraining
+from keras_bert.tasks.base import TRAIN
 from keras_bert.training.defaults import PRETRAINING
 from recipes import common, logs
 from recipes import flags as shared_flags
@@ -50,55 +51,50 @@ shared_flags.check_together(["num_warmup_steps", "num_train_steps"], lambda valu
     if values["num_warmup_steps"] > values["num_train_steps"] else None))
 
 
-def input_fn(tokenizer, is_training, batch_size, seed):
-    """Returns dataset_fn(input_context) for `strategy.distribute_datasets_from_function`: the library's
-    `pretraining_dataset_fn` over the source the flags name; its errors say which flags."""
-    flag = "input_files" if is_training or not FLAGS.eval_input_files else "eval_input_files"
-    patterns = FLAGS[flag].value
-    shown = patterns if isinstance(patterns, str) else ",".join(patterns or ())
-    split = FLAGS.tfds_split if is_training else (FLAGS.tfds_eval_split or FLAGS.tfds_split)
-    source = pretraining.PretrainingSource(
-        files=common.flag_files(flag) if patterns else None, tfds_name=FLAGS.tfds_name,
-        tfds_data_dir=FLAGS.tfds_data_dir, tfds_text_key=FLAGS.tfds_text_key, tfds_split=split,
-        name=f"--{flag}={shown}" if patterns else None)
+def load_task():
+    """(the PretrainingTask of the flags, {split: the flags its input comes from, which its errors name})."""
+    from keras_bert.tasks.pretraining.task import PretrainingTask
+
+    sources, source_flags = {}, {}
+    for split in (TRAIN, "eval"):
+        flag = "input_files" if split == TRAIN or not FLAGS.eval_input_files else "eval_input_files"
+        patterns = FLAGS[flag].value
+        shown = patterns if isinstance(patterns, str) else ",".join(patterns or ())
+        sources[split] = pretraining.PretrainingSource(
+            files=common.flag_files(flag) if patterns else None, tfds_name=FLAGS.tfds_name,
+            tfds_data_dir=FLAGS.tfds_data_dir, tfds_text_key=FLAGS.tfds_text_key,
+            tfds_split=FLAGS.tfds_split if split == TRAIN else (FLAGS.tfds_eval_split or FLAGS.tfds_split),
+            name=f"--{flag}={shown}" if patterns else None)
+        source_flags[split] = ((flag,) if patterns else
+                               ("tfds_name", "tfds_data_dir", "tfds_text_key") if FLAGS.tfds_name else ())
     config = pretraining.PretrainingDataConfig(
         max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
-        whole_word_mask=FLAGS.do_whole_word_mask, seed=seed)
-    flags_used = ((flag,) if patterns
-                  else ("tfds_name", "tfds_data_dir", "tfds_text_key") if FLAGS.tfds_name else ())
+        whole_word_mask=FLAGS.do_whole_word_mask)
+    return PretrainingTask(sources[TRAIN], sources["eval"], config), source_flags
+
+
+def distributed(strategy, task, split, flags_used, tokenizer, batch_size, seed):
+    """The task's batches of `split` over the strategy's replicas (`distribute_datasets_from_function`); its
+    errors name `flags_used`."""
     with common.flag_errors(*flags_used):
         # Unset: full-length batches; grouped by length, the next-sentence loss of the 600-step real-text
         # test ended at 0.87 (full length: under 0.8), so pre-training cuts padding only when asked.
         multiple = 0 if FLAGS.pad_to_multiple_of is None else common.pad_to_multiple_of()
-        dataset_fn = pretraining.pretraining_dataset_fn(source, tokenizer, config, batch_size, is_training,
-                                                        multiple)
+        data = task.dataset(task.read(split), tokenizer, batch_size, split == TRAIN, seed, multiple)
 
     def checked_dataset_fn(context):
         # Called by distribute_datasets_from_function at once: a file that is not TFRecords fails there,
         # naming the flag, not at the first step.
         with common.flag_errors(*flags_used):
-            return dataset_fn(context)
-    return checked_dataset_fn
-
-
-def run_identity(tokenizer):
-    """What defines the run, by content (a resume with others is refused, naming them; the architecture is
-    checked apart, `TrainingCheckpoint`'s configuration): the vocab's tokens and casing, --init_checkpoint's
-    files, the training data (files, or the TFDS dataset / the default corpus)."""
-    from keras_bert.training.callbacks import file_fingerprint
-
-    data = (file_fingerprint(common.flag_files("input_files")) if FLAGS.input_files
-            else [FLAGS.tfds_name, FLAGS.tfds_split, FLAGS.tfds_text_key] if FLAGS.tfds_name
-            else "default corpus")
-    return {**common.input_identity(tokenizer), "training data": data}
+            return data.batches(context)
+    return strategy.distribute_datasets_from_function(checked_dataset_fn)
 
 
 def main(argv):
     del argv
     from keras_bert.checkpoints import save_pretrained
     from keras_bert.tasks.finetuning import check_seq_length, check_vocab_size
-    from keras_bert.tasks.pretraining.model import BertPretrainer
     from keras_bert.text.vocab import save_vocab
     from keras_bert.training import (
         CheckpointCallback,
@@ -111,6 +107,7 @@ def main(argv):
 
     strategy = common.setup()
     tokenizer = common.run_tokenizer()  # what --init_checkpoint states: vocab, casing, rules (not its length)
+    task, source_flags = load_task()
     config = common.checkpoint().config if FLAGS.init_checkpoint else common.bert_config(tokenizer.vocab_size)
     with common.flag_errors("max_seq_length"):  # before any work (not in the first step's embeddings)
         check_seq_length(config, FLAGS.max_seq_length)
@@ -120,16 +117,17 @@ def main(argv):
                 from keras_bert.models.assembly import assemble
 
                 with common.flag_errors("init_checkpoint"):
-                    model = assemble(common.checkpoint(), BertPretrainer, FLAGS.dtype)
+                    model = assemble(common.checkpoint(), task.model_class, FLAGS.dtype)
                 with common.flag_errors("init_checkpoint", "vocab_file"):
                     check_vocab_size(model.encoder.config, tokenizer.vocab_size, tokenizer.vocab_file)
             else:  # common.bert_config checks the config flags against the vocab
-                model = BertPretrainer(common.build_encoder(tokenizer.vocab_size))
+                model = task.model_class(common.build_encoder(tokenizer.vocab_size))
         model.compile(optimizer=common.build_optimizer(FLAGS.num_train_steps),
                       jit_compile=common.jit_compile(strategy), steps_per_execution=FLAGS.steps_per_execution,
                       gradient_accumulation_steps=FLAGS.gradient_accumulation_steps)
         checkpoint = TrainingCheckpoint(model, os.path.join(FLAGS.model_dir, "checkpoints"),
-                                        strategy=strategy, identity=run_identity(tokenizer))
+                                        strategy=strategy,
+                                        identity={**common.input_identity(tokenizer), **task.identity()})
     step = common.restore(checkpoint)
     if step:
         print(f"Resuming from step {step} ({checkpoint.manager.latest_checkpoint or 'chief checkpoint'})")
@@ -138,8 +136,8 @@ def main(argv):
     summaries = ScalarSummaries(os.path.join(FLAGS.model_dir, "logs"), FLAGS.log_steps, enabled=chief)
     if step < FLAGS.num_train_steps:
         # A new data seed after a restart, so a resumed run does not replay the examples already seen.
-        train_data = strategy.distribute_datasets_from_function(
-            input_fn(tokenizer, True, FLAGS.train_batch_size, FLAGS.seed + step))
+        train_data = distributed(strategy, task, TRAIN, source_flags[TRAIN], tokenizer,
+                                 FLAGS.train_batch_size, FLAGS.seed + step)
         steps_per_epoch = min(FLAGS.save_checkpoints_steps, FLAGS.num_train_steps)
         model.fit(train_data, epochs=math.ceil(FLAGS.num_train_steps / steps_per_epoch),
                   initial_epoch=step // steps_per_epoch, steps_per_epoch=steps_per_epoch,
@@ -147,9 +145,9 @@ def main(argv):
                              CheckpointCallback(checkpoint, FLAGS.save_checkpoints_steps), summaries],
                   verbose=2 if FLAGS.distribution_strategy == "multi_worker_mirrored" else "auto")
 
-    eval_data = strategy.distribute_datasets_from_function(
-        input_fn(tokenizer, False, FLAGS.eval_batch_size, FLAGS.seed))
-    results = model.evaluate(eval_data, steps=FLAGS.eval_steps or None, return_dict=True, verbose=0)
+    eval_data = distributed(strategy, task, "eval", source_flags["eval"], tokenizer, FLAGS.eval_batch_size,
+                            FLAGS.seed)
+    results = task.results(model, eval_data, FLAGS.eval_steps or None)
     results["global_step"] = checkpoint.step
     summaries.write("eval", results, checkpoint.step)
     common.write_json(os.path.join(FLAGS.model_dir, "eval_results.json"), results, strategy)

@@ -10,18 +10,33 @@ of them, so a recipe is its flags plus that call.
     task.write_predictions("eval", examples, predictions, output_dir)
 
 Training features are built by the function the model's `serve` runs on raw inputs (its `text_inputs`, or
-the task's windows), so a model trains on what it serves (tests/tasks/test_trained_as_served.py).
+the task's windows, batched by `keras_bert.tasks.finetuning.window_batches`), so a model trains on what it
+serves (tests/tasks/test_trained_as_served.py). The task's private helpers live on its class; a module-level
+function of a task.py is one that something outside the class uses.
+
+Pre-training (keras_bert/tasks/pretraining/task.py `PretrainingTask`) speaks the same words where they fit
+(`read`, `dataset`, `results`) but is run by the `pretrain` recipe, not this driver: its docstring says why.
 """
 
+import os
 import typing
 
 TRAIN = "train"
+PREDICT = "predict"
+
+
+def prediction_path(output_dir, split, extension, predict_name="predictions"):
+    """<output_dir>/<split>_predictions<extension>, the split "predict" as <predict_name><extension>."""
+    name = predict_name if split == PREDICT else f"{split}_predictions"
+    return os.path.join(output_dir, name + extension)
 
 
 class TrainingData(typing.NamedTuple):
     """What `Task.dataset` returns: `batches` (a finite tf.data of (inputs, targets...) batches, in order
     unless shuffled), `num_examples` (the rows they hold: the step arithmetic's count; windows for a task
-    that reads a text in windows) and `summary` (a line for the run's log, or None)."""
+    that reads a text in windows) and `summary` (a line for the run's log, or None). Pre-training's
+    (`PretrainingTask.dataset`): `batches` a `dataset_fn(input_context)` of an endless stream, for
+    `strategy.distribute_datasets_from_function`, and `num_examples` None."""
 
     batches: object
     num_examples: int
@@ -56,7 +71,14 @@ class Task:
         return {} if self.labels is None else {"labels": list(self.labels)}
 
     def check_model(self, model):
-        """Raises ValueError when `model` (built or loaded) does not fit the task; default: no check."""
+        """Raises ValueError when `model` (built or loaded) does not fit the task; default: its outputs are
+        the classes of `head_args()` (`labels`, else `num_classes`; neither: no check)."""
+        from keras_bert.tasks.finetuning import check_num_classes
+
+        args = self.head_args()
+        classes = args.get("labels", args.get("num_classes"))
+        if classes is not None:
+            check_num_classes(model, classes)
 
     def read(self, split):
         """The examples of `split` ("train", or a name of `splits`), parsed: errors name the file and line."""
@@ -76,6 +98,7 @@ class Task:
         raise NotImplementedError
 
     def write_predictions(self, split, examples, predictions, output_dir):
-        """Writes the prediction file(s) of `split` under `output_dir`; returns the path, a list of paths, or
-        None when the split has no file."""
+        """Writes the prediction file(s) of `split` under `output_dir` (named by `prediction_path`, unless
+        the data has its own names); returns the path, a list of paths, or None when the split has no
+        file."""
         raise NotImplementedError

@@ -1,6 +1,7 @@
 """What every fine-tuning run shares: which model to build from which checkpoint, the checks of that model
-against the vocab, sequence length and classes of the task, the step arithmetic of the run, and its
-predictions served in batches (`model.serve`, the function its export serves)."""
+against the vocab, sequence length and classes of the task, the step arithmetic of the run, the training
+batches of a task's windows, and its predictions served in batches (`model.serve`, the function its export
+serves)."""
 
 import logging
 
@@ -49,6 +50,23 @@ def finetuning_steps(num_train_examples, batch_size, num_train_epochs, warmup_pr
     num_train_steps = max(1, int(round(steps_per_epoch * num_train_epochs)))
     num_warmup_steps = num_warmup_steps or int(num_train_steps * warmup_proportion)
     return steps_per_epoch, num_train_steps, num_warmup_steps
+
+
+def window_batches(arrays, batch_size=32, training=True, seed=0, pad_to_multiple_of=0,
+                   per_token_labels=False):
+    """(batches, rows) of `arrays` (inputs and targets, one row per window, as
+    `tf.data.Dataset.from_tensor_slices` takes them): a finite tf.data of `batch_size` batches, shuffled with
+    `seed` when `training`, each cut to `pad_to_multiple_of` (`padding.trim_dataset`; `per_token_labels`:
+    the targets [b, seq] are cut with the inputs); rows is the number of windows."""
+    import tensorflow as tf
+
+    from keras_bert.data import padding
+
+    dataset = tf.data.Dataset.from_tensor_slices(arrays)
+    rows = int(dataset.cardinality())
+    if training:
+        dataset = dataset.shuffle(rows, seed=seed)
+    return padding.trim_dataset(dataset.batch(batch_size), pad_to_multiple_of, per_token_labels), rows
 
 
 def served_batches(model, inputs, batch_size=32, preprocessor=None, **options):

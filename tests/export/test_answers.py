@@ -15,9 +15,9 @@ from keras_bert.checkpoints.sentence_transformers import sentence_pooling
 from keras_bert.export import ExportError, export_saved_model, servability
 from keras_bert.export.servability import ServabilityError
 from keras_bert.export.servability.answers import check_answers
-from keras_bert.tasks.ner import task as ner
 from keras_bert.tasks.ner.conll import read_conll_file
 from keras_bert.tasks.ner.metrics import extract_chunks
+from keras_bert.tasks.ner.task import NerTask
 from keras_bert.text import BertPreprocessor, BertTokenizer, unicode_rules
 from keras_bert.text.windows import pick_max_context, piece_windows
 
@@ -43,6 +43,15 @@ def vocab_file(tmp_path_factory):
 
 def _strings(texts):
     return np.array([t if isinstance(t, bytes) else t.encode() for t in texts], dtype=object)
+
+
+def ner_predictions_file(model, sentences, preprocessor, output_dir, tags=TAGS, stride=None):
+    """run_ner's eval_predictions.txt of `sentences` tagged by `model` (`NerTask.predict`, tag ids named by
+    `tags`), written in `output_dir`; returns its path."""
+    task = NerTask(saved_tags=tags, stride=stride)
+    task.prepare()
+    predictions = task.predict(model, sentences, preprocessor=preprocessor)
+    return task.write_predictions("eval", sentences, predictions, str(output_dir))[0]
 
 
 def entities_of_predictions(path):
@@ -113,10 +122,9 @@ def test_served_answers_in_the_c_api(vocab_file, tiny_config, tmp_path):
     conll = tmp_path / "test.conll"
     conll.write_text("\n\n".join("\n".join(f"{t} O" for t in s) for s in SENTENCES) + "\n")
     stride = 5
-    ner.predict_sentences(tagger, read_conll_file(str(conll), tag_list=TAGS),
-                          BertPreprocessor(tokenizer, SEQ_LENGTH), TAGS, str(tmp_path / "pred.txt"),
-                          stride=stride)
-    expected = entities_of_predictions(tmp_path / "pred.txt")
+    predictions = ner_predictions_file(tagger, read_conll_file(str(conll), tag_list=TAGS),
+                                       BertPreprocessor(tokenizer, SEQ_LENGTH), tmp_path, stride=stride)
+    expected = entities_of_predictions(predictions)
     assert sum(len(e) for _, e in expected) >= 6 and {k for _, e in expected for k, *_ in e} == {"PER", "LOC"}
 
     texts = [text for text, _ in expected]

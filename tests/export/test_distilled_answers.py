@@ -14,7 +14,6 @@ from keras_bert import BertEncoder, BertTokenClassifier
 from keras_bert.config import BertConfig
 from keras_bert.distillation import TaskDistiller, distillation_dataset, make_student
 from keras_bert.export import export_saved_model, servability
-from keras_bert.tasks.ner import task as ner
 from keras_bert.tasks.ner.conll import read_conll_file
 from keras_bert.tasks.ner.windows import training_windows
 from keras_bert.tasks.squad import task as squad_task
@@ -22,7 +21,7 @@ from keras_bert.tasks.squad import windows as squad_windows
 from keras_bert.tasks.squad.answers import AnswerRules
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.data.test_squad_answers import CONTEXTS, PASSAGES, QUESTIONS, SEQ_LENGTH, span_labeler, vocabulary
-from tests.export.test_answers import entities_of_predictions
+from tests.export.test_answers import entities_of_predictions, ner_predictions_file
 from tests.recipes.test_run_ner import SENTENCES
 
 TAGS = ["O", "I-PER", "I-ORG", "I-LOC", "I-MISC"]
@@ -71,12 +70,12 @@ def test_distilled_students_serve_their_own_answers(tmp_path):
     dev = tmp_path / "dev.json"
     dev.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}),
                    encoding="utf-8")
-    examples = squad_task.read_predict_examples(str(dev), settings)
+    task = squad_task.SquadTask(predict_file=str(dev), settings=settings)
+    examples = task.read("eval")
     # No answers: every window's targets are [CLS].
     inputs, targets = squad_windows.training_arrays(examples, teacher.preprocessor, RULES)
     span_student = _distilled(teacher, inputs, targets)
-    _, result = squad_task.predict(span_student, examples, teacher.preprocessor.tokenizer, settings,
-                                   batch_size=3)  # run_squad's
+    _, result = task.predict(span_student, examples, 3, teacher.preprocessor)  # run_squad's
 
     # Token classifier: the CoNLL-2003 sentences with their gold tags on each word's first piece.
     conll = tmp_path / "eng.testa"
@@ -87,7 +86,7 @@ def test_distilled_students_serve_their_own_answers(tmp_path):
     tagger = _teacher_tagger(words)
     inputs, labels, weights = training_windows(sentences, tagger.preprocessor, TAGS)
     tag_student = _distilled(tagger, inputs, labels, weights)
-    ner.predict_sentences(tag_student, sentences, tagger.preprocessor, TAGS, str(tmp_path / "pred.txt"))
+    predictions = ner_predictions_file(tag_student, sentences, tagger.preprocessor, tmp_path, TAGS)
 
     jobs = []
     for name, student, arrays, kwargs in [
@@ -111,4 +110,4 @@ def test_distilled_students_serve_their_own_answers(tmp_path):
     got = [list(zip(*(served[k][row][:served["entity_count"][row]]
                       for k in ("entity_start", "entity_end", "entity_type")), strict=True))
            for row in range(len(words))]
-    assert got == _entities(tmp_path / "pred.txt")
+    assert got == _entities(predictions)

@@ -45,13 +45,12 @@ def test_served_answers_equal_run_squad_predictions(tmp_path):
         settings = squad_task.SquadSettings(max_seq_length=SEQ_LENGTH, version_2_with_negative=version_2,
                                             **RULES)
         # What run_squad --do_predict writes to predictions.json for this model.
-        examples = squad_task.read_predict_examples(dev, settings)
-        tokenizer = model.preprocessor.tokenizer
-        _, result = squad_task.predict(model, examples, tokenizer, settings, batch_size=3)
+        examples = squad_task.SquadTask(predict_file=dev, settings=settings).read("eval")
+        _, result = squad_task.SquadTask(settings=settings).predict(model, examples, batch_size=3)
         if version_2:  # a threshold between the null odds, so that some questions get no answer
             threshold = float(np.median(list(result.null_odds.values())))
             settings = dataclasses.replace(settings, null_score_diff_threshold=threshold)
-            _, result = squad_task.predict(model, examples, tokenizer, settings, batch_size=3)
+            _, result = squad_task.SquadTask(settings=settings).predict(model, examples, batch_size=3)
         predictions[version_2] = result
         version_dir = export_saved_model(model, tmp_path / f"v2_{version_2}", model.preprocessor,
                                          answer_rules=settings.answer_rules())

@@ -11,10 +11,10 @@ import tensorflow as tf
 from keras_bert import BertClassifier, BertEncoder, BertMultipleChoice, BertTokenClassifier
 from keras_bert.export import ExportError, export_saved_model
 from keras_bert.tasks.classification import task as classification
-from keras_bert.tasks.multiple_choice import task as multiple_choice
 from keras_bert.tasks.multiple_choice.swag import SwagExample
-from keras_bert.tasks.ner import task as ner
+from keras_bert.tasks.multiple_choice.task import MultipleChoiceTask
 from keras_bert.tasks.ner.conll import read_conll_file
+from keras_bert.tasks.ner.task import NerTask
 from keras_bert.tasks.squad import task as squad_task
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.data.test_squad_answers import CONTEXTS, PASSAGES, QUESTIONS, SEQ_LENGTH, span_labeler
@@ -34,6 +34,13 @@ def tagger(preprocessor, tiny_config):
     head = model.weights[-2]  # a large tag kernel: random tags vary from word to word
     head.assign(np.random.default_rng(0).normal(0, 3, head.shape).astype("float32"))
     return model
+
+
+def _ner_task(stride=None):
+    """A NerTask of the tags TAGS (as a fine-tuned model's labels.json gives them)."""
+    task = NerTask(saved_tags=TAGS, stride=stride)
+    task.prepare()
+    return task
 
 
 def _conll(path, sentences):
@@ -67,8 +74,10 @@ def test_multiple_choice_predictions_are_served(preprocessor, tiny_config, tmp_p
     examples = [SwagExample(f"s{i}", "the quick fox", "jumps",
                             ["over the dog", "a world", "is paris", "lazy ."], i % 4) for i in range(3)]
     model = BertMultipleChoice(BertEncoder(tiny_config), 4, preprocessor=preprocessor)
-    answers = multiple_choice.served(model, examples, batch_size=2)
-    path = multiple_choice.write_predictions(str(tmp_path / "eval_predictions.csv"), examples, answers)
+    task = MultipleChoiceTask(eval_file="val.csv")
+    answers = task.predict(model, examples, batch_size=2)
+    (path,) = task.write_predictions("eval", examples, answers, str(tmp_path))
+    assert path == str(tmp_path / "eval_predictions.csv")
     served = model.serve({"text": ["the quick fox"] * 3,
                           "text_b": [[f"jumps {e}" for e in examples[0].endings]] * 3})
     with open(path, encoding="utf-8") as f:
@@ -76,16 +85,19 @@ def test_multiple_choice_predictions_are_served(preprocessor, tiny_config, tmp_p
     assert [int(row[1]) for row in rows] == served["choice"].tolist()
     np.testing.assert_allclose([[float(p) for p in row[2:]] for row in rows], served["probabilities"],
                                atol=1e-6)
-    results = multiple_choice.eval_results(model, examples, answers, "val.csv")
+    results = task.results(model, examples, answers)
     assert results["accuracy"] == pytest.approx(np.mean(served["choice"] == [0, 1, 2]))
 
 
 def test_ner_predictions_are_the_served_word_tags(tagger, preprocessor, tmp_path):
     sentences = _conll(tmp_path / "test.conll", SENTENCES)
-    _, predicted, loss = ner.predict_sentences(tagger, sentences, preprocessor, TAGS,
-                                               str(tmp_path / "pred.txt"), batch_size=4, stride=5)
+    task = _ner_task(stride=5)
+    predicted, loss = predictions = task.predict(tagger, sentences, batch_size=4, preprocessor=preprocessor)
+    (path,) = task.write_predictions("predict", sentences, predictions, str(tmp_path))
     served = tagger.serve({"text": [" ".join(s.tokens) for s in sentences]}, stride=5, word_tags=True)
-    lines = [line.split(" ") for line in (tmp_path / "pred.txt").read_text().splitlines() if line]
+    assert path == str(tmp_path / "test_predictions.txt")
+    with open(path, encoding="utf-8") as f:
+        lines = [line.split(" ") for line in f.read().splitlines() if line]
     # Every token of these sentences is one served word.
     assert served["word_count"].tolist() == [len(s.tokens) for s in sentences]
     want = [tag.decode() for row, count in zip(served["word_tag"], served["word_count"], strict=True)
@@ -116,7 +128,7 @@ def test_ner_words_are_whitespace_tokens(tagger):
 def test_ner_token_without_pieces_is_tagged_o(tagger, preprocessor, tmp_path):
     # "\u200b" (a format character) has no piece: "O", and no loss term (nor a training label).
     sentences = _conll(tmp_path / "test.conll", [["the", "\u200b", "fox"]])
-    _, predicted, _ = ner.predict_sentences(tagger, sentences, preprocessor, TAGS, str(tmp_path / "pred.txt"))
+    predicted, _ = _ner_task().predict(tagger, sentences, preprocessor=preprocessor)
     served = tagger.serve({"text": ["the \u200b fox"]}, word_tags=True)
     assert served["word_count"].tolist() == [2] and served["word_start"][0].tolist() == [0, 6]
     tags = [t.decode() for t in served["word_tag"][0]]
@@ -132,8 +144,9 @@ def test_squad_prediction_files_are_served(tmp_path):
                                                    "data": [{"title": "t", "paragraphs": paragraphs}]}))
     settings = squad_task.SquadSettings(max_seq_length=SEQ_LENGTH, version_2_with_negative=True, doc_stride=8,
                                         max_query_length=6, n_best_size=5, max_answer_length=6)
-    examples = squad_task.read_predict_examples(str(tmp_path / "dev.json"), settings)
-    _, result = squad_task.predict(model, examples, model.preprocessor.tokenizer, settings, 3)
+    task = squad_task.SquadTask(predict_file=str(tmp_path / "dev.json"), settings=settings)
+    examples = task.read("eval")
+    _, result = task.predict(model, examples, 3)
     served = model.serve({"question": QUESTIONS, "context": CONTEXTS}, answer_rules=settings.answer_rules(),
                          nbest=True)
     assert [result.predictions[f"q{i}"] for i in range(4)] == [a.decode() for a in served["answer"]]

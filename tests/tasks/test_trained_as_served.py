@@ -1,21 +1,22 @@
-"""Each task trains on what it serves: the model inputs a training example yields equal those `serve()` runs
-the model on for the same raw text, on texts longer than the sequence (windows for NER and SQuAD,
-truncation for classification and multiple choice); the training targets sit where serving reads them."""
+"""Each task trains on what it serves: the model inputs its `Task.dataset` (what the driver trains on) yields
+for a training example equal those `serve()` runs the model on for the same raw text, on texts longer than
+the sequence (windows for NER and SQuAD, truncation for classification and multiple choice); the training
+targets sit where serving reads them."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from keras_bert import BertClassifier, BertEncoder, BertMultipleChoice, BertTokenClassifier
-from keras_bert.data.features import classification_dataset
 from keras_bert.models import serving
 from keras_bert.tasks.classification.reader import ClassificationExample
-from keras_bert.tasks.multiple_choice import task as multiple_choice
+from keras_bert.tasks.classification.task import ClassificationTask
 from keras_bert.tasks.multiple_choice.swag import SwagExample
+from keras_bert.tasks.multiple_choice.task import MultipleChoiceTask
 from keras_bert.tasks.ner.conll import ConllSentence
-from keras_bert.tasks.ner.windows import training_windows
-from keras_bert.tasks.squad import windows as squad_windows
+from keras_bert.tasks.ner.task import NerTask
 from keras_bert.tasks.squad.reader import SquadExample, split_context
+from keras_bert.tasks.squad.task import SquadSettings, SquadTask
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.data import squad_reference
 from tests.data.test_squad_answers import CONTEXTS, PASSAGES, QUESTIONS, RULES, SEQ_LENGTH, span_labeler
@@ -54,6 +55,15 @@ def served_inputs(monkeypatch, model, inputs, **options):
     return {name: np.concatenate([run[name] for run in seen]) for name in seen[0]}
 
 
+def trained_batch(task, examples, preprocessor, rows):
+    """The one batch (numpy) of `task.dataset(examples, preprocessor)` in order, full length, checking that
+    it counts `rows` rows (examples, or windows)."""
+    data = task.dataset(examples, preprocessor, batch_size=256, training=False)
+    assert data.num_examples == rows
+    (batch,) = list(data.batches)
+    return tf.nest.map_structure(lambda value: value.numpy(), batch)
+
+
 def assert_same_inputs(trained, served):
     assert sorted(trained) == sorted(served)
     for name, value in trained.items():
@@ -64,10 +74,12 @@ def test_ner_trains_on_the_windows_it_serves(monkeypatch, preprocessor, tiny_con
     sentences = [ConllSentence(f"s-{i}", tuple(tokens), tuple(TAGS[j % 5] for j in range(len(tokens))), i)
                  for i, tokens in enumerate([*SENTENCES, ["the", "\u200b", "fox"]])]
     tagger = BertTokenClassifier(BertEncoder(tiny_config), labels=TAGS, preprocessor=preprocessor)
-    inputs, labels, weights = training_windows(sentences, preprocessor, TAGS, stride=5)
+    task = NerTask(saved_tags=TAGS, stride=5)
+    task.prepare()
+    # 7 sentences, one window each but the long one: 54 pieces in 1 + ceil((54 - 14) / 5) = 9 windows of 14.
+    inputs, labels, weights = trained_batch(task, sentences, preprocessor, rows=15)
     served = served_inputs(monkeypatch, tagger, {"text": [" ".join(s.tokens) for s in sentences]}, stride=5)
     assert_same_inputs(inputs, served)
-    # 7 sentences, one window each but the long one: 54 pieces in 1 + ceil((54 - 14) / 5) = 9 windows of 14.
     assert len(labels) == 15 and inputs["input_mask"].sum() == 11 + 3 + 10 + 1 + 8 + 2 + 9 * 14 + 2 * 15
 
     # Each token with a piece is labelled once, with its tag, at its first piece, in the window serving reads
@@ -108,7 +120,9 @@ def test_squad_trains_on_the_windows_it_serves(monkeypatch):
     examples = [_squad_example(i, q, c, *a) for i, (q, c, a) in enumerate(zip(QUESTIONS, CONTEXTS, answers,
                                                                                strict=True))]
     examples.append(_squad_example(4, "Where is the mill?", CONTEXTS[0], "near the old mill", 3))
-    inputs, targets = squad_windows.training_arrays(examples, model.preprocessor, RULES)
+    settings = SquadSettings(max_seq_length=SEQ_LENGTH, doc_stride=RULES.doc_stride,
+                             max_query_length=RULES.max_query_length)
+    inputs, targets = trained_batch(SquadTask(settings=settings), examples, model.preprocessor, rows=108)
     served = served_inputs(monkeypatch, model, {"question": [e.question_text for e in examples],
                                                 "context": [e.context_text for e in examples]},
                            answer_rules=RULES)
@@ -137,13 +151,14 @@ def test_classifier_trains_on_what_it_serves(monkeypatch, preprocessor, tiny_con
     examples = [ClassificationExample(f"x-{i}", a, b, "pos" if i % 2 else "neg")
                 for i, (a, b) in enumerate(zip(texts, texts[::-1], strict=True))]
     model = BertClassifier(BertEncoder(tiny_config), labels=["neg", "pos"], preprocessor=preprocessor)
-    (inputs, labels), = classification_dataset(examples, preprocessor, ["neg", "pos"], batch_size=8)
+    task = ClassificationTask("custom", ["neg", "pos"], is_regression=False)
+    inputs, labels = trained_batch(task, examples, preprocessor, rows=4)
     served = served_inputs(monkeypatch, model, {"text": texts, "text_b": texts[::-1]}, signature="text_pair")
     assert_same_inputs(inputs, served)
     np.testing.assert_array_equal(labels, [0, 1, 0, 1])
     # Every pair is cut to 16 pieces as served, closed by [SEP].
-    assert inputs["input_mask"].numpy().sum(axis=1).tolist() == [16] * 4
-    assert (inputs["input_word_ids"].numpy()[:, -1] == preprocessor.tokenizer.sep_id).all()
+    assert inputs["input_mask"].sum(axis=1).tolist() == [16] * 4
+    assert (inputs["input_word_ids"][:, -1] == preprocessor.tokenizer.sep_id).all()
 
 
 def test_multiple_choice_trains_on_what_it_serves(monkeypatch, preprocessor, tiny_config):
@@ -151,7 +166,7 @@ def test_multiple_choice_trains_on_what_it_serves(monkeypatch, preprocessor, tin
     examples = [SwagExample(f"v/{i}", context, "then it", endings, i % 4)
                 for i, context in enumerate([LONG, "the lazy dog", "hello world"])]
     model = BertMultipleChoice(BertEncoder(tiny_config), 4, preprocessor=preprocessor)
-    (inputs, labels), = multiple_choice.training_dataset(examples, preprocessor, batch_size=8)
+    inputs, labels = trained_batch(MultipleChoiceTask(), examples, preprocessor, rows=3)
     served = served_inputs(monkeypatch, model, {"text": [e.context_sentence for e in examples],
                                                 "text_b": [[f"then it {e}" for e in endings]] * 3},
                            signature="text_pair")
@@ -161,4 +176,4 @@ def test_multiple_choice_trains_on_what_it_serves(monkeypatch, preprocessor, tin
     np.testing.assert_array_equal(labels, [0, 1, 2])
     assert inputs["input_word_ids"].shape == (3, 4, 16)
     # "the lazy dog" and "then it ..." ("then", "it": [UNK]); the long ending cut to 16.
-    assert inputs["input_mask"].numpy().sum(axis=2)[1].tolist() == [13, 11, 16, 10]
+    assert inputs["input_mask"].sum(axis=2)[1].tolist() == [13, 11, 16, 10]

@@ -13,17 +13,16 @@ classifier's `serve` answers, the loss is the model's (`BertClassifier.task_loss
 
 import csv
 import dataclasses
-import os
 import typing
 
 from keras_bert.data.features import classification_dataset, classification_labels, classification_texts
 from keras_bert.metrics import glue as glue_metrics
-from keras_bert.tasks.base import TRAIN, Task, TrainingData
+from keras_bert.tasks.base import TRAIN, Task, TrainingData, prediction_path
 from keras_bert.tasks.classification import glue
 from keras_bert.tasks.classification.metrics import compute_metrics
 from keras_bert.tasks.classification.model import BertClassifier
 from keras_bert.tasks.classification.reader import collect_labels, read_classification_file
-from keras_bert.tasks.finetuning import check_num_classes, serve_all
+from keras_bert.tasks.finetuning import serve_all
 
 
 class Served(typing.NamedTuple):
@@ -69,9 +68,6 @@ class ClassificationTask(Task):
 
     def head_args(self):
         return {"labels": self.label_list} if self.label_list else {"num_classes": self.num_classes}
-
-    def check_model(self, model):
-        check_num_classes(model, self.num_classes)
 
     def splits(self, evaluate, predict):
         return ([split for split, _ in self.evals] if evaluate else [],
@@ -131,8 +127,7 @@ class ClassificationTask(Task):
             # AX is predicted by the MNLI model into its own submission file.
             name, split = ("ax", "test") if split == "ax" else (self.glue_name, split)
             return glue.write_glue_predictions(name, split, examples, predictions, output_dir)
-        path = os.path.join(output_dir,
-                            "predictions.tsv" if split == "predict" else f"{split}_predictions.tsv")
+        path = prediction_path(output_dir, split, ".tsv")
         with open(path, "w", encoding="utf-8", newline="") as f:
             writer = csv.writer(f, delimiter="\t", lineterminator="\n")
             writer.writerow(["index", "prediction"])

@@ -1,18 +1,17 @@
-"""Multiple choice on SWAG: the training batches, the answers of the model's `serve`, accuracy over labeled
-questions, and the predictions CSV (`swag_id,label,prob0..prob3` per question; label is the predicted
-ending). Training and `serve` take the same raw texts (`choice_texts`) through the same packing
+"""Multiple choice on SWAG: `MultipleChoiceTask`, the task for the driver (`keras_bert.tasks.driver`): the
+training batches (`training_dataset`), the answers of the model's `serve`, accuracy over labeled questions,
+and the predictions CSV (`swag_id,label,prob0..prob3` per question; label is the predicted ending).
+Training and `serve` take the same raw texts (`choice_texts`) through the same packing
 (`keras_bert.text.packer.pack_choices`, the model's `text_inputs`). The loss is the model's
-(`BertMultipleChoice.task_loss`). `MultipleChoiceTask` is the task for the driver
-(`keras_bert.tasks.driver`)."""
+(`BertMultipleChoice.task_loss`)."""
 
 import csv
-import os
 
 import numpy as np
 
 from keras_bert.data.features import text_dataset
 from keras_bert.metrics.glue import accuracy
-from keras_bert.tasks.base import Task, TrainingData
+from keras_bert.tasks.base import PREDICT, TRAIN, Task, TrainingData, prediction_path
 from keras_bert.tasks.finetuning import serve_all
 from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
 from keras_bert.tasks.multiple_choice.swag import NUM_CHOICES, read_swag_examples
@@ -43,41 +42,6 @@ def training_dataset(examples, preprocessor, batch_size=16, shuffle=False, seed=
                         (labels,), batch_size, shuffle, seed, pad_to_multiple_of)
 
 
-def served(model, examples, batch_size=32, preprocessor=None):
-    """`model.serve` (signature "text_pair": `choice_texts`; with `preprocessor`, default the model's own) on
-    `examples` (`SwagExample`s): {"logits", "probabilities": float32 [n, num_choices], "choice": int32 [n],
-    ...}."""
-    return serve_all(model, choice_texts(examples), batch_size, preprocessor, signature="text_pair")
-
-
-def check_labeled(examples, source):
-    """Raises ValueError naming `source` (the file) when `examples` have no labels (nothing to score)."""
-    if any(example.label is None for example in examples):
-        raise ValueError(f"{source} has no label column")
-
-
-def eval_results(model, examples, answers, source):
-    """accuracy, eval_loss (the model's `task_loss`) and num_examples of the `served` `answers` of `model` on
-    `examples`; raises ValueError naming `source` (the file) when they have no labels."""
-    check_labeled(examples, source)
-    labels = np.asarray([example.label for example in examples])
-    eval_loss = model.task_loss()[0](labels, answers["logits"])
-    return {"accuracy": accuracy(answers["choice"], labels), "eval_loss": float(eval_loss),
-            "num_examples": len(examples)}
-
-
-def write_predictions(path, examples, answers):
-    """Writes `swag_id,label,prob0..probN` per example (label: the served choice, probabilities: the served
-    ones) to `path`; returns it."""
-    probabilities = answers["probabilities"]
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, lineterminator="\n")
-        writer.writerow(["swag_id", "label", *(f"prob{i}" for i in range(probabilities.shape[1]))])
-        for example, row, choice in zip(examples, probabilities, answers["choice"], strict=True):
-            writer.writerow([example.swag_id, int(choice), *(f"{p:.6f}" for p in row)])
-    return path
-
-
 class MultipleChoiceTask(Task):
     """SWAG multiple choice for the driver (`keras_bert.tasks.driver.finetune`): trains on `train_file`,
     scores `eval_file` (labels required), predicts `predict_file`; the predictions are eval_predictions.csv /
@@ -87,7 +51,7 @@ class MultipleChoiceTask(Task):
     compile_metrics = "auto"
 
     def __init__(self, train_file=None, eval_file=None, predict_file=None):
-        self.files = {"train": train_file, "eval": eval_file, "predict": predict_file}
+        self.files = {TRAIN: train_file, "eval": eval_file, PREDICT: predict_file}
 
     def head_args(self):
         return {"num_choices": NUM_CHOICES}
@@ -95,7 +59,7 @@ class MultipleChoiceTask(Task):
     def read(self, split):
         examples = read_swag_examples(self.files[split])
         if split == "eval":
-            check_labeled(examples, self.files[split])
+            self._check_labeled(examples)
         return examples
 
     def dataset(self, examples, preprocessor, batch_size=32, training=True, seed=0, pad_to_multiple_of=0):
@@ -103,11 +67,33 @@ class MultipleChoiceTask(Task):
                                              pad_to_multiple_of=pad_to_multiple_of), len(examples))
 
     def predict(self, model, examples, batch_size=32, preprocessor=None):
-        return served(model, examples, batch_size, preprocessor)
+        """`model.serve` (signature "text_pair": `choice_texts`; with `preprocessor`, default the model's own)
+        on `examples` (`SwagExample`s): {"logits", "probabilities": float32 [n, num_choices], "choice": int32
+        [n], ...}."""
+        return serve_all(model, choice_texts(examples), batch_size, preprocessor, signature="text_pair")
 
     def results(self, model, examples, predictions):
-        return eval_results(model, examples, predictions, self.files["eval"])
+        """accuracy, eval_loss (the model's `task_loss`) and num_examples of the served `predictions`;
+        raises ValueError naming the eval file when `examples` have no labels."""
+        self._check_labeled(examples)
+        labels = np.asarray([example.label for example in examples])
+        eval_loss = model.task_loss()[0](labels, predictions["logits"])
+        return {"accuracy": accuracy(predictions["choice"], labels), "eval_loss": float(eval_loss),
+                "num_examples": len(examples)}
 
     def write_predictions(self, split, examples, predictions, output_dir):
-        name = "predictions.csv" if split == "predict" else f"{split}_predictions.csv"
-        return [write_predictions(os.path.join(output_dir, name), examples, predictions)]
+        """Writes `swag_id,label,prob0..probN` per example (label: the served choice, probabilities: the
+        served ones); returns [its path]."""
+        path = prediction_path(output_dir, split, ".csv")
+        probabilities = predictions["probabilities"]
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(["swag_id", "label", *(f"prob{i}" for i in range(probabilities.shape[1]))])
+            for example, row, choice in zip(examples, probabilities, predictions["choice"], strict=True):
+                writer.writerow([example.swag_id, int(choice), *(f"{p:.6f}" for p in row)])
+        return [path]
+
+    def _check_labeled(self, examples):
+        """Raises ValueError naming the eval file when `examples` have no labels (nothing to score)."""
+        if any(example.label is None for example in examples):
+            raise ValueError(f"{self.files['eval']} has no label column")

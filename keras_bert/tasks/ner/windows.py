@@ -2,7 +2,7 @@
 each text with offsets and packs strided windows of its pieces (`keras_bert.text.windows`), so a text of any
 length is read whole, and `word_starts` marks the first piece of each word. The served entities
 (`entities.tagged_words`) run both in the graph; `training_windows` runs them on CoNLL sentences (their
-tokens joined by spaces, as `task.predict_sentences` serves them) and puts each token's tag on its word's
+tokens joined by spaces, as `task.NerTask.predict` serves them) and puts each token's tag on its word's
 first piece in the one window `serve` reads that piece from (its max-context window).
 
 A word is a whitespace token, what a CoNLL file labels (its reader splits lines with `str.split`): served,

@@ -1,2 +1,3 @@
-"""Pre-training: `BertPretrainer` (masked LM + next-sentence prediction on an encoder), trained by the
-`pretrain` recipe on the data of keras_bert/data/pretraining/."""
+"""Pre-training: `BertPretrainer` (model.py: masked LM + next-sentence prediction on an encoder) and
+`PretrainingTask` (task.py: its data sources, batches of keras_bert/data/pretraining/ and metrics), run by
+the `pretrain` recipe."""

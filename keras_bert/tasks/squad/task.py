@@ -1,24 +1,21 @@
-"""SQuAD v1.1 / v2.0 extractive question answering: the training windows (`windows.training_arrays`: the
-windows of the span labeler's `serve`, with the same settings), predictions with their files
-(predictions.json, nbest_predictions.json, null_odds.json) from the span labeler's `serve` and the official
-EM/F1. The loss is the model's (`BertSpanLabeler.task_loss`).
+"""SQuAD v1.1 / v2.0 extractive question answering: `SquadTask`, the task for the driver
+(`keras_bert.tasks.driver`): the training windows (`windows.training_arrays`: the windows of the span
+labeler's `serve`, with the same settings), predictions with their files (predictions.json,
+nbest_predictions.json, null_odds.json) from the span labeler's `serve` and the official EM/F1. The loss is
+the model's (`BertSpanLabeler.task_loss`).
 
-    settings = SquadSettings(max_seq_length=384, version_2_with_negative=True)
-    examples = read_predict_examples("dev-v2.0.json", settings)     # before training: bad files fail early
-    num_windows, result = predict(model, examples, tokenizer, settings)
-    result.save(output_dir); scores = evaluate("dev-v2.0.json", result, settings)
-
-`SquadTask` is the task for the driver (`keras_bert.tasks.driver`), training on the windows `serve` cuts.
+    task = SquadTask("train-v2.0.json", "dev-v2.0.json", SquadSettings(version_2_with_negative=True))
+    examples = task.read("eval")                          # before training: bad files fail early
+    num_windows, result = task.predict(model, examples, preprocessor=preprocessor)
+    result.save(output_dir); scores = task.results(model, examples, (num_windows, result))
 """
 
 import dataclasses
 
 import numpy as np
-import tensorflow as tf
 
-from keras_bert.data import padding
 from keras_bert.tasks.base import TRAIN, Task, TrainingData
-from keras_bert.tasks.finetuning import served_batches
+from keras_bert.tasks.finetuning import served_batches, window_batches
 from keras_bert.tasks.squad import answers as squad_answers
 from keras_bert.tasks.squad import metrics as squad_metrics
 from keras_bert.tasks.squad import reader as squad
@@ -58,29 +55,73 @@ class SquadSettings:
             null_score_diff_threshold=self.null_score_diff_threshold)
 
 
-def read_predict_examples(path, settings):
-    """The questions of the SQuAD JSON file `path` to predict (answers not needed)."""
-    return squad.read_squad_examples(path, False, settings.version_2_with_negative)[0]
+class SquadTask(Task):
+    """SQuAD question answering for the driver (`keras_bert.tasks.driver.finetune`): trains on `train_file`
+    in the windows `serve` cuts (questions whose answer is not at its offset skipped and counted), answers
+    `predict_file` (scored with the official EM/F1 when evaluating; predictions.json, nbest_predictions.json,
+    null_odds.json written either way), windows and answers as `settings` (a `SquadSettings`) say."""
 
+    model_class = BertSpanLabeler
 
-def predict(model, examples, tokenizer, settings, batch_size=32):
-    """Answers every question of `examples` (`read_predict_examples`) with a `BertSpanLabeler`'s `serve`
-    (with `nbest=True`): what its export serves, windows cut by `tokenizer` in the graph, answers as
-    character spans of the context. Returns (number of windows, `squad.SquadPredictions`);
-    `.save(output_dir)` writes the prediction files."""
-    preprocessor = BertPreprocessor(tokenizer, settings.max_seq_length)
-    rules = settings.answer_rules()
-    result, num_windows = squad.SquadPredictions({}, {}, {}), 0
-    inputs = {"question": [e.question_text for e in examples], "context": [e.context_text for e in examples]}
-    for begin, found in served_batches(model, inputs, batch_size, preprocessor, answer_rules=rules,
-                                       nbest=True):
-        num_windows += int(found["num_windows"].sum())
-        for row, example in enumerate(examples[begin : begin + batch_size]):
-            result.predictions[example.qas_id] = found["answer"][row].decode("utf-8")
-            result.nbest[example.qas_id] = _nbest_entries(found, row, settings)
-            if settings.version_2_with_negative:
-                result.null_odds[example.qas_id] = _null_odds(found, row)
-    return num_windows, result
+    def __init__(self, train_file=None, predict_file=None, settings=None):
+        self.train_file, self.predict_file = train_file, predict_file
+        self.settings = settings or SquadSettings()
+        self.num_skipped = 0
+
+    def splits(self, evaluate, predict):
+        # One pass over predict_file: scored when evaluating, its prediction files written either way.
+        return (["eval"] if evaluate else []), (["predict"] if predict and not evaluate else [])
+
+    def read(self, split):
+        version_2 = self.settings.version_2_with_negative
+        if split != TRAIN:  # the questions to predict (answers not needed)
+            return squad.read_squad_examples(self.predict_file, False, version_2)[0]
+        examples, skipped = squad.read_squad_examples(self.train_file, True, version_2)
+        if not examples:
+            raise ValueError(f"{self.train_file}: no usable training questions ({len(skipped)} skipped)")
+        self.num_skipped = len(skipped)
+        return examples
+
+    def dataset(self, examples, preprocessor, batch_size=32, training=True, seed=0, pad_to_multiple_of=0):
+        arrays = windows.training_arrays(examples, preprocessor, self.settings.answer_rules())
+        batches, rows = window_batches(arrays, batch_size, training, seed, pad_to_multiple_of)
+        return TrainingData(batches, rows, f"Training: {len(examples)} questions ({self.num_skipped} "
+                            f"skipped: answer not at its offset), {rows} windows")
+
+    def predict(self, model, examples, batch_size=32, preprocessor=None):
+        """(number of windows, `squad.SquadPredictions`): every question of `examples` answered by a
+        `BertSpanLabeler`'s `serve` (with `nbest=True`): what its export serves, windows cut in the graph by
+        the tokenizer of `preprocessor` (default the model's) at the settings' `max_seq_length`, answers as
+        character spans of the context. `.save(output_dir)` writes the prediction files."""
+        settings, tokenizer = self.settings, (preprocessor or model.preprocessor).tokenizer
+        preprocessor, rules = BertPreprocessor(tokenizer, settings.max_seq_length), settings.answer_rules()
+        result, num_windows = squad.SquadPredictions({}, {}, {}), 0
+        inputs = {"question": [e.question_text for e in examples],
+                  "context": [e.context_text for e in examples]}
+        for begin, found in served_batches(model, inputs, batch_size, preprocessor, answer_rules=rules,
+                                           nbest=True):
+            num_windows += int(found["num_windows"].sum())
+            for row, example in enumerate(examples[begin : begin + batch_size]):
+                result.predictions[example.qas_id] = found["answer"][row].decode("utf-8")
+                result.nbest[example.qas_id] = _nbest_entries(found, row, settings)
+                if settings.version_2_with_negative:
+                    result.null_odds[example.qas_id] = _null_odds(found, row)
+        return num_windows, result
+
+    def results(self, model, examples, predictions):
+        """The official v1.1 (exact_match, f1) or v2.0 (with HasAns/NoAns splits and the best null threshold)
+        scores of the predictions against the answers in `predict_file`, num_questions and num_windows."""
+        num_windows, result = predictions
+        dataset = read_json(self.predict_file)["data"]  # `read` has checked its format
+        if self.settings.version_2_with_negative:
+            scores = squad_metrics.evaluate_v2(dataset, result.predictions, na_probs=result.null_odds)
+        else:
+            scores = squad_metrics.evaluate_v1(dataset, result.predictions)
+        scores.update(num_questions=len(examples), num_windows=num_windows)
+        return scores
+
+    def write_predictions(self, split, examples, predictions, output_dir):
+        return predictions[1].save(output_dir)
 
 
 def _null_odds(found, row):
@@ -112,63 +153,3 @@ def _nbest_entries(found, row, settings):
     probabilities /= probabilities.sum()
     return [{"text": e["text"], "probability": float(p), "start_logit": e["start_logit"],
              "end_logit": e["end_logit"]} for e, p in zip(entries, probabilities, strict=True)]
-
-
-def evaluate(path, result, settings):
-    """The official v1.1 (exact_match, f1) or v2.0 (with HasAns/NoAns splits and the best null threshold)
-    scores of the `SquadPredictions` `result` against the answers in the SQuAD JSON file `path`."""
-    dataset = read_json(path)["data"]  # read_predict_examples has checked its format
-    if settings.version_2_with_negative:
-        return squad_metrics.evaluate_v2(dataset, result.predictions, na_probs=result.null_odds)
-    return squad_metrics.evaluate_v1(dataset, result.predictions)
-
-
-class SquadTask(Task):
-    """SQuAD question answering for the driver (`keras_bert.tasks.driver.finetune`): trains on `train_file`
-    in the windows `serve` cuts (questions whose answer is not at its offset skipped and counted), answers
-    `predict_file` (scored with the official EM/F1 when evaluating; predictions.json, nbest_predictions.json,
-    null_odds.json written either way), windows and answers as `settings` (a `SquadSettings`) say."""
-
-    model_class = BertSpanLabeler
-
-    def __init__(self, train_file=None, predict_file=None, settings=None):
-        self.train_file, self.predict_file = train_file, predict_file
-        self.settings = settings or SquadSettings()
-        self.num_skipped = 0
-
-    def splits(self, evaluate, predict):
-        # One pass over predict_file: scored when evaluating, its prediction files written either way.
-        return (["eval"] if evaluate else []), (["predict"] if predict and not evaluate else [])
-
-    def read(self, split):
-        if split != TRAIN:
-            return read_predict_examples(self.predict_file, self.settings)
-        examples, skipped = squad.read_squad_examples(self.train_file, True,
-                                                      self.settings.version_2_with_negative)
-        if not examples:
-            raise ValueError(f"{self.train_file}: no usable training questions ({len(skipped)} skipped)")
-        self.num_skipped = len(skipped)
-        return examples
-
-    def dataset(self, examples, preprocessor, batch_size=32, training=True, seed=0, pad_to_multiple_of=0):
-        arrays = windows.training_arrays(examples, preprocessor, self.settings.answer_rules())
-        size = len(arrays[1]["start_logits"])
-        dataset = tf.data.Dataset.from_tensor_slices(arrays)
-        if training:
-            dataset = dataset.shuffle(size, seed=seed)
-        return TrainingData(padding.trim_dataset(dataset.batch(batch_size), pad_to_multiple_of), size,
-                            f"Training: {len(examples)} questions ({self.num_skipped} skipped: answer not "
-                            f"at its offset), {size} windows")
-
-    def predict(self, model, examples, batch_size=32, preprocessor=None):
-        tokenizer = (preprocessor or model.preprocessor).tokenizer
-        return predict(model, examples, tokenizer, self.settings, batch_size)
-
-    def results(self, model, examples, predictions):
-        num_windows, result = predictions
-        scores = evaluate(self.predict_file, result, self.settings)
-        scores.update(num_questions=len(examples), num_windows=num_windows)
-        return scores
-
-    def write_predictions(self, split, examples, predictions, output_dir):
-        return predictions[1].save(output_dir)
