@@ -25,7 +25,7 @@ truncated at its max_seq_length (sentence_bert_config.json: 256), on real texts 
              litert_int8 / litert_fp16: quantize="int8" (dynamic range) / "float16" (weights)
 Every implementation runs on `common.NUM_THREADS` threads (TF intra/inter-op pools, ORT intra-op, torch); ours
 with the intra-op pool its export's model_server_flags.txt asks for (`keras_bert.export.batching`: one
-thread for int8_matmul).
+thread for int8_matmul); LiteRT with `load_litert`'s default (the CPUs the process may run on).
 Per implementation: latency at batch 1, 8 and 32 (successive batches of the timed texts, the same for every
 implementation; the median of `--repeats` calls after two warm-up calls, from the Python strings to the
 embeddings as numpy), the best cost per text (the lowest latency / batch size), the cost per text of a
@@ -200,8 +200,8 @@ def torch_embedder(workdir, calibration):
 
 def litert_embedder(workdir, calibration, quantize=None):
     """(embed, info, None) of the MiniLM `export_litert` (`quantize`: None, "int8" or "float16"), pooled and
-    normalized as the checkpoint says, run by `load_litert` on `common.NUM_THREADS` threads; `calibration`
-    is unused (dynamic-range int8 needs none)."""
+    normalized as the checkpoint says, run by `load_litert(path)` as documented (its default threads: the
+    CPUs this process may run on, reported); `calibration` is unused (dynamic-range int8 needs none)."""
     del calibration
     common.quiet_tensorflow()
     import numpy as np
@@ -212,12 +212,12 @@ def litert_embedder(workdir, calibration, quantize=None):
     directory = minilm_dir()
     encoder = BertEncoder.from_pretrained(directory, seq_length=max_seq_length(directory))
     path = export_litert(encoder, os.path.join(workdir, "model.tflite"), quantize)  # its own pooling
-    runner = load_litert(path, num_threads=common.NUM_THREADS)
+    runner = load_litert(path)  # the documented call: no thread count
 
     def embed(batch):
         return runner(text=np.array(batch, dtype=object))["sentence_embedding"]
 
-    return embed, {"litert_threads": common.NUM_THREADS, "tflite_bytes": os.path.getsize(path)}, None
+    return embed, {"litert_threads": runner.num_threads, "tflite_bytes": os.path.getsize(path)}, None
 
 
 RUNTIMES = {"ours": ours_embedder, "ort": ort_embedder, "torch": torch_embedder, "litert": litert_embedder}

@@ -50,10 +50,8 @@ shared_flags.check_together(list(STUDENTS), lambda values: (
     None if sum(values[name] is not None for name in STUDENTS) == 1
     else "give one of --student_layers, --student_preset, --student_config"), shown=list(STUDENTS))
 shared_flags.check_together(["task_name", "data_dir", "train_file"], lambda values: (
-    f"--task_name={values['task_name']} needs --data_dir (the GLUE task's directory)"
-    if values["task_name"] and values["task_name"].lower() != "custom" and not values["data_dir"]
-    else "--task_name=custom needs --train_file"
-    if (values["task_name"] or "custom").lower() == "custom" and not values["train_file"] else None),
+    shared_flags.glue_data_problem(values) or ("--task_name=custom needs --train_file" if (
+        values["task_name"] or "custom").lower() == "custom" and not values["train_file"] else None)),
     shown=["task_name"])
 
 

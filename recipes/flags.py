@@ -372,6 +372,15 @@ def check_together(names, problem, shown=None):
     flags.register_multi_flags_validator(names, _checker(problem, shown or names))
 
 
+def glue_data_problem(values):
+    """A `check_together` problem over --task_name, --data_dir (and --tfds_name where a script has it): a GLUE
+    task needs its data directory."""
+    task = values["task_name"]
+    if task and task.lower() != "custom" and not values["data_dir"] and not values.get("tfds_name"):
+        return f"--task_name={task} needs --data_dir (the GLUE task's directory)"
+    return None
+
+
 def _checker(problem, names, show_value=True):
     def checker(value):
         wrong = problem(value)

@@ -16,8 +16,6 @@ the predictions (GLUE: the submission file, e.g. MNLI-m.tsv / AX.tsv; custom: pr
 `index<TAB>prediction`), model.keras (the fine-tuned BertClassifier) and labels.json.
 """
 
-import contextlib
-
 from absl import flags
 
 from recipes import common, logs
@@ -33,45 +31,24 @@ shared_flags.define_data_files({"train_file": "Custom task: training CSV/TSV (te
                                 "eval_file": "Custom task: evaluation CSV/TSV (with labels).",
                                 "predict_file": "Custom task: CSV/TSV to predict (label column optional)."},
                                optional=True)
-shared_flags.check_together(["task_name", "data_dir", "tfds_name"], lambda values: (
-    f"--task_name={values['task_name']} needs --data_dir (the GLUE task's directory)"
-    if values["task_name"] and values["task_name"].lower() != "custom" and not values["data_dir"]
-    and not values["tfds_name"] else None), shown=["task_name"])
+shared_flags.check_together(["task_name", "data_dir", "tfds_name"], shared_flags.glue_data_problem,
+                            shown=["task_name"])
 flags.DEFINE_bool("is_regression", False, "Custom task: labels are numbers (one output, MSE loss).")
+DATA_FLAGS = ["tfds_name", "tfds_data_dir", "task_name", "data_dir", "ax_data_dir", "train_file", "eval_file",
+              "predict_file"]
 
 
 def load_task():
-    """The ClassificationTask of the data flags (see the module docstring)."""
-    from keras_bert.tasks.classification import glue
-    from keras_bert.tasks.classification import task as classification
+    """The ClassificationTask of the data flags (`classification_task`: see the module docstring); its errors
+    name the data flags given (and --init_checkpoint, whose labels.json holds the classes of a run without a
+    training file)."""
+    from keras_bert.tasks.classification.task import classification_task
 
-    splits = {"train": FLAGS.do_train, "evaluate": FLAGS.do_eval, "predict": FLAGS.do_predict}
-    if FLAGS.tfds_name:
-        with common.flag_errors("tfds_name", "tfds_data_dir"):
-            return classification.tfds_task(FLAGS.tfds_name, FLAGS.tfds_data_dir, **splits)
-    if FLAGS.task_name and FLAGS.task_name.lower() != "custom":
-        with common.flag_errors("task_name"):
-            task = glue.get_glue_task(FLAGS.task_name)
-        if task.name == "ax":
-            raise ValueError("--task_name=AX has no training data: fine-tune --task_name=MNLI and pass "
-                             "--ax_data_dir")
-        with common.flag_errors("data_dir"):
-            return classification.glue_task(task.name, FLAGS.data_dir, ax_data_dir=FLAGS.ax_data_dir,
-                                            **splits)
-    if FLAGS.train_file or FLAGS.eval_file or FLAGS.predict_file:
-        train_file, eval_file, predict_file = FLAGS.train_file, FLAGS.eval_file, FLAGS.predict_file
-    else:
-        from keras_bert.tasks.classification.default_data import default_classification_files
-
-        train_file, eval_file = default_classification_files()
-        predict_file = eval_file
-        print(f"No data flags: the default task (stdlib docstring topics), {train_file} and {eval_file}")
-    # Without a training file the classes come from --init_checkpoint's labels.json.
-    with contextlib.nullcontext() if train_file else common.flag_errors("train_file", "init_checkpoint"):
-        return classification.custom_task(
-            train_file, eval_file if FLAGS.do_eval else None, predict_file if FLAGS.do_predict else None,
-            is_regression=FLAGS.is_regression, label_list=common.checkpoint_labels(),
-            train=FLAGS.do_train)
+    given = [name for name in DATA_FLAGS if FLAGS[name].value]
+    with common.flag_errors(*given, *(() if FLAGS.train_file else ("init_checkpoint",))):
+        return classification_task(**{name: FLAGS[name].value for name in DATA_FLAGS},
+                                   is_regression=FLAGS.is_regression, label_list=common.checkpoint_labels(),
+                                   train=FLAGS.do_train, evaluate=FLAGS.do_eval, predict=FLAGS.do_predict)
 
 
 def main(argv):

@@ -93,6 +93,16 @@ class TaskCompile:
             refuse_optimizer_accumulation(self.optimizer, steps)
             self.gradient_accumulation_steps = steps
 
+    def make_train_function(self, force=False):
+        """Keras' train function, the optimizer's slots made before its first trace: outside a strategy's
+        scope Keras makes them inside the trace, and a tf.function whose first trace made variables traces
+        again (two traces of the step, seconds each for a real model). Made here, `fit` traces its step once
+        whatever the batch lengths (tests/data/test_padding.py `test_xla_fit_on_trimmed_batches`)."""
+        optimizer = getattr(self, "optimizer", None)
+        if optimizer is not None and not optimizer.built and self.built:
+            optimizer.build(self.trainable_variables)
+        return super().make_train_function(force)
+
     def task_loss(self):
         """(loss, loss_weights) of the task: the one loss `compile()` and the fine-tuning recipes train
         with and score eval_loss by (loss_weights None: one output, or equal weights)."""

@@ -172,8 +172,13 @@ def test_xla_fit_on_trimmed_batches(tiny_config):
         ({k: np.stack([b[k] for b in batches]) for k in batches[0]}, np.zeros([2, 2], np.int32)))
     trimmed = padding.trim_dataset(dataset, 16)
     assert [b["input_mask"].shape[1] for b, _ in trimmed.as_numpy_iterator()] == [16, 32]
+    # The design (docs/execution.md, "Padding"): one trace of the train step for every batch length (the
+    # dataset's element spec leaves the length unknown), XLA compiling that one trace per length.
+    traces, train_step = [], model.train_step
+    model.train_step = lambda data: traces.append(1) or train_step(data)
     history = model.fit(trimmed.repeat(2), epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+    assert len(traces) == 1, f"{len(traces)} traces of the train step for 2 batch lengths, 4 steps"
 
 
 def test_classification_batches_grouped_by_length(tokenizer):  # noqa: F811

@@ -13,6 +13,7 @@ classifier's `serve` answers, the loss is the model's (`BertClassifier.task_loss
 
 import csv
 import dataclasses
+import logging
 import typing
 
 from keras_bert.data.features import classification_dataset, classification_labels, classification_texts
@@ -194,3 +195,35 @@ def custom_task(train_file=None, eval_file=None, predict_file=None, is_regressio
                               train=train_examples if train else None,
                               evals=[("eval", read(eval_file, require_labels=True))] if eval_file else [],
                               predicts=[("predict", read(predict_file))] if predict_file else [])
+
+
+def classification_task(*, tfds_name=None, tfds_data_dir=None, task_name=None, data_dir=None,
+                        ax_data_dir=None, train_file=None, eval_file=None, predict_file=None,
+                        is_regression=False, label_list=None, train=True, evaluate=True, predict=False):
+    """The task of the first data source given: a prepared TFDS GLUE dataset (`tfds_name`, `tfds_task`); a
+    GLUE task (`task_name`, not "custom") read from its TSV directory `data_dir` (`glue_task`; MNLI's
+    predictions also AX's when `ax_data_dir`); custom CSV/TSV files (`custom_task`: the classes are
+    `train_file`'s labels, else `label_list`, unless `is_regression`); none of them: the default task, the
+    topics of standard-library docstrings (`default_data`; its dev file scored and predicted). `train`,
+    `evaluate`, `predict`: the splits read. ValueError for a GLUE task without `data_dir` or with no
+    training data (AX)."""
+    splits = {"train": train, "evaluate": evaluate, "predict": predict}
+    if tfds_name:
+        return tfds_task(tfds_name, tfds_data_dir, **splits)
+    if task_name and task_name.lower() != "custom":
+        glue_name = glue.get_glue_task(task_name).name
+        if glue_name == "ax":
+            raise ValueError("the GLUE task AX has no training data: fine-tune MNLI and predict AX with its "
+                             "diagnostic.tsv (ax_data_dir)")
+        if not data_dir:
+            raise ValueError(f"the GLUE task {task_name} needs its data directory (the official TSV files)")
+        return glue_task(glue_name, data_dir, ax_data_dir=ax_data_dir, **splits)
+    if not (train_file or eval_file or predict_file):
+        from keras_bert.tasks.classification.default_data import default_classification_files
+
+        train_file, eval_file = default_classification_files()
+        predict_file = eval_file
+        logging.getLogger("keras_bert").info("no data given: the default task (stdlib docstring topics), %s "
+                                             "and %s", train_file, eval_file)
+    return custom_task(train_file, eval_file if evaluate else None, predict_file if predict else None,
+                       is_regression=is_regression, label_list=label_list, train=train)
