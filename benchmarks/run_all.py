@@ -19,8 +19,8 @@ import sys
 from benchmarks import common, serving_peers
 from benchmarks.pretrain_throughput import train_flops_per_token
 
-SECTIONS = ("peak", "pretrain", "bf16", "loss_curve", "steady", "serving", "serving_onnx", "finetune",
-            "padding", "tokenize", "create_pretraining_data")
+SECTIONS = ("peak", "pretrain", "bf16", "loss_curve", "steady", "serving", "serving_onnx", "first_answer",
+            "finetune", "padding", "tokenize", "create_pretraining_data")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Peer benchmarks owned by the text and pre-training code (file, how it is run); their printed output is kept.
 FOREIGN = {"tokenize": ("benchmarks/tokenization.py", ["-m", "benchmarks.tokenization"]),
@@ -239,6 +239,15 @@ def bench_serving_onnx(table, errors, quick):
         table.add("sentence embedding, raw text", config, impl, result, vs, run=impl_run or run)
 
 
+def bench_first_answer(table, errors, quick):
+    """A MiniLM-L6 classifier's first answer in fresh processes: import, load, first and steady serve, the
+    SavedModel's first request with and without its warm-up, export_litert (first_answer.py)."""
+    run = _run("first_answer", [f"--rounds={1 if quick else 3}"], errors, timeout=1800)
+    for label, low, median, rounds in (run or {}).get("rows", []):
+        result = f"{median} (min {low}, {rounds} processes)" if rounds else low
+        table.add("first answer", "MiniLM-L6 classifier, 2 labels", label, result, run=run)
+
+
 def bench_finetune(table, errors, quick):
     sizes = ("mini",) if quick else ("mini", "base4")
     for size in sizes:
@@ -446,6 +455,8 @@ def main(argv=None):
         bench_serving(table, errors, args.quick)
     if "serving_onnx" in sections:
         bench_serving_onnx(table, errors, args.quick)
+    if "first_answer" in sections:
+        bench_first_answer(table, errors, args.quick)
     if "finetune" in sections:
         bench_finetune(table, errors, args.quick)
     if "padding" in sections:

@@ -46,6 +46,24 @@ def save_tracing():
     return save_context.save_context(tf.saved_model.SaveOptions())
 
 
+# TF 2.21: tensorflow/python/framework/func_graph.py FuncGraph._add_control_dependencies, read by
+# while_v2.while_loop (ops/while_v2.py) for its body: automatic control dependencies make a body's outputs
+# wait for its stateful ops (a function call that reads variables is one), so no iteration starts before
+# the previous one's call has finished.
+@contextlib.contextmanager
+def unordered_loop_bodies():
+    """A context in which a `tf.while_loop` built in the current graph gets a body without automatic control
+    dependencies: iterations overlap (up to `parallel_iterations`) where their ops do not depend on each
+    other. Only for bodies whose stateful ops need no order (they read variables, write nothing)."""
+    graph = tf.compat.v1.get_default_graph()
+    ordered = graph._add_control_dependencies
+    graph._add_control_dependencies = False
+    try:
+        yield
+    finally:
+        graph._add_control_dependencies = ordered
+
+
 # Keras 3.15.x: keras/src/export/saved_model_export_archive.py ExportArchive._get_concrete_fn, which
 # write_out (signatures, resource tracking) calls outside tf.saved_model.save's save context.
 def save_traced_archive():

@@ -2,6 +2,7 @@
 the installed Keras: a Keras that moves or changes one fails here, the message naming it. The multi-worker
 run itself is tests/recipes/test_pretrain.py::test_multi_worker_equals_single_process (slow)."""
 
+import contextlib
 import inspect
 
 import keras
@@ -227,6 +228,27 @@ def test_an_endpoint_traced_in_the_save_context_is_written_from_that_trace(tmp_p
     stock.add_endpoint("serve", tf.function(double, input_signature=[spec], autograph=False))
     stock.write_out(str(tmp_path / "stock"), verbose=False)
     assert len(traces) > 2, "the stock archive no longer traces twice: save_traced_archive may be dropped"
+
+
+def _loop_body_control_outputs(unordered):
+    """The control outputs of a tf.while_loop body whose step calls a function reading a variable."""
+    variable = tf.Variable(2.0)
+    scale = tf.function(lambda x: x * variable, autograph=False)
+
+    def loop(x):
+        context = compat.unordered_loop_bodies() if unordered else contextlib.nullcontext()
+        with context:
+            return tf.while_loop(lambda i, _: i < 3, lambda i, y: (i + 1, scale(y)), (0, x))[1]
+
+    graph = tf.function(loop, autograph=False).get_concrete_function(tf.TensorSpec([], tf.float32)).graph
+    bodies = [f for f in graph.as_graph_def().library.function if "body" in f.signature.name]
+    assert len(bodies) == 1, [f.signature.name for f in graph.as_graph_def().library.function]
+    return dict(bodies[0].control_ret)
+
+
+def test_unordered_loop_bodies_drop_the_wait_for_a_stateful_call():
+    assert _loop_body_control_outputs(False), "TF no longer orders a loop body's variable-reading call"
+    assert _loop_body_control_outputs(True) == {}
 
 
 def test_graph_op_builds_a_registered_op_without_a_python_wrapper():

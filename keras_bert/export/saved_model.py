@@ -194,6 +194,15 @@ def write_warmup(version_dir, requests):
     return path
 
 
+def first_requests(inputs):
+    """The warmup requests of serving_default, as `write_warmup` takes them: `inputs` (numpy, a batch of
+    several rows) and its first row alone. A raw-text signature runs a lone row on a graph path of its own
+    (`keras_bert.models.buckets.model_outputs`); left out, a server's first single-text request would build
+    its kernels: 12x a steady one (benchmarks/README.md, "First answer")."""
+    lone = {name: value[:1] for name, value in inputs.items()}
+    return [("serving_default", inputs), ("serving_default", lone)]
+
+
 def publish_version(export_dir, version, write):
     """Runs `write(tmp_dir)` in a hidden temporary directory of `export_dir`, then renames it to
     `<export_dir>/<version>`: a server polling `export_dir` (it ignores non-numeric names) sees the
@@ -242,7 +251,8 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
         signature: what serving_default takes: one of the model's `serving_forms` ("text", "text_pair",
             "question_context") or "token_ids" (default: the model's first form; "token_ids" without
             preprocessor).
-        warmup: write assets.extra/tf_serving_warmup_requests (one request to serving_default).
+        warmup: write assets.extra/tf_serving_warmup_requests (requests to serving_default: a batch and a
+            lone row, `first_requests`).
         example_seq_length: without a preprocessor, the token-id length of `serve_examples` features
             (that signature is omitted if not given).
         quantize: None, or serve int8 Dense kernels: "int8_matmul" (int8 x int8 matmuls, oneDNN; 2.8x a
@@ -306,6 +316,6 @@ def export_saved_model(model, export_dir, preprocessor=None, version=None, signa
         write_serving_config(tmp_dir, options.fixed_length, resolve_quantize(quantize, log=False),
                              kernel_shapes)
         if warmup:
-            write_warmup(tmp_dir, [("serving_default", next(iter(endpoints.values())).warmup)])
+            write_warmup(tmp_dir, first_requests(next(iter(endpoints.values())).warmup))
 
     return publish_version(export_dir, version, write)

@@ -13,11 +13,9 @@ of small matmuls) as well as one per token, so the split is the cheapest under t
 one group, a batch with a long tail splits where the padding saved pays for another run (a float32
 model's matmuls run on real tokens only, `layers.transformer.real_rows`: there the padding a split saves
 is attention's). The constants are measured (docs/serving_measurements.md, "Length buckets", "Real
-rows"). Each
-group is a tf.cond that skips an empty group's run; the run is one graph function all groups call (its
-gathers, answers and padding traced once), which calls the model's one graph function
-(`Serving.served_call`: the model's graph and weights once per export, the served fusions of
-docs/serving.md inside it).
+rows"). The non-empty groups run in one tf.while_loop of one graph function (its gathers, answers and
+padding traced once), which calls the model's one graph function (`Serving.served_call`: the model's graph
+and weights once per export, the served fusions of docs/serving.md inside it).
 """
 
 import contextlib
@@ -25,6 +23,7 @@ import contextvars
 
 import tensorflow as tf
 
+from keras_bert import compat
 from keras_bert.layers.transformer import real_rows
 
 # Served text is packed to a multiple of this (fewer distinct shapes); keras_bert.models.serving uses it.
@@ -106,8 +105,7 @@ def bucketed(function, inputs, pad_values=None, max_buckets=MAX_BUCKETS, run_cos
                           RUN_COST if run_cost is None else run_cost, sequences_per_row)
     pad_values = pad_values or {}
 
-    # One graph function for every group, traced once: each group's branch calls it (8 traces of the
-    # gathers, the answers and the padding cost 1-2 s of a served function's trace).
+    # The groups' one graph function (the gathers, the answers and the padding), traced once.
     @tf.function(autograph=False)
     def run_group(inputs, rows, cut):
         group = {name: tf.gather(value, rows)[..., :cut] for name, value in inputs.items()}
@@ -116,15 +114,33 @@ def bucketed(function, inputs, pad_values=None, max_buckets=MAX_BUCKETS, run_cos
         return {name: _padded(value, seq_axis, cut, width, pad_values.get(name))
                 for name, value in flat.items()}
 
-    outputs = []
-    for group in range(max_buckets):
-        start, end = bounds[group], bounds[group + 1]
-        outputs.append(_group_outputs(run_group, inputs, order[start:end], bounds[group + max_buckets + 1],
-                                      width))
+    run_group = run_group.get_concrete_function(inputs, tf.TensorSpec([None], order.dtype),
+                                                tf.TensorSpec([], tf.int32))
+    # The non-empty groups run in one loop: one call of `run_group` in the graph, where a tf.cond per group
+    # (skipping an empty one) built max_buckets branches, each passing the model's variables through: 1 s
+    # of a first serve (benchmarks/README.md, "First answer"). An empty batch runs no group and answers
+    # the empty outputs the loop starts from.
+    ends = bounds[1 : max_buckets + 1]
+    groups = tf.boolean_mask(tf.range(max_buckets), ends > bounds[:max_buckets])
+    cuts = tf.minimum(width, tf.maximum(bounds[max_buckets + 1 :], LENGTH_MULTIPLE))
+
+    def run_next(step, outputs):
+        group = groups[step]
+        out = run_group(inputs, order[bounds[group] : ends[group]], cuts[group])
+        return step + 1, {name: tf.concat([outputs[name], out[name]], 0) for name in outputs}
+
+    empty = {name: tf.zeros([0] + [width if size is None else size for size in value.shape[1:]], value.dtype)
+             for name, value in run_group.structured_outputs.items()}
+    # Groups run at once where the CPUs allow: the body's one stateful op is the call of `run_group`, which
+    # only reads variables (its own ops keep their order inside it).
+    with compat.unordered_loop_bodies():
+        _, outputs = tf.while_loop(lambda step, _: step < tf.size(groups), run_next, (0, empty),
+                                   shape_invariants=(tf.TensorShape([]), {
+                                       name: tf.TensorShape([None, *value.shape[1:]])
+                                       for name, value in empty.items()}))
     back = tf.math.invert_permutation(order)
-    if isinstance(outputs[0], dict):
-        return {name: tf.gather(tf.concat([out[name] for out in outputs], 0), back) for name in outputs[0]}
-    return tf.gather(tf.concat(outputs, 0), back)
+    outputs = {name: tf.gather(value, back) for name, value in outputs.items()}
+    return outputs[""] if list(outputs) == [""] else outputs
 
 
 def group_bounds(sorted_lengths, max_groups, run_cost, sequences_per_row=1):
@@ -162,26 +178,6 @@ def group_bounds(sorted_lengths, max_groups, run_cost, sequences_per_row=1):
     cuts = tf.concat([[0], row_units * LENGTH_MULTIPLE], 0)  # cuts[r]: row r - 1's, a group's last
     group_cuts = tf.where(bounds[1:] > bounds[:-1], tf.gather(cuts, bounds[1:]), 0)
     return tf.concat([bounds, group_cuts], 0)
-
-
-def _group_outputs(run_group, inputs, rows, cut, width):
-    """`run_group(inputs, rows, cut)` (the function on `rows` of `inputs` cut to `cut` tokens, outputs
-    padded back to `width`; `cut` at most `width`, at least LENGTH_MULTIPLE); an empty group skips the run
-    (a tf.cond: an encoder run on no rows still costs a fifth of one on a row)."""
-    cut = tf.minimum(width, tf.maximum(cut, LENGTH_MULTIPLE))
-    traced = {}
-
-    def run():
-        flat = run_group(inputs, rows, cut)
-        traced.update({name: (value.dtype, value.shape) for name, value in flat.items()})
-        return flat
-
-    def skip():  # no rows: empty outputs of the run's dtypes and shapes (cond traces `run` first)
-        return {name: tf.zeros([0] + [width if size is None else size for size in shape[1:]], dtype)
-                for name, (dtype, shape) in traced.items()}
-
-    flat = run() if tf.executing_eagerly() else tf.cond(tf.size(rows) > 0, run, skip)
-    return flat[""] if list(flat) == [""] else flat
 
 
 def _padded(value, seq_axis, cut, width, fill):

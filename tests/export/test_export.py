@@ -139,7 +139,7 @@ def test_every_model_kind_loads_and_runs_in_the_c_api(preprocessor, tmp_path):
         assert weights <= size < 1.2 * weights + 4096, (name, size, weights)
         report = reports[name]
         assert "error" not in report, report["error"]
-        assert report["warmup_requests"] == 1
+        assert report["warmup_requests"] == 2
         for run in report["runs"]:
             assert run["max_abs_diff"] and max(run["max_abs_diff"].values()) <= 1e-4, (name,
                                                                                         run["max_abs_diff"])

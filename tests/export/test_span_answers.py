@@ -67,7 +67,7 @@ def test_served_answers_equal_run_squad_predictions(tmp_path):
         assert "error" not in report, report["error"]
         assert report["signatures"] == ["serve_examples", "serve_question_context", "serve_token_ids",
                                         "serving_default"]
-        assert report["warmup_requests"] == 1
+        assert report["warmup_requests"] == 2
         assert report["ops"]["missing"] == {}
         served = report["runs"][0]["outputs"]
         result = predictions[version_2]
