@@ -26,6 +26,7 @@ import csv
 import json
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -93,9 +94,12 @@ def run_recipe(args, peer):
     if proc.returncode:
         raise RuntimeError("\n".join((proc.stdout + proc.stderr).splitlines()[-20:]))
     compiled = [line for line in proc.stderr.splitlines() if "batch lengths" in line]
+    # Keras' one line per epoch (verbose=2): "8/8 - 25s - 3s/step - loss: ...", whole seconds.
+    lines = proc.stdout.splitlines()
+    epochs = [float(m.group(1)) for m in (re.match(r"\s*\d+/\d+ - (\d+)s - ", line) for line in lines) if m]
     with open(os.path.join(output_dir, "eval_results.json"), encoding="utf-8") as f:
-        return {"accuracy": json.load(f)["accuracy"], "compiled": compiled[-1].split("train step", 1)[-1]
-                if compiled else None}
+        return {"accuracy": json.load(f)["accuracy"], "epoch_s": epochs,
+                "compiled": compiled[-1].split("train step", 1)[-1] if compiled else None}
 
 
 def run_fit(args):
@@ -110,9 +114,19 @@ def run_fit(args):
     clf = kb.BertClassifier.from_pretrained(inputs.minilm_dir(), labels=sorted(set(labels)),
                                             seq_length=args.max_seq_length)
     clf.compile()  # the library's AdamW, 5e-5 peak, 10% warmup + linear decay over the fit
-    clf.fit(texts, labels, batch_size=args.batch_size, epochs=args.epochs, verbose=0)
+    epochs, traces, train_step = [], [], clf.train_step
+    clf.train_step = lambda data: traces.append(1) or train_step(data)  # runs once a trace
+    started = [time.perf_counter()]
+
+    def epoch_end(epoch, logs):
+        epochs.append(round(time.perf_counter() - started[0], 1))
+        started[0] = time.perf_counter()
+
+    clf.fit(texts, labels, batch_size=args.batch_size, epochs=args.epochs, verbose=0,
+            callbacks=[keras.callbacks.LambdaCallback(on_epoch_end=epoch_end)])
     _, accuracy = clf.evaluate(dev_texts, dev_labels, batch_size=args.batch_size, verbose=0)
-    return {"accuracy": float(accuracy)}
+    return {"accuracy": float(accuracy), "epoch_s": epochs, "train_step_traces": len(traces),
+            "execution": clf.execution}
 
 
 def run_torch(args):
