@@ -24,8 +24,7 @@ from recipes import flags as shared_flags
 FLAGS = flags.FLAGS
 common.define_finetuning_flags(output_dir="runs/classifier")  # the library's defaults (training/defaults.py)
 shared_flags.define("task_name", "data_dir", "tfds_name", "tfds_data_dir")
-flags.DEFINE_string("ax_data_dir", None, "With --task_name=MNLI --do_predict: directory of the AX "
-                    "diagnostic.tsv, also predicted (AX.tsv).")
+flags.DEFINE_string("ax_data_dir", None, "MNLI --do_predict: the AX diagnostic.tsv's directory (AX.tsv).")
 shared_flags.check("ax_data_dir", shared_flags.existing_dir)
 shared_flags.define_data_files({"train_file": "Custom task: training CSV/TSV (text[,text_b],label).",
                                 "eval_file": "Custom task: evaluation CSV/TSV (with labels).",
@@ -40,12 +39,13 @@ DATA_FLAGS = ["tfds_name", "tfds_data_dir", "task_name", "data_dir", "ax_data_di
 
 def load_task():
     """The ClassificationTask of the data flags (`classification_task`: see the module docstring); its errors
-    name the data flags given (and --init_checkpoint, whose labels.json holds the classes of a run without a
-    training file)."""
+    name the data flags given (and --init_checkpoint for custom files without a training file: its
+    labels.json holds the classes)."""
     from keras_bert.tasks.classification.task import classification_task
 
     given = [name for name in DATA_FLAGS if FLAGS[name].value]
-    with common.flag_errors(*given, *(() if FLAGS.train_file else ("init_checkpoint",))):
+    custom_without_train = not ({"tfds_name", "data_dir", "train_file"} & set(given)) and given
+    with common.flag_errors(*given, *(("init_checkpoint",) if custom_without_train else ())):
         return classification_task(**{name: FLAGS[name].value for name in DATA_FLAGS},
                                    is_regression=FLAGS.is_regression, label_list=common.checkpoint_labels(),
                                    train=FLAGS.do_train, evaluate=FLAGS.do_eval, predict=FLAGS.do_predict)

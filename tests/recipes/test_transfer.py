@@ -28,7 +28,8 @@ def test_pretrained_beats_random_init(tmp_path, run_in_process):
         out = str(tmp_path / name)
         flags = (*common, *model_flags, f"--output_dir={out}")
         # In this process, as `python recipes/run_classifier.py` runs its main (logs.call_main): no second
-        # TensorFlow import (the scripts as a user types them: test_run_classifier.py, test_logs.py).
+        # TensorFlow import (recipes as a user types them, quiet logs checked: run_classifier in
+        # test_bad_input.py, a training run in test_pretrain.py's test_resume_after_sigkill).
         status, stderr = run_in_process("run_classifier", *flags)
         assert not status, stderr[-3000:]  # main returned: the run succeeded
         with open(os.path.join(out, "eval_results.json")) as f:
