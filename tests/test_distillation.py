@@ -168,6 +168,18 @@ def test_raw_text_data_with_unlabeled_rows_of_zero_weight(tmp_path):
         tf.constant(TEXTS[:3]))["input_word_ids"])
 
 
+def test_fit_traces_its_step_once(tmp_path):
+    """The optimizer's slots are made before the first trace (`OptimizerBuiltFirst`): one trace of the step
+    (was 2: outside a strategy's scope Keras made them inside it, and the step traced again)."""
+    teacher = _teacher(tmp_path)
+    distiller = TaskDistiller(teacher, make_student(teacher, layers=1))
+    distiller.compile(jit_compile=False)
+    traces, train_step = [], distiller.train_step
+    distiller.train_step = lambda data: traces.append(1) or train_step(data)
+    distiller.fit(distillation_dataset(teacher, TEXTS, LABELS, batch_size=4), epochs=1, verbose=0)
+    assert len(traces) == 1
+
+
 def test_a_masked_word_reaches_the_model_as_the_mask_id(tmp_path):
     preprocessor = _preprocessor(tmp_path, extra=("[", "]", "mask"))  # a vocab that spells "[MASK]"
     tokenizer = preprocessor.tokenizer

@@ -7,6 +7,7 @@ import tensorflow as tf
 from keras_bert import compat
 from keras_bert.distillation.students import check_student, spread_layers
 from keras_bert.execution import ChoosesExecution
+from keras_bert.models.task_compile import OptimizerBuiltFirst
 
 # The best of the measured settings (docs/distillation.md): alpha 0.2 beat 0.5 and 1 (gold labels only).
 DEFAULT_TEMPERATURE = 2.0
@@ -90,7 +91,7 @@ class HiddenStateDistillation(keras.distillation.DistillationLoss):
         return {"mapping": self.mapping}
 
 
-class TaskDistiller(ChoosesExecution, keras.distillation.Distiller):
+class TaskDistiller(ChoosesExecution, OptimizerBuiltFirst, keras.distillation.Distiller):
     """`keras.distillation.Distiller` of a task model `teacher` (frozen) into `student` (`make_student`).
 
     Args:
@@ -133,6 +134,9 @@ class TaskDistiller(ChoosesExecution, keras.distillation.Distiller):
                                 for i in range(len(mapping))]
             for projection in self.projections:
                 projection.build((None, None, student_config.hidden_size))
+        # Its weights are the teacher's, the student's and the projections', all made by now: built, so that
+        # `fit` makes the optimizer's slots before tracing its step (`OptimizerBuiltFirst`).
+        self.built = teacher.built and student.built
 
     @property
     def encoder(self):

@@ -16,7 +16,22 @@ DEFAULT_LEARNING_RATE = FINETUNING.learning_rate
 DEFAULT_WARMUP_PROPORTION = FINETUNING.warmup_proportion
 
 
-class TaskCompile:
+class OptimizerBuiltFirst:
+    """Mixin of keras_bert's trainable models (the task models, the encoder, `TaskDistiller`; before
+    `keras.Model` in the bases): `fit` traces its train step once."""
+
+    def make_train_function(self, force=False):
+        """Keras' train function, the optimizer's slots made before its first trace: outside a strategy's
+        scope Keras makes them inside the trace, and a tf.function whose first trace made variables traces
+        again (two traces of the step, seconds each for a real model). Made here, `fit` traces its step once
+        whatever the batch lengths (tests/data/test_padding.py `test_xla_fit_on_trimmed_batches`)."""
+        optimizer = getattr(self, "optimizer", None)
+        if optimizer is not None and not optimizer.built and self.built:
+            optimizer.build(self.trainable_variables)
+        return super().make_train_function(force)
+
+
+class TaskCompile(OptimizerBuiltFirst):
     """Mixin of keras_bert's models (before `keras.Model` in the bases): `compile` with the task's defaults,
     `task_loss()` / `_default_metrics()` for a task to state, and the schedule `fit` sets for the default
     optimizer (`_schedule_default_optimizer`)."""
@@ -92,16 +107,6 @@ class TaskCompile:
         if isinstance(self, GradientAccumulation):
             refuse_optimizer_accumulation(self.optimizer, steps)
             self.gradient_accumulation_steps = steps
-
-    def make_train_function(self, force=False):
-        """Keras' train function, the optimizer's slots made before its first trace: outside a strategy's
-        scope Keras makes them inside the trace, and a tf.function whose first trace made variables traces
-        again (two traces of the step, seconds each for a real model). Made here, `fit` traces its step once
-        whatever the batch lengths (tests/data/test_padding.py `test_xla_fit_on_trimmed_batches`)."""
-        optimizer = getattr(self, "optimizer", None)
-        if optimizer is not None and not optimizer.built and self.built:
-            optimizer.build(self.trainable_variables)
-        return super().make_train_function(force)
 
     def task_loss(self):
         """(loss, loss_weights) of the task: the one loss `compile()` and the fine-tuning recipes train
