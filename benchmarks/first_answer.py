@@ -41,11 +41,6 @@ def _timed(fn):
     return time.perf_counter() - start, value
 
 
-def _steady(fn, repeats):
-    fn()
-    return statistics.median(_timed(fn)[0] for _ in range(repeats))
-
-
 def prepare(workdir):
     """Writes the classifier's `.keras` and its SavedModel export under `workdir`."""
     common.configure_tensorflow()
@@ -72,8 +67,8 @@ def run_keras(workdir, repeats):
     second_s, _ = _timed(lambda: model.serve({"text": ONE_TEXT}))
     batch = [MIXED_TEXTS[i % len(MIXED_TEXTS)] for i in range(32)]
     return {"import_s": import_s, "load_s": load_s, "first_s": first_s, "second_s": second_s,
-            "steady_s": _steady(lambda: model.serve({"text": ONE_TEXT}), repeats),
-            "steady_b32_s": _steady(lambda: model.serve({"text": batch}), max(5, repeats // 4)),
+            "steady_s": common.median_latency(lambda: model.serve({"text": ONE_TEXT}), repeats),
+            "steady_b32_s": common.median_latency(lambda: model.serve({"text": batch}), max(5, repeats // 4)),
             "probabilities": answer["probabilities"].tolist()}
 
 
@@ -93,8 +88,8 @@ def _first_requests(call, repeats):
     first_s, _ = _timed(lambda: call("serving_default", one))
     first_mixed_s, _ = _timed(lambda: call("serving_default", mixed))
     return {"first_s": first_s, "first_mixed_s": first_mixed_s,
-            "steady_s": _steady(lambda: call("serving_default", one), repeats),
-            "steady_mixed_s": _steady(lambda: call("serving_default", mixed), repeats)}
+            "steady_s": common.median_latency(lambda: call("serving_default", one), repeats),
+            "steady_mixed_s": common.median_latency(lambda: call("serving_default", mixed), repeats)}
 
 
 def run_saved_model(workdir, repeats, warmup):
