@@ -170,7 +170,7 @@ def test_raw_text_data_with_unlabeled_rows_of_zero_weight(tmp_path):
 
 def test_fit_traces_its_step_once(tmp_path):
     """The optimizer's slots are made before the first trace (`OptimizerBuiltFirst`): one trace of the step
-    (was 2: outside a strategy's scope Keras made them inside it, and the step traced again)."""
+    (made inside it, as Keras does outside a strategy's scope, the step traces twice)."""
     teacher = _teacher(tmp_path)
     distiller = TaskDistiller(teacher, make_student(teacher, layers=1))
     distiller.compile(jit_compile=False)

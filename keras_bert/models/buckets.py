@@ -116,10 +116,10 @@ def bucketed(function, inputs, pad_values=None, max_buckets=MAX_BUCKETS, run_cos
 
     run_group = run_group.get_concrete_function(inputs, tf.TensorSpec([None], order.dtype),
                                                 tf.TensorSpec([], tf.int32))
-    # The non-empty groups run in one loop: one call of `run_group` in the graph, where a tf.cond per group
-    # (skipping an empty one) built max_buckets branches, each passing the model's variables through: 1 s
-    # of a first serve (benchmarks/README.md, "First answer"). An empty batch runs no group and answers
-    # the empty outputs the loop starts from.
+    # The non-empty groups run in one loop: one call of `run_group` in the graph (a tf.cond per group would
+    # build max_buckets branches, each passing the model's variables through: 1 s more of a first serve,
+    # benchmarks/README.md, "First answer"). An empty batch runs no group and answers the empty outputs the
+    # loop starts from.
     ends = bounds[1 : max_buckets + 1]
     groups = tf.boolean_mask(tf.range(max_buckets), ends > bounds[:max_buckets])
     cuts = tf.minimum(width, tf.maximum(bounds[max_buckets + 1 :], LENGTH_MULTIPLE))
