@@ -99,3 +99,38 @@ def test_custom_csv_unknown_label_names_file_and_line(tmp_path, tiny_model, run_
     assert status == 1
     assert f"{dev}:3: unknown label 'meh'" in stderr
     assert not os.path.exists(tmp_path / "out" / "model.keras")  # it failed before training
+
+
+def _write_nli(directory, files):
+    """GLUE-format NLI files under `directory`: {file name: labelled?}, rows of PAIRS."""
+    os.makedirs(directory)
+    labels = ("contradiction", "entailment", "neutral")
+    for name, labelled in files.items():
+        with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+            f.write("index\tsentence1\tsentence2" + ("\tgold_label\n" if labelled else "\n"))
+            for i, (a, b) in enumerate(PAIRS):
+                f.write(f"{i}\t{a}\t{b}" + (f"\t{labels[i % 3]}\n" if labelled else "\n"))
+
+
+def test_mnli_predicts_ax_from_ax_data_dir(tmp_path, tiny_model, run_in_process):
+    """--ax_data_dir: the MNLI model also predicts AX's diagnostic.tsv (AX.tsv, MNLI's labels), beside
+    MNLI-m.tsv / MNLI-mm.tsv; each dev split scored under its name. --task_name=AX alone is refused."""
+    mnli, ax, out = str(tmp_path / "MNLI"), str(tmp_path / "AX"), str(tmp_path / "out")
+    _write_nli(mnli, {"train.tsv": True, "dev_matched.tsv": True, "dev_mismatched.tsv": True,
+                      "test_matched.tsv": False, "test_mismatched.tsv": False})
+    _write_nli(ax, {"diagnostic.tsv": False})
+    flags = tiny_model([a + " " + b for a, b in PAIRS], max_seq_length=48)
+    status, stderr = run_in_process("run_classifier", "--task_name=AX", f"--data_dir={ax}",
+                                    f"--output_dir={tmp_path / 'ax_alone'}", *flags)
+    assert status == 1 and "the GLUE task AX has no training data" in stderr.splitlines()[-1], stderr
+    status, stderr = run_in_process("run_classifier", "--task_name=MNLI", f"--data_dir={mnli}",
+                                    f"--ax_data_dir={ax}", "--do_predict", f"--output_dir={out}",
+                                    "--num_train_epochs=1", "--train_batch_size=4", *flags)
+    assert status is None, stderr
+    with open(os.path.join(out, "eval_results.json")) as f:
+        assert {"dev_matched/accuracy", "dev_mismatched/accuracy"} <= set(json.load(f))
+    for name in ("MNLI-m.tsv", "MNLI-mm.tsv", "AX.tsv"):
+        with open(os.path.join(out, name)) as f:
+            rows = list(csv.reader(f, delimiter="\t"))
+        assert rows[0] == ["index", "prediction"] and len(rows) == len(PAIRS) + 1, name
+        assert {r[1] for r in rows[1:]} <= {"contradiction", "entailment", "neutral"}, name
