@@ -271,3 +271,35 @@ def test_in_keras_file_only_while_saving_lib_serializes(tmp_path):
     model.get_config()
     model.save(str(tmp_path / "m.keras"))
     assert seen == [False, True] and not compat.in_keras_file()
+
+
+def test_in_keras_file_while_load_model_rebuilds_and_the_initializer_draws_zeros_there(tmp_path):
+    from keras_bert.layers.initializers import truncated_normal
+
+    init, seen = truncated_normal(1.0), []
+
+    @keras.saving.register_keras_serializable(package="test_compat")
+    class Probe(keras.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(64, 8), initializer=init)
+            seen.append((compat.in_keras_file(), float(np.abs(self.w.numpy()).sum())))
+
+    model = keras.Sequential([keras.Input((1,)), Probe()])
+    model.save(str(tmp_path / "m.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "m.keras"))
+    # Drawn at random when made, zeros while load_model rebuilds (its file then fills the values in).
+    assert seen[0][0] is False and seen[0][1] > 0 and seen[1] == (True, 0.0)
+    np.testing.assert_array_equal(loaded.layers[0].w.numpy(), model.layers[0].w.numpy())
+    assert not compat.in_keras_file() and float(np.abs(init((4, 4))).sum()) > 0
+
+
+def test_fast_wordpiece_tokenizer_is_tf_texts_of_the_vocabulary():
+    import tensorflow_text as tf_text
+
+    vocab = ["[UNK]", "hello", "world", "##s", "##ing", "jump", "!"]
+    words = tf.constant(["hello worlds!", "jumping", "xyz"])
+    for no_pretokenization in (False, True):
+        ours = compat.fast_wordpiece_tokenizer(vocab, "##", 100, "[UNK]", no_pretokenization, tf.int32)
+        theirs = tf_text.FastWordpieceTokenizer(vocab, "##", 100, tf.int32, "[UNK]", no_pretokenization)
+        for a, b in zip(ours.tokenize_with_offsets(words), theirs.tokenize_with_offsets(words), strict=True):
+            assert a.to_list() == b.to_list()

@@ -78,6 +78,8 @@ def model_outputs(model, inputs, preprocessor, function=None):
     function = function or model.served_call
     if getattr(preprocessor, "pad_to_multiple_of", None) is None or in_one_graph():
         return function(inputs)
+    if inputs["input_mask"].shape[0] == 1:  # traced for one row (`Serving.serve` of one text): no branch
+        return _alone(function, inputs)
     # A lone text (a single request) is one run: no split to compute, no groups to route (4% of a call), on
     # its padded rows (`_alone`: 5% of a float32 call).
     return tf.cond(tf.equal(tf.shape(inputs["input_mask"])[0], 1), lambda: _alone(function, inputs),

@@ -63,6 +63,12 @@ def traced_function(function, spec):
     return traced
 
 
+def _one_row_spec(spec):
+    """`spec` ({name: tf.TensorSpec}) with a batch of one."""
+    return {name: tf.TensorSpec([1, *value.shape[1:]], value.dtype, name=value.name)
+            for name, value in spec.items()}
+
+
 def class_outputs(logits):
     """logits [..., C] -> probabilities (softmax; rank stated for grappler) and label_id (int32 argmax)."""
     return {"logits": logits, "probabilities": tf.nn.softmax(tf.ensure_shape(logits, logits.shape), -1),
@@ -337,7 +343,12 @@ class Serving:
             if whole is not None:
                 return whole
             # The packer's own output needs no input check; rows run in length buckets (models/buckets.py).
-            return model_outputs(self, self.text_inputs(texts, preprocessor), preprocessor,
+            inputs = self.text_inputs(texts, preprocessor)
+            batch = next(iter(texts.values())).shape[0]
+            if batch is not None:  # a trace of a fixed batch (`serve` of one row): a row per example
+                inputs = {name: tf.ensure_shape(value, [batch, *value.shape[1:]])
+                          for name, value in inputs.items()}
+            return model_outputs(self, inputs, preprocessor,
                                  lambda inputs: self.token_id_outputs(inputs, options))
 
         return Endpoint(function, spec, _example_features(spec), _text_warmup(spec))
@@ -435,15 +446,28 @@ class Serving:
         preprocessor = preprocessor or getattr(self, "preprocessor", None)
         key = (signature, tuple(sorted(options.items())), id(preprocessor))
         traced = _TRACED.setdefault(self, {})
+        if key not in traced:  # the preprocessor kept alive with its id
+            endpoint = next(iter(self.serving_endpoints(preprocessor, signature, options).values()))
+            traced[key] = (endpoint, {}, preprocessor)
+        endpoint, functions, _ = traced[key]
+        arrays = served_arrays(inputs, endpoint.input_spec)
+        # One row, where the served graph runs it apart from a batch (`_one_row_serving`): a trace of one
+        # row, so a first single request traces the model once, not its batch branch as well.
+        one_row = all(value.shape[0] == 1 for value in arrays.values()) and self._one_row_serving(endpoint)
         # A function's first run optimizes its graph: grappler's and oneDNN's C++ lines (native_logs.py).
-        first = key not in traced
+        first = one_row not in functions
         with native_logs.quiet(first):
             if first:
-                endpoint = next(iter(self.serving_endpoints(preprocessor, signature, options).values()))
-                # The concrete function of the export's trace (called outside the save context it was
-                # traced in); the preprocessor kept alive with its id.
                 with compat.save_tracing():
-                    function = endpoint.traced().get_concrete_function()
-                traced[key] = (function, endpoint.input_spec, preprocessor)
-            function, spec, _ = traced[key]
-            return {name: value.numpy() for name, value in function(served_arrays(inputs, spec)).items()}
+                    # The export's trace (called outside the save context it was traced in), or the same
+                    # function traced for one row.
+                    function = (traced_function(endpoint.function, _one_row_spec(endpoint.input_spec))
+                                if one_row else endpoint.traced())
+                    functions[one_row] = function.get_concrete_function()
+            outputs = functions[one_row](arrays)
+            return {name: value.numpy() for name, value in outputs.items()}
+
+    def _one_row_serving(self, endpoint):
+        """Whether `endpoint` (of `serving_endpoints`) runs a lone row on a graph of its own: raw-text
+        endpoints of a model whose blocks gather real rows (`models/buckets.py`, `model_outputs`)."""
+        return "input_word_ids" not in endpoint.input_spec and gathers_real_rows(self)

@@ -4,6 +4,7 @@ names, and serializes as its constructor args."""
 import keras
 
 from keras_bert.execution import ChoosesExecution
+from keras_bert.layers.initializers import truncated_normal
 from keras_bert.models.accumulation import GradientAccumulation
 from keras_bert.models.assembly import CHECKPOINT_HEAD, assemble
 from keras_bert.models.float_form import from_quantized_config, quantization_config
@@ -146,5 +147,5 @@ class EncoderTaskModel(Serving, ChoosesExecution, GradientAccumulation, LoraAdap
 
 def dense_head(units, initializer_range, name, dtype=None):
     return keras.layers.Dense(
-        units, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+        units, kernel_initializer=truncated_normal(initializer_range),
         dtype=dtype, name=name)

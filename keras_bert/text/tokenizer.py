@@ -124,27 +124,15 @@ class BertTokenizer(keras.layers.Layer):
         self._token_to_id = {token: index for index, token in enumerate(self._vocab)}
         # Words over 100 characters are replaced by the [UNK] token text, which WordPiece maps to [UNK].
         # Any word of <= 100 characters fits in 400 bytes, so tf-text's byte limit never triggers.
-        self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self._vocab,
-            suffix_indicator="##",
-            max_bytes_per_word=4 * MAX_CHARS_PER_WORD + 8,
-            token_out_type=tf.int32,
-            unknown_token=vocab_lib.UNK,
-            no_pretokenization=True,
-            support_detokenization=False,
-        )
+        self._wordpiece = compat.fast_wordpiece_tokenizer(
+            self._vocab, "##", max_bytes_per_word=4 * MAX_CHARS_PER_WORD + 8, unknown_token=vocab_lib.UNK,
+            no_pretokenization=True, token_out_type=tf.int32)
         # The fast path's WordPiece also splits words (tf-text's BERT pre-tokenization, which on the ASCII
         # rows it gets splits exactly like the original); there a character is a byte, so its byte limit
         # is the original's 100-character [UNK] rule.
-        self._ascii_wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self._vocab,
-            suffix_indicator="##",
-            max_bytes_per_word=MAX_CHARS_PER_WORD,
-            token_out_type=tf.int32,
-            unknown_token=vocab_lib.UNK,
-            no_pretokenization=False,
-            support_detokenization=False,
-        )
+        self._ascii_wordpiece = compat.fast_wordpiece_tokenizer(
+            self._vocab, "##", max_bytes_per_word=MAX_CHARS_PER_WORD, unknown_token=vocab_lib.UNK,
+            no_pretokenization=False, token_out_type=tf.int32)
         self._is_suffix = tf.constant([token.startswith("##") for token in self._vocab])
         self._vocab_tensor = tf.constant(self._vocab)
 

@@ -104,6 +104,19 @@ def test_bucketed_batches_answer_as_each_text_alone(encoder, monkeypatch):
                     np.testing.assert_allclose(got, want, atol=1e-5, err_msg=f"{name} text {index} {key}")
 
 
+def test_a_first_single_text_traces_the_model_once(encoder, monkeypatch):
+    """`serve` of one text runs the graph traced for one row (no batch branch): a first single request
+    traces the model once; a batch then traces the bucketed run alone, and both answer alike."""
+    model = _with_preprocessor(BertClassifier(encoder, labels=["a", "b"]), encoder)
+    traces, call = [], model.call
+    monkeypatch.setattr(model, "call", lambda *args, **kwargs: traces.append(1) or call(*args, **kwargs))
+    one = model.serve({"text": TEXTS[2:3]})
+    assert len(traces) == 1
+    batch = model.serve({"text": TEXTS[2:5]})
+    assert len(traces) == 2
+    np.testing.assert_allclose(batch["probabilities"][:1], one["probabilities"], atol=1e-6)
+
+
 def _cheapest_split(lengths, max_groups, run_cost):
     """The least cost of splitting sorted `lengths` into at most `max_groups` groups, by enumeration."""
     cut = [-(-n // buckets.LENGTH_MULTIPLE) * buckets.LENGTH_MULTIPLE for n in lengths]
