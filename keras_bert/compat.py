@@ -147,15 +147,6 @@ def restore_int8_call(layer):
     del layer._int8_call
 
 
-# TF 2.21: tensorflow/python/framework/convert_to_constants.py (no public API freezes a function).
-def frozen_function(function):
-    """`function` (a tf.ConcreteFunction) with every variable it reads as a constant: a concrete function
-    over the same flat inputs (in `tf.nest.flatten` order) returning its flat outputs as a list."""
-    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
-
-    return convert_variables_to_constants_v2(function)
-
-
 # TF 2.21: tensorflow/python/framework/op_def_library._apply_op_helper and op_def_registry (ops that are
 # registered in the runtime but have no Python wrapper, such as oneDNN's `_QuantizedMatMul`).
 def has_op(op_type):

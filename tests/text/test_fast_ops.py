@@ -29,14 +29,14 @@ def test_fast_ops_ids_on_the_parity_corpus(corpus_lines, uncased_vocab_file):
 
 def test_the_tflite_tokenizer_gives_the_ids_of_the_tf_ops(corpus_lines, uncased_vocab_file):
     """The same ops run by LiteRT's runtime (their tf-text LiteRT kernels) on a sample of the corpus."""
-    from keras_bert.export.litert import _interpreter, _named_constant_function
+    from keras_bert.export.litert import _interpreter, saved_model_converter
 
     tokenizer = FastOpsTokenizer(uncased_vocab_file, lower_case=True)
     function = tf.function(lambda inputs: {"ids": tokenizer(inputs["text"]).to_tensor(-1)},
                            input_signature=[{"text": tf.TensorSpec([None], tf.string, name="text")}])
-    converter = tf.lite.TFLiteConverter.from_concrete_functions(*_named_constant_function(function))
-    converter.allow_custom_ops = True
-    runner = _interpreter(model_content=converter.convert()).get_signature_runner()
+    with saved_model_converter(function) as converter:
+        converter.allow_custom_ops = True
+        runner = _interpreter(model_content=converter.convert()).get_signature_runner()
     lines = corpus_lines[3::40]
     ids = runner(text=np.array([line.encode() for line in lines], dtype=object))["ids"]
     want = tokenizer(tf.constant(lines)).to_list()
