@@ -178,7 +178,8 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
     def update_step(self, gradient, variable, learning_rate):
         dtype = variable.dtype
         momentum, velocity = compat.adam_slots(self, variable)
-        learning_rate, beta_1, beta_2, beta_1_power, beta_2_power, epsilon = self._scalars(dtype, learning_rate)
+        scalars = self._scalars(dtype, learning_rate)
+        learning_rate, beta_1, beta_2, beta_1_power, beta_2_power, epsilon = scalars
         gradient = tf.cast(gradient, dtype)
         if self._fused(variable):  # (float32 variables: what mixed precision keeps)
             tf.raw_ops.ResourceApplyAdam(
