@@ -1,9 +1,10 @@
-"""Every private Keras / TensorFlow internal keras_bert relies on, each behind one named function or class.
+"""Every private Keras, TF and tf-text internal keras_bert relies on, each behind one named function or class.
 
 Nothing else in the package imports `keras.src` or reads a private attribute of a Keras or TF object; each
 entry names the versions it was written for, and tests/test_compat.py checks every internal it touches on
 the installed Keras, so a Keras that moves one fails there, naming it. This module imports only Keras,
-TensorFlow and the standard library (any floor of keras_bert may import it).
+TensorFlow, tf-text (in the one function that wraps its builder) and the standard library (any floor of
+keras_bert may import it).
 """
 
 import contextlib

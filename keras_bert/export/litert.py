@@ -32,7 +32,8 @@ from keras_bert.export.saved_model import check_compatible
 from keras_bert.export.serving_form import serving_form
 from keras_bert.layers.transformer import litert_gelu
 from keras_bert.models.buckets import one_graph
-from keras_bert.models.serving import served_arrays, text_spec, traced_function
+from keras_bert.models.served_inputs import served_arrays
+from keras_bert.models.serving import text_spec, traced_function
 
 SIGNATURE = "serving_default"
 QUANTIZE = ("int8", "float16")

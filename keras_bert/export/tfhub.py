@@ -26,7 +26,7 @@ from keras_bert.checkpoints import split_model
 from keras_bert.export.saved_model import check_compatible, encoder_of, publish_version
 from keras_bert.models.encoder import INPUT_NAMES, flat_outputs
 from keras_bert.models.float_form import float_model
-from keras_bert.models.serving import checked_inputs
+from keras_bert.models.served_inputs import checked_inputs
 from keras_bert.text import vocab as vocab_lib
 
 _STRINGS = tf.TensorSpec([None], tf.string, name="text")

@@ -17,7 +17,8 @@ import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder, outputs
 from keras_bert.export import export_saved_model
-from keras_bert.models.serving import checked_inputs, text_spec
+from keras_bert.models.served_inputs import checked_inputs
+from keras_bert.models.serving import text_spec
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ def chooser(tmp_path_factory):
 
 EXPECTED = r"; expected 2 \(the model's num_choices\)$"
 SERVED = r"^serving input `text_b` must be tf.string of shape \[batch, 2\]"
-# endings, predict's line, serve's line (every served input of a fixed width: `serving.served_arrays`).
+# endings, predict's line, serve's line (every served input of a fixed width: `served_inputs.served_arrays`).
 WRONG = [
     ([["b", "c", "a"]], r"^multiple choice example 0 has 3 endings" + EXPECTED,
      SERVED + ": its example 0 has 3 items$"),

@@ -69,7 +69,7 @@ class BertMultipleChoice(EncoderTaskModel):
 
     def text_dataset(self, x, *args, **kwargs):
         """`TextTaskModel.text_dataset` (the raw text of fit, evaluate and predict), with the endings checked
-        first (`serve` checks them as every served input of a fixed width: `serving.served_arrays`)."""
+        first (`serve` checks them as every served input of a fixed width: `served_inputs.served_arrays`)."""
         texts = None if isinstance(x, tf.data.Dataset) else user_data.text_features(x)
         if texts is not None and "text_b" in texts:
             check_choices(texts["text_b"], self.num_choices)

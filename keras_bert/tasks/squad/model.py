@@ -7,7 +7,8 @@ from keras import ops
 
 from keras_bert.models.assembly import register
 from keras_bert.models.encoder import encoder_inputs
-from keras_bert.models.serving import Endpoint, checked_inputs
+from keras_bert.models.served_inputs import checked_inputs
+from keras_bert.models.serving import Endpoint
 from keras_bert.models.task_base import EncoderTaskModel, dense_head
 from keras_bert.tasks.squad.answers import AnswerRules, answer_questions
 from keras_bert.tasks.squad.spec import ANSWER_OUTPUTS, NBEST_OUTPUTS, NULL_OUTPUTS, QUESTION_CONTEXT, Options
