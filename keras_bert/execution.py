@@ -14,10 +14,14 @@ measurements behind each choice (matmul peaks, step times per execution): docs/e
 """
 
 import contextlib
+import contextvars
 import functools
 import logging
 
 import keras
+
+# Set while a step is traced in `fusion_scope`.
+_FUSING = contextvars.ContextVar("fusing", default=False)
 
 logger = logging.getLogger("keras_bert")
 
@@ -137,11 +141,13 @@ def resolve_execution(jit_compile, dtype_policy):
     return jit_compile
 
 
+@contextlib.contextmanager
 def fusion_scope(optimizer_name=None):
     """Context in which the ops a traced step creates are marked for XLA clustering, except TF_KERNEL_OPS and
     the ops under the name scope `optimizer_name` (Keras optimizers apply updates in a scope of their name):
     the update of every variable as one XLA cluster ran on one thread (mini, 177 ms a step), as TF's
-    kernels it uses all cores."""
+    kernels it uses all cores. The body of a graph function the step calls is traced apart, unmarked: a
+    layer asks `in_fusion_scope()` to build its ops inline instead."""
     import tensorflow as tf
 
     scope = f"{optimizer_name}/" if optimizer_name else None
@@ -150,7 +156,17 @@ def fusion_scope(optimizer_name=None):
         return node_def.op not in TF_KERNEL_OPS and not (
             scope and (node_def.name.startswith(scope) or f"/{scope}" in node_def.name))
 
-    return tf.xla.experimental.jit_scope(compile_ops=compile_op, separate_compiled_gradients=False)
+    token = _FUSING.set(True)
+    try:
+        with tf.xla.experimental.jit_scope(compile_ops=compile_op, separate_compiled_gradients=False):
+            yield
+    finally:
+        _FUSING.reset(token)
+
+
+def in_fusion_scope():
+    """Whether a step is being traced in `fusion_scope` (its ops marked for XLA clustering)."""
+    return _FUSING.get()
 
 
 class ChoosesExecution:

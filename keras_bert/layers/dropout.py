@@ -14,6 +14,8 @@ integer ops that XLA fuses into the surrounding elementwise code. The per-call s
 import keras
 import tensorflow as tf
 
+from keras_bert.execution import in_fusion_scope
+
 _GOLDEN = 0x9E3779B1  # odd: multiplying by it permutes 32-bit integers
 
 
@@ -27,7 +29,11 @@ def _fmix32(h):
 
 
 def hash_uniform_bits(shape, seed):
-    """uint32 tensor of `shape`, element i = hash(i, seed); `seed` is an integer tensor of 2 values."""
+    """uint32 tensor of `shape`, element i = hash(i, seed); `seed` is an integer tensor of 2 values. In a
+    step traced for XLA's fusions (`execution.fusion_scope`) the ops are built inline, where the scope marks
+    them for XLA; elsewhere they are one call of a graph function (`_hash_uniform_bits`)."""
+    if in_fusion_scope():
+        return _hash_bits(shape, seed)
     return _hash_uniform_bits(shape, seed)
 
 

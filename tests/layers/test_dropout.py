@@ -81,3 +81,21 @@ def test_a_traced_dropout_calls_the_hash_function():
     assert types.count("BitwiseXor") == 0 and types.count("PartitionedCall") + \
         types.count("StatefulPartitionedCall") == 3
     assert dropped(tf.ones([2, 5, 8])).shape == (2, 5, 8)
+
+
+def test_a_dropout_traced_for_xla_fusions_builds_the_hash_inline_and_marked():
+    """Traced in `fusion_scope` (the bf16 step), the hash's ops are built inline, where the scope marks them
+    for XLA clustering: a graph function's body, traced apart, would run them as TF kernels (~50 ms of CPU
+    a mini pre-training step)."""
+    from keras_bert.execution import fusion_scope
+
+    layer = HashDropout(0.1, seed=0)
+
+    @tf.function
+    def fused(x):
+        with fusion_scope():
+            return layer(x, training=True)
+
+    ops = fused.get_concrete_function(tf.TensorSpec([2, None, 8])).graph.get_operations()
+    xors = [op for op in ops if op.type == "BitwiseXor"]
+    assert xors and all(op.get_attr("_XlaCompile") for op in xors)
