@@ -284,6 +284,16 @@ class OptimizerHooks:
                 self._distributed_tf_update_step, self._distribution_strategy, grads_and_vars, learning_rate)
 
 
+# Keras 3.15.x: keras/src/optimizers/base_optimizer.py BaseOptimizer.learning_rate's setter, which untracks
+# the learning-rate variable of an optimizer made with a float rate when given a schedule: a removal from
+# the optimizer's tracked variable list, after which TF's checkpointing refuses to save the optimizer
+# ("A list element was replaced ... tracking is exclusively for append-only data structures").
+def set_learning_rate_schedule(optimizer, schedule):
+    """Makes `optimizer` (a Keras optimizer built with a float rate) follow `schedule` (a
+    LearningRateSchedule) from now on, its variables unchanged: tf.train.Checkpoint saves it as before."""
+    optimizer._learning_rate = schedule
+
+
 # Keras 3.15.x: keras/src/optimizers/base_optimizer.py _use_weight_decay.
 def uses_weight_decay(optimizer, variable):
     """Whether `optimizer` decays `variable` (not excluded by `exclude_from_weight_decay`)."""

@@ -420,9 +420,9 @@ def pad_to_multiple_of(max_seq_length=None):
 def fit_task(model, train_data, num_train_examples, checkpoint=None):
     """model.fit for --num_train_epochs over `train_data` (a finite tf.data of batches; repeated here); the
     log ends with the batch lengths the step compiled for and what they cost (`CompileLog`). With a
-    `checkpoint` (a `TrainingCheckpoint`), saved at each epoch's end, the epochs after its step (`train_data`
-    then the run's: re-seeded by the driver). Returns the History, or None when the checkpoint's step
-    already ends the training."""
+    `checkpoint` (a `TrainingCheckpoint`), saved at each epoch's end but the last, the epochs after its
+    step (`train_data` then the run's: re-seeded by the driver). Returns the History, or None when the
+    checkpoint's step already ends the training."""
     from keras_bert.data import padding
     from keras_bert.training import CompileLog, FailOnNaN, StopAtStep
 
@@ -434,11 +434,15 @@ def fit_task(model, train_data, num_train_examples, checkpoint=None):
                 steps_per_epoch)
     compiles = CompileLog(len(padding.batch_lengths(FLAGS.max_seq_length, pad_to_multiple_of())))
     callbacks = [FailOnNaN(), StopAtStep(num_train_steps), compiles]
+    epochs = -(-num_train_steps // steps_per_epoch)
     if checkpoint is not None:
-        callbacks.append(keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: checkpoint.save()))
-    return model.fit(compiles.watch(train_data.repeat()),
-                     epochs=-(-num_train_steps // steps_per_epoch), initial_epoch=step // steps_per_epoch,
-                     steps_per_epoch=steps_per_epoch, callbacks=callbacks, verbose=2)
+        # Not after the last epoch: the run saves its model next and then discards the checkpoint (MiniLM's
+        # weights and Adam slots: 1.4 s); a run killed before its model is written resumes one epoch back.
+        callbacks.append(keras.callbacks.LambdaCallback(
+            on_epoch_end=lambda epoch, _: checkpoint.save() if epoch + 1 < epochs else None))
+    return model.fit(compiles.watch(train_data.repeat()), epochs=epochs,
+                     initial_epoch=step // steps_per_epoch, steps_per_epoch=steps_per_epoch,
+                     callbacks=callbacks, verbose=2)
 
 
 def save_task_model(model, strategy, labels=None, preprocessor=None):

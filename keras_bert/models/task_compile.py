@@ -6,6 +6,7 @@ import logging
 
 import keras
 
+from keras_bert import compat
 from keras_bert.models import user_data
 from keras_bert.training.defaults import FINETUNING
 
@@ -136,4 +137,6 @@ class TaskCompile(OptimizerBuiltFirst):
             return
         total = max(1, int(steps) * max(1, epochs - initial_epoch))
         rate, warmup = self._schedule
-        self.optimizer.learning_rate = WarmupLinearDecay(rate, total, int(total * warmup))
+        # Its float rate's variable stays tracked: Keras' setter would untrack it, and tf.train.Checkpoint (a
+        # TrainingCheckpoint) then refuses to save the optimizer.
+        compat.set_learning_rate_schedule(self.optimizer, WarmupLinearDecay(rate, total, int(total * warmup)))

@@ -73,3 +73,26 @@ def test_a_full_disk_ends_with_one_error_naming_the_directory(tiny_config, tmp_p
         assert not [n for n in os.listdir(disk) if n.endswith("_temp")]
     finally:
         subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_the_default_optimizer_checkpoints_after_fit_schedules_it(tiny_config, tmp_path):
+    """compile()'s default optimizer gets its warmup + decay schedule when fit knows its steps; its float
+    rate's variable stays tracked, so a TrainingCheckpoint saves it (Keras' setter untracked it: TF then
+    refused to save the optimizer) and a model compiled alike restores it."""
+    import numpy as np
+
+    def fitted():
+        model = kb.BertClassifier(kb.BertEncoder(tiny_config), num_classes=2)
+        model.compile(jit_compile=False)
+        ids = np.ones((4, 8), "int32")
+        inputs = {"input_word_ids": ids, "input_mask": ids, "input_type_ids": 0 * ids}
+        model.fit(inputs, np.array([0, 1, 0, 1]), batch_size=2, epochs=1, verbose=0)
+        return model
+
+    model = fitted()
+    assert model.optimizer.get_config()["learning_rate"]["class_name"] == "WarmupLinearDecay"
+    TrainingCheckpoint(model, str(tmp_path)).save()
+    restored = fitted()
+    assert TrainingCheckpoint(restored, str(tmp_path)).restore() == 2
+    for saved, loaded in zip(model.optimizer.variables, restored.optimizer.variables, strict=True):
+        np.testing.assert_array_equal(saved.numpy(), loaded.numpy())
