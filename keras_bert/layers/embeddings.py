@@ -59,6 +59,9 @@ class BertEmbeddings(keras.layers.Layer):
         x = self.layer_norm(x)
         return self.dropout(ops.cast(x, self.compute_dtype), training=training)
 
+    def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape):
+        del input_type_ids_shape
+        return (*input_word_ids_shape, self.hidden_size)
 
     def get_config(self):
         config = super().get_config()

@@ -195,6 +195,12 @@ class TransformerBlock(keras.layers.Layer):
             out = out * ops.cast(is_real[:, None], out.dtype)
         return ops.cast(ops.reshape(out, (batch, seq, self.hidden_size)), self.compute_dtype)
 
+    def compute_output_shape(self, hidden_states_shape, bias_shape):
+        # Stated, so that building a functional model (from_pretrained, load_model) does not trace the block
+        # to learn it: 6 MiniLM blocks were 0.2 s of a load.
+        del bias_shape
+        return tuple(hidden_states_shape)
+
     def _served_float32(self):
         """The `real_rows` layout of this float32 block ("gather" or "padded"); None outside the served
         graph and for blocks with bfloat16 or int8 matmuls (padded rows, left as computed)."""

@@ -1,5 +1,7 @@
 """Every layer through the shared harness: shapes, config and `.keras` round trips, mixed_bfloat16."""
 
+import functools
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -106,3 +108,28 @@ def test_masked_lm_head(tmp_path):
     run_layer_test(MaskedLMHead, {"hidden_act": "relu", "initializer_range": 0.5, "layer_norm_eps": 1e-6},
                    (HIDDEN, positions), (2, 2, 11), tmp_path, mixed_output_dtype="float32",
                    rebuild_kwargs={"embedding_layer": word_embeddings})
+
+
+def test_building_an_encoder_traces_no_block(tiny_config, monkeypatch):
+    """The embeddings and blocks state their output shapes, so building the functional encoder (every
+    from_pretrained and load_model) does not trace their calls to learn them; the shapes are those the
+    calls give."""
+    from keras_bert import BertEncoder
+
+    calls = []
+
+    def counted(call):
+        @functools.wraps(call)  # the same signature: Keras reads call()'s argument names
+        def wrapper(self, *args, **kwargs):
+            calls.append(type(self).__name__)
+            return call(self, *args, **kwargs)
+        return wrapper
+
+    for cls in (BertEmbeddings, TransformerBlock):
+        monkeypatch.setattr(cls, "call", counted(cls.call))
+    encoder = BertEncoder(tiny_config)
+    assert not calls
+    ids = np.ones((2, 5), "int32")
+    outputs = encoder({"input_word_ids": ids, "input_mask": ids, "input_type_ids": 0 * ids})
+    assert calls and outputs["sequence_output"].shape == (2, 5, tiny_config.hidden_size)
+    assert encoder.output["sequence_output"].shape == (None, None, tiny_config.hidden_size)
