@@ -256,7 +256,7 @@ def keras_array_dataset(x, y=None, sample_weight=None, batch_size=None, steps=No
 class OptimizerHooks:
     """Mixin before a Keras optimizer in the bases (TF backend), turning two private steps into hooks:
     `transform_summed_gradients(grads_and_vars)` runs on the gradients after the cross-replica sum and
-    before the update (default: as they are); `update_scope(learning_rate)` is a context around the step's
+    before the update (default: as they are); `update_scope()` is a context around the step's
     per-variable updates (default: none); `apply_weight_decay(variables)` is the decoupled decay of one
     step (default: Keras')."""
 
@@ -269,17 +269,16 @@ class OptimizerHooks:
     def _apply_weight_decay(self, variables):
         return self.apply_weight_decay(variables)
 
-    def update_scope(self, learning_rate):
-        """A context around one step's per-variable `update_step` calls, given the step's learning rate
-        (default: none); where the update's per-step values can be made once."""
-        del learning_rate
+    def update_scope(self):
+        """A context around one step's per-variable `update_step` calls (default: none); where the update's
+        per-step values can be made once."""
         return contextlib.nullcontext()
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
         trainable_variables = [v.value if isinstance(v, keras.Variable) else v for v in trainable_variables]
         grads_and_vars = self._all_reduce_sum_gradients(list(zip(grads, trainable_variables, strict=True)))
         grads_and_vars = self.transform_summed_gradients(grads_and_vars)
-        with self.update_scope(learning_rate):
+        with self.update_scope():
             tf.__internal__.distribute.interim.maybe_merge_call(
                 self._distributed_tf_update_step, self._distribution_strategy, grads_and_vars, learning_rate)
 

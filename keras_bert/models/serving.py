@@ -322,12 +322,12 @@ class Serving:
         traced = _TRACED.setdefault(self, {})
         if key not in traced:  # the preprocessor kept alive with its id
             endpoint = next(iter(self.serving_endpoints(preprocessor, signature, options).values()))
-            traced[key] = (endpoint, {}, preprocessor)
-        endpoint, functions, _ = traced[key]
+            traced[key] = (endpoint, {}, self._one_row_serving(endpoint), preprocessor)
+        endpoint, functions, runs_one_row_apart, _ = traced[key]
         arrays = served_arrays(inputs, endpoint.input_spec)
         # One row, where the served graph runs it apart from a batch (`_one_row_serving`): a trace of one
         # row, so a first single request traces the model once, not its batch branch as well.
-        one_row = all(value.shape[0] == 1 for value in arrays.values()) and self._one_row_serving(endpoint)
+        one_row = runs_one_row_apart and all(value.shape[0] == 1 for value in arrays.values())
         # A function's first run optimizes its graph: grappler's and oneDNN's C++ lines (native_logs.py).
         first = one_row not in functions
         with native_logs.quiet(first):

@@ -6,6 +6,7 @@ their global norm AFTER the cross-replica sum, so an N-replica step equals the s
 """
 
 import contextlib
+import contextvars
 
 import keras
 import tensorflow as tf
@@ -13,6 +14,9 @@ from keras import ops
 
 from keras_bert import compat
 from keras_bert.training.defaults import FINETUNING
+
+# Within `AdamW.update_scope`: (the optimizer, {dtype: its step's scalars}).
+_STEP_SCALARS = contextvars.ContextVar("step_scalars", default=(None, None))
 
 # Variable-name patterns the original excludes from weight decay (Keras names LayerNorm's gamma/beta).
 NO_DECAY_PATTERNS = ("LayerNorm", "layer_norm", "gamma", "beta", "bias")
@@ -150,28 +154,29 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
                 variable.assign(variable * keep[variable.dtype])
 
     @contextlib.contextmanager
-    def update_scope(self, learning_rate):
+    def update_scope(self):
         # The step's scalars are made once per dtype while Keras calls `update_step` for each variable (a
-        # traced step of MiniLM: 81 variables; per variable they were a fifth of the step's trace).
-        self._step_scalars = {"learning_rate": learning_rate}
+        # traced step of MiniLM: 81 variables; per variable they were a fifth of the step's trace). Kept in a
+        # context variable, not an attribute: an optimizer's attributes are its checkpoint's dependencies.
+        token = _STEP_SCALARS.set((self, {}))
         try:
             yield
         finally:
-            self._step_scalars = None
+            _STEP_SCALARS.reset(token)
 
     def _scalars(self, dtype, learning_rate):
         """(learning rate, beta_1, beta_2, their powers at this step, epsilon) as `dtype` tensors; made once
         per step and dtype within `update_scope`. The epsilon is the one that, added to the uncorrected
         sqrt(v), is `epsilon` added to sqrt(v_hat)."""
-        cache = getattr(self, "_step_scalars", None)
-        if cache is not None and cache["learning_rate"] is learning_rate and dtype in cache:
+        owner, cache = _STEP_SCALARS.get()
+        if owner is self and dtype in cache:
             return cache[dtype]
         step = tf.cast(self.iterations + 1, dtype)
         beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
         beta_1_power, beta_2_power = tf.pow(beta_1, step), tf.pow(beta_2, step)
         scalars = (tf.cast(learning_rate, dtype), beta_1, beta_2, beta_1_power, beta_2_power,
                    tf.cast(self.epsilon, dtype) * tf.sqrt(1 - beta_2_power))
-        if cache is not None and cache["learning_rate"] is learning_rate:
+        if owner is self:
             cache[dtype] = scalars
         return scalars
 
