@@ -43,7 +43,9 @@ PASSAGE_SENTENCES = (1, 1, 2, 1, 3, 1, 6)
 
 def write_task(directory, per_class_train, per_class_dev, seed=0):
     """Writes train.csv and dev.csv (`text,label`) of passages of docstring sentences by topic; returns
-    their paths."""
+    their paths. Where a topic's sentences cannot make `per_class_train` distinct passages, the dev passages
+    keep sentences of their own and the training passages regroup the rest, each pass over them shuffled
+    anew (a larger training set of distinct passages whose sentences recur; dev never shares one)."""
     from keras_bert.tasks.classification.default_data import topic_sentences
 
     rng = random.Random(seed)
@@ -51,13 +53,17 @@ def write_task(directory, per_class_train, per_class_dev, seed=0):
     for label, sentences in topic_sentences().items():
         sentences = list(sentences)
         rng.shuffle(sentences)
-        passages, start = [], 0
-        for i in range(per_class_train + per_class_dev):
-            count = PASSAGE_SENTENCES[i % len(PASSAGE_SENTENCES)]
-            passages.append(" ".join(sentences[start:start + count]))
-            start += count
-        if start > len(sentences):
-            raise ValueError(f"topic {label!r}: {len(sentences)} sentences, {start} needed")
+        passages, start = _passages(sentences, 0, per_class_train + per_class_dev)
+        if start > len(sentences):  # too few: dev from the end, training passages regrouped from the rest
+            dev, used = _passages(sentences[::-1], 0, per_class_dev)
+            pool, passages = sentences[:len(sentences) - used], []
+            if used > len(sentences) or not pool:
+                raise ValueError(f"topic {label!r}: {len(sentences)} sentences, {used} needed for dev alone")
+            while len(passages) < per_class_train:
+                rng.shuffle(pool)
+                grouped, _ = _passages(pool, 0, per_class_train - len(passages), whole=True)
+                passages += grouped
+            passages += dev
         splits["train"] += [(text, label) for text in passages[:per_class_train]]
         splits["dev"] += [(text, label) for text in passages[per_class_train:]]
     paths = []
@@ -70,6 +76,19 @@ def write_task(directory, per_class_train, per_class_dev, seed=0):
             writer.writerows(rows)
         paths.append(path)
     return paths
+
+
+def _passages(sentences, start, count, whole=False):
+    """(`count` passages of 1-6 consecutive `sentences` from `start`, the index after the last), sized by
+    PASSAGE_SENTENCES; `whole`: only the passages the sentences fill."""
+    passages = []
+    for i in range(count):
+        size = PASSAGE_SENTENCES[i % len(PASSAGE_SENTENCES)]
+        if whole and start + size > len(sentences):
+            break
+        passages.append(" ".join(sentences[start:start + size]))
+        start += size
+    return passages, start
 
 
 def read_task(path):

@@ -37,9 +37,11 @@ DOT_OPS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", 
 REDUCTION_OPS = frozenset({"Sum", "BiasAddGrad"})
 TF_KERNEL_OPS = DOT_OPS | REDUCTION_OPS
 # An XLA step compiles once per input shape; on a CPU a compile costs about what this many steps on TF's
-# kernels lose to XLA (MiniLM-L6 fine-tuning, batch 32, lengths 16-128, 2 cores: 2-14 steps, 69 at length 16;
-# docs/execution.md), so a run with fewer steps per shape than this runs on TF's kernels.
-STEPS_PER_COMPILE = 16
+# kernels lose to XLA, so a run with fewer steps per shape than this runs on TF's kernels. MiniLM-L6
+# fine-tuning, batch 32, lengths 16-128, 2 cores: a new length's first XLA step costs ~5 s over a steady one
+# (its trace, XLA's lowering and LLVM), and XLA saves ~0.13 s a step over the run's length mix (0.11 s at
+# length 16, 0.4 s at 128), so ~40 steps a shape repay it (docs/execution.md, "Padding").
+STEPS_PER_COMPILE = 40
 # CPU flags of int8 dot-product hardware (u8 x s8 -> s32 in one instruction) that oneDNN's int8 kernels use.
 INT8_CPU_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 

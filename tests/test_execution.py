@@ -51,10 +51,10 @@ def test_accelerator_keeps_xla_for_bf16(cpu, monkeypatch):
 def test_short_runs_over_many_shapes_skip_xla(cpu, monkeypatch, caplog):
     cpu(AVX2_CPU)
     with caplog.at_level(logging.INFO, logger="keras_bert"):
-        assert execution.choose_for_shapes("float32", 127, 8) == "kernels"  # < 16 steps a shape
-    assert "127 train steps over up to 8 batch shapes: TF's kernels" in caplog.text
-    assert execution.choose_for_shapes("float32", 128, 8) == "xla"
-    assert execution.choose_for_shapes("float32", 20, 1) == "xla"
+        assert execution.choose_for_shapes("float32", 319, 8) == "kernels"  # < 40 steps a shape
+    assert "319 train steps over up to 8 batch shapes: TF's kernels" in caplog.text
+    assert execution.choose_for_shapes("float32", 320, 8) == "xla"
+    assert execution.choose_for_shapes("float32", 40, 1) == "xla"
     cpu(BF16_CPU)
     assert execution.choose_for_shapes("mixed_bfloat16", 20, 8) == "fusions"
     monkeypatch.setattr(execution, "has_accelerator", lambda: True)
