@@ -53,15 +53,15 @@ def write_task(directory, per_class_train, per_class_dev, seed=0):
     for label, sentences in topic_sentences().items():
         sentences = list(sentences)
         rng.shuffle(sentences)
-        passages, start = _passages(sentences, 0, per_class_train + per_class_dev)
-        if start > len(sentences):  # too few: dev from the end, training passages regrouped from the rest
-            dev, used = _passages(sentences[::-1], 0, per_class_dev)
+        passages, used = _passages(sentences, per_class_train + per_class_dev)
+        if used > len(sentences):  # too few: dev from the end, training passages regrouped from the rest
+            dev, used = _passages(sentences[::-1], per_class_dev)
             pool, passages = sentences[:len(sentences) - used], []
             if used > len(sentences) or not pool:
                 raise ValueError(f"topic {label!r}: {len(sentences)} sentences, {used} needed for dev alone")
             while len(passages) < per_class_train:
                 rng.shuffle(pool)
-                grouped, _ = _passages(pool, 0, per_class_train - len(passages), whole=True)
+                grouped, _ = _passages(pool, per_class_train - len(passages), whole=True)
                 passages += grouped
             passages += dev
         splits["train"] += [(text, label) for text in passages[:per_class_train]]
@@ -78,17 +78,17 @@ def write_task(directory, per_class_train, per_class_dev, seed=0):
     return paths
 
 
-def _passages(sentences, start, count, whole=False):
-    """(`count` passages of 1-6 consecutive `sentences` from `start`, the index after the last), sized by
-    PASSAGE_SENTENCES; `whole`: only the passages the sentences fill."""
-    passages = []
+def _passages(sentences, count, whole=False):
+    """(`count` passages of 1-6 consecutive `sentences` from the first, sized by PASSAGE_SENTENCES; how many
+    sentences they take); `whole`: only the passages the sentences fill."""
+    passages, used = [], 0
     for i in range(count):
         size = PASSAGE_SENTENCES[i % len(PASSAGE_SENTENCES)]
-        if whole and start + size > len(sentences):
+        if whole and used + size > len(sentences):
             break
-        passages.append(" ".join(sentences[start:start + size]))
-        start += size
-    return passages, start
+        passages.append(" ".join(sentences[used:used + size]))
+        used += size
+    return passages, used
 
 
 def read_task(path):
