@@ -56,7 +56,7 @@ class BertEmbeddings(keras.layers.Layer):
         x = (self.word_embeddings(input_word_ids)
              + ops.expand_dims(ops.cast(positions, self.compute_dtype), 0)
              + self.token_type_embeddings(input_type_ids))
-        x = self.layer_norm(x)
+        x = self.layer_norm(x, training=training)
         return self.dropout(ops.cast(x, self.compute_dtype), training=training)
 
     def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape):

@@ -53,6 +53,30 @@ def test_reproducible_with_the_global_seed_and_identity_at_inference():
     np.testing.assert_array_equal(HashDropout(0.0)(x, training=True), x)
 
 
+def test_the_gradient_is_the_same_mask_and_scale():
+    keras.utils.set_random_seed(5)
+    layer = HashDropout(0.25)
+    x = tf.random.normal((4, 8, 16))
+    upstream = tf.random.normal((4, 8, 16))
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            outputs = layer(x, training=True)
+            loss = tf.reduce_sum(outputs * upstream)
+        return outputs, tape.gradient(loss, x)
+
+    outputs, gradient = step(x)
+    kept = outputs.numpy() != 0
+    assert 0.6 < kept.mean() < 0.9
+    np.testing.assert_allclose(outputs.numpy(), np.where(kept, x.numpy() / 0.75, 0), rtol=1e-6)
+    np.testing.assert_allclose(gradient.numpy(), np.where(kept, upstream.numpy() / 0.75, 0), rtol=1e-6)
+    # No shape arithmetic of a broadcasting select in the traced step's gradient.
+    kinds = [op.type for op in step.get_concrete_function(x).graph.get_operations()]
+    assert "BroadcastGradientArgs" not in kinds
+
+
 def test_bad_rate_and_round_trip(tmp_path):
     with pytest.raises(ValueError, match="rate"):
         HashDropout(1.0)

@@ -22,6 +22,15 @@ EMBEDDINGS = {"vocab_size": 11, "hidden_size": 8, "max_position_embeddings": 7, 
               "initializer_range": 0.5, "layer_norm_eps": 1e-6, "dropout": 0.1}
 
 
+def _answers_and_gradients(layer, inputs, upstream, training):
+    """`layer(*inputs)`, then the gradients of sum(outputs * upstream) in the first input and every weight."""
+    with tf.GradientTape() as tape:
+        tape.watch(inputs[0])
+        outputs = layer(*inputs, training=training)
+        loss = tf.reduce_sum(outputs * upstream)
+    return [outputs, *tape.gradient(loss, [inputs[0], *layer.trainable_variables])]
+
+
 def test_transformer_block(tmp_path):
     bias = keras.ops.convert_to_numpy(attention_bias(MASK))
     run_layer_test(TransformerBlock, BLOCK, (HIDDEN, bias), (2, 5, 8), tmp_path)
@@ -67,6 +76,20 @@ def test_transformer_block_on_real_rows():
         assert bf16._served_float32() is None and block._served_float32() == "padded"
 
 
+def test_a_block_in_training_differentiates_as_autodiff():
+    # Without dropout, training's forward is inference's: its written-out gradients (products, softmax,
+    # LayerNorm) answer as TF's autodiff of inference's ops, for the inputs and every weight.
+    block = TransformerBlock(**{**BLOCK, "hidden_dropout": 0.0, "attention_dropout": 0.0})
+    hidden, bias = tf.constant(HIDDEN), attention_bias(MASK)
+    block(hidden, bias)
+    upstream = tf.constant(RNG.normal(size=HIDDEN.shape).astype("float32"))
+    got = _answers_and_gradients(block, (hidden, bias), upstream, True)
+    want = _answers_and_gradients(block, (hidden, bias), upstream, False)
+    assert len(got) == 2 + len(block.trainable_variables) == 14
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_bert_embeddings(tmp_path):
     run_layer_test(BertEmbeddings, EMBEDDINGS, (IDS, TYPE_IDS), (2, 5, 8), tmp_path)
 
@@ -94,6 +117,39 @@ def test_layer_norm(tmp_path):
     graph = tf.function(layer).get_concrete_function(tf.TensorSpec([None, 384])).graph
     kinds = {op.type for op in graph.get_operations()}
     assert "Square" in kinds and "SquaredDifference" not in kinds
+
+
+def test_layer_norm_in_training_has_autodiffs_gradient_in_fewer_ops():
+    # Training differentiates the written-out gradient; inference's forward ops are differentiated op by op:
+    # the same answers and gradients (inputs, gamma, beta), on [rows, hidden] and [batch, seq, hidden].
+    for shape in ((6, 384), (2, 3, 384)):
+        inputs = tf.constant(RNG.normal(3.0, 2.0, size=shape).astype("float32"))
+        upstream = tf.constant(RNG.normal(size=shape).astype("float32"))
+        layer = LayerNorm(epsilon=1e-12)
+        layer.build(shape)
+        layer.set_weights([RNG.normal(size=384).astype("float32"), RNG.normal(size=384).astype("float32")])
+        for got, want in zip(_answers_and_gradients(layer, (inputs,), upstream, True),
+                             _answers_and_gradients(layer, (inputs,), upstream, False), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-5)
+
+    # A traced train step's LayerNorm gradient: no shape arithmetic of broadcasting ops.
+    layer = LayerNorm(epsilon=1e-12)
+    layer.build((None, 384))
+
+    def gradient_ops(training):
+        @tf.function
+        def step(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                loss = tf.reduce_sum(layer(x, training=training))
+            return tape.gradient(loss, [x, *layer.trainable_variables])
+
+        graph = step.get_concrete_function(tf.TensorSpec([None, 384])).graph
+        return [op.type for op in graph.get_operations()]
+
+    assert "BroadcastGradientArgs" in gradient_ops(False)
+    assert "BroadcastGradientArgs" not in gradient_ops(True)
+    assert len(gradient_ops(True)) < 0.6 * len(gradient_ops(False))  # 48 ops against 93
 
 
 def test_hash_dropout(tmp_path):
