@@ -22,6 +22,8 @@ import keras
 
 # Set while a step is traced in `fusion_scope`.
 _FUSING = contextvars.ContextVar("fusing", default=False)
+# Set while a step is traced to run on TF's kernels (`kernels_scope`).
+_ON_KERNELS = contextvars.ContextVar("on_kernels", default=False)
 
 logger = logging.getLogger("keras_bert")
 
@@ -171,6 +173,23 @@ def in_fusion_scope():
     return _FUSING.get()
 
 
+@contextlib.contextmanager
+def kernels_scope():
+    """Context in which a step is traced to run on TF's kernels (the "kernels" execution): a layer may then
+    compile a chain of elementwise ops that TF would run op by op as one small XLA function
+    (`HashDropout`), where a whole-XLA or fused step would fuse it anyway."""
+    token = _ON_KERNELS.set(True)
+    try:
+        yield
+    finally:
+        _ON_KERNELS.reset(token)
+
+
+def in_kernels_scope():
+    """Whether a step is being traced in `kernels_scope` (to run on TF's kernels)."""
+    return _ON_KERNELS.get()
+
+
 class ChoosesExecution:
     """Mixin for the models holding an `encoder`: their one `compile` asks `_execution_for(jit_compile,
     run_eagerly)` how to run the train, test and predict steps: "auto" (or None) as `choose_execution` finds
@@ -198,6 +217,8 @@ class ChoosesExecution:
             self.jit_compile = self.execution == "xla"
 
     def _scope(self):
+        if self.execution == "kernels":
+            return kernels_scope()
         if self.execution != "fusions":
             return contextlib.nullcontext()
         return fusion_scope(self.optimizer.name if self.optimizer is not None else None)

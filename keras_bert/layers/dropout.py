@@ -14,7 +14,7 @@ integer ops that XLA fuses into the surrounding elementwise code. The per-call s
 import keras
 import tensorflow as tf
 
-from keras_bert.execution import in_fusion_scope
+from keras_bert.execution import in_fusion_scope, in_kernels_scope
 
 _GOLDEN = 0x9E3779B1  # odd: multiplying by it permutes 32-bit integers
 
@@ -72,6 +72,31 @@ def _masked(inputs, keep, scale):
     return masked(inputs)
 
 
+def _dropped(x, seed, threshold, scale):
+    """`where(hash_uniform_bits(shape(x), seed) >= threshold, x * scale, 0)`."""
+    return tf.where(_hash_bits(tf.shape(x), seed) >= threshold, x * scale, tf.zeros([], x.dtype))
+
+
+# `_dropped` compiled by XLA, per input shape: the hash, the comparison and the select in one pass over x. On
+# TF's kernels each of the hash's ~20 elementwise ops is its own pass over a tensor of x's size.
+_dropped_in_xla = tf.function(_dropped, jit_compile=True, autograph=False, reduce_retracing=True)
+
+
+def _dropped_in_one_pass(inputs, seed, threshold, scale):
+    """Dropout for a step on TF's kernels (`execution.kernels_scope`): forward and gradient each one call of
+    `_dropped_in_xla` with the same seed, so the gradient recomputes the mask instead of keeping it. The
+    masks are the graph path's bit for bit (tests/layers/test_dropout.py)."""
+
+    @tf.custom_gradient
+    def dropped(x):
+        def gradient(upstream):
+            return _dropped_in_xla(upstream, seed, threshold, scale)
+
+        return _dropped_in_xla(x, seed, threshold, scale), gradient
+
+    return dropped(inputs)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class HashDropout(keras.layers.Layer):
     """Inverted dropout like `keras.layers.Dropout(rate)`, with hash-derived masks (see module docstring).
@@ -95,10 +120,12 @@ class HashDropout(keras.layers.Layer):
         if not training or self.rate == 0:
             return inputs
         seed = tf.cast(self.seed_generator.next(), tf.int64)
-        bits = tf.ensure_shape(hash_uniform_bits(tf.shape(inputs), seed), inputs.shape)
-        keep = bits >= tf.constant(min(round(self.rate * 2**32), 2**32 - 1), tf.uint32)
+        threshold = tf.constant(min(round(self.rate * 2**32), 2**32 - 1), tf.uint32)
         scale = tf.cast(1.0 / (1.0 - self.rate), inputs.dtype)
-        return _masked(inputs, keep, scale)
+        if in_kernels_scope():
+            return _dropped_in_one_pass(inputs, seed, threshold, scale)
+        bits = tf.ensure_shape(hash_uniform_bits(tf.shape(inputs), seed), inputs.shape)
+        return _masked(inputs, bits >= threshold, scale)
 
     def compute_output_shape(self, input_shape):
         return input_shape

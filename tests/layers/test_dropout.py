@@ -1,5 +1,8 @@
 """HashDropout: the distribution of Keras' inverted dropout, masks from an integer hash."""
 
+import contextlib
+import functools
+
 import keras
 import numpy as np
 import pytest
@@ -105,6 +108,38 @@ def test_a_traced_dropout_calls_the_hash_function():
     assert types.count("BitwiseXor") == 0 and types.count("PartitionedCall") + \
         types.count("StatefulPartitionedCall") == 3
     assert dropped(tf.ones([2, 5, 8])).shape == (2, 5, 8)
+
+
+def test_a_step_on_tf_kernels_drops_in_one_compiled_pass_with_the_same_masks():
+    """Traced in `kernels_scope` (a step on TF's kernels), forward and gradient are each one call of an XLA
+    function, not the hash's ops one by one; the masks are those of the graph path, bit for bit."""
+    from keras_bert.execution import kernels_scope
+
+    x = tf.random.normal((3, 7, 24))
+    upstream = tf.random.normal((3, 7, 24))
+
+    def step(layer, on_kernels):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            with kernels_scope() if on_kernels else contextlib.nullcontext():
+                outputs = layer(x, training=True)
+            loss = tf.reduce_sum(outputs * upstream)
+        return outputs, tape.gradient(loss, x)
+
+    graph_path = tf.function(functools.partial(step, HashDropout(0.3, seed=3), False))
+    kernels_path = tf.function(functools.partial(step, HashDropout(0.3, seed=3), True))
+    for (outputs, gradient), (want_outputs, want_gradient) in zip(
+            (kernels_path(), kernels_path()), (graph_path(), graph_path()), strict=True):
+        np.testing.assert_array_equal(outputs, want_outputs)
+        np.testing.assert_array_equal(gradient, want_gradient)
+    kept = outputs.numpy() != 0
+    assert 0.55 < kept.mean() < 0.85
+    np.testing.assert_allclose(gradient, np.where(kept, upstream.numpy() / 0.7, 0), rtol=1e-6)
+
+    ops = kernels_path.get_concrete_function().graph.get_operations()
+    calls = [op for op in ops if op.type in ("PartitionedCall", "StatefulPartitionedCall")]
+    assert not [op for op in ops if op.type == "BitwiseXor"]
+    assert len(calls) == 2 and all(op.get_attr("_XlaMustCompile") for op in calls)
 
 
 def test_a_dropout_traced_for_xla_fusions_builds_the_hash_inline_and_marked():
