@@ -160,12 +160,9 @@ def fusion_scope(optimizer_name=None):
         return node_def.op not in TF_KERNEL_OPS and not (
             scope and (node_def.name.startswith(scope) or f"/{scope}" in node_def.name))
 
-    token = _FUSING.set(True)
-    try:
-        with tf.xla.experimental.jit_scope(compile_ops=compile_op, separate_compiled_gradients=False):
-            yield
-    finally:
-        _FUSING.reset(token)
+    with _set(_FUSING), tf.xla.experimental.jit_scope(compile_ops=compile_op,
+                                                      separate_compiled_gradients=False):
+        yield
 
 
 def in_fusion_scope():
@@ -173,16 +170,21 @@ def in_fusion_scope():
     return _FUSING.get()
 
 
-@contextlib.contextmanager
 def kernels_scope():
     """Context in which a step is traced to run on TF's kernels (the "kernels" execution): a layer may then
     compile a chain of elementwise ops that TF would run op by op as one small XLA function
     (`HashDropout`), where a whole-XLA or fused step would fuse it anyway."""
-    token = _ON_KERNELS.set(True)
+    return _set(_ON_KERNELS)
+
+
+@contextlib.contextmanager
+def _set(flag):
+    """`flag` (a boolean ContextVar) True within this context."""
+    token = flag.set(True)
     try:
         yield
     finally:
-        _ON_KERNELS.reset(token)
+        flag.reset(token)
 
 
 def in_kernels_scope():
