@@ -20,6 +20,8 @@ import logging
 
 import keras
 
+from keras_bert.contexts import setting
+
 # Set while a step is traced in `fusion_scope`.
 _FUSING = contextvars.ContextVar("fusing", default=False)
 # Set while a step is traced to run on TF's kernels (`kernels_scope`).
@@ -160,8 +162,8 @@ def fusion_scope(optimizer_name=None):
         return node_def.op not in TF_KERNEL_OPS and not (
             scope and (node_def.name.startswith(scope) or f"/{scope}" in node_def.name))
 
-    with _set(_FUSING), tf.xla.experimental.jit_scope(compile_ops=compile_op,
-                                                      separate_compiled_gradients=False):
+    with setting(_FUSING), tf.xla.experimental.jit_scope(compile_ops=compile_op,
+                                                         separate_compiled_gradients=False):
         yield
 
 
@@ -174,17 +176,7 @@ def kernels_scope():
     """Context in which a step is traced to run on TF's kernels (the "kernels" execution): a layer may then
     compile a chain of elementwise ops that TF would run op by op as one small XLA function
     (`HashDropout`), where a whole-XLA or fused step would fuse it anyway."""
-    return _set(_ON_KERNELS)
-
-
-@contextlib.contextmanager
-def _set(flag):
-    """`flag` (a boolean ContextVar) True within this context."""
-    token = flag.set(True)
-    try:
-        yield
-    finally:
-        flag.reset(token)
+    return setting(_ON_KERNELS)
 
 
 def in_kernels_scope():

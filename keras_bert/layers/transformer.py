@@ -1,6 +1,5 @@
 """The paper's post-LayerNorm transformer block, with one fused query/key/value projection."""
 
-import contextlib
 import contextvars
 import math
 
@@ -9,6 +8,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert import compat
+from keras_bert.contexts import setting
 from keras_bert.layers.dropout import HashDropout
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.layer_norm import LayerNorm
@@ -32,15 +32,10 @@ _SQRT_HALF = 0.7071067811865476
 _LITERT_GELU = contextvars.ContextVar("litert_gelu", default=False)
 
 
-@contextlib.contextmanager
 def litert_gelu():
     """Within this context, the exact GELU is traced in the op order LiteRT's converter fuses into its GELU
     builtin, `(x * 0.5) * (erf(x / sqrt 2) + 1)`: it has no kernel for a lone Erf."""
-    token = _LITERT_GELU.set(True)
-    try:
-        yield
-    finally:
-        _LITERT_GELU.reset(token)
+    return setting(_LITERT_GELU)
 
 
 def _gelu_exact(x):
@@ -68,7 +63,6 @@ ACTIVATIONS = {
 _SERVED_ROWS = contextvars.ContextVar("served_rows", default=None)
 
 
-@contextlib.contextmanager
 def real_rows(gather=True):
     """Within this context, a `TransformerBlock` with float32 matmuls runs its Dense layers, LayerNorms and
     residuals on the real (unpadded) tokens of the batch only, gathered by the attention bias; attention
@@ -81,11 +75,7 @@ def real_rows(gather=True):
     `gather=False` (a lone row's run: at most 7 padded positions, fewer than the gathers and scatters
     cost) keeps the float32 blocks on the padded rows and zeroes their output at padded positions, so a
     text answers the same alone as in a batch."""
-    token = _SERVED_ROWS.set("gather" if gather else "padded")
-    try:
-        yield
-    finally:
-        _SERVED_ROWS.reset(token)
+    return setting(_SERVED_ROWS, "gather" if gather else "padded")
 
 
 def served_layout():

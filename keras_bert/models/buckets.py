@@ -18,12 +18,12 @@ padding traced once), which calls the model's one graph function (`Serving.serve
 and weights once per export, the served fusions of docs/serving.md inside it).
 """
 
-import contextlib
 import contextvars
 
 import tensorflow as tf
 
 from keras_bert import compat
+from keras_bert.contexts import setting
 from keras_bert.layers.transformer import real_rows
 
 # Served text is packed to a multiple of this (fewer distinct shapes); keras_bert.models.serving uses it.
@@ -37,16 +37,11 @@ RUN_COST = 32
 _ONE_GRAPH = contextvars.ContextVar("one_graph", default=False)
 
 
-@contextlib.contextmanager
 def one_graph():
     """Within this context, a served function is traced as one graph for a converter that takes neither
     function calls nor the buckets' sort and search ops (LiteRT): the model inline (`Serving.served_call`)
     on the whole batch (`model_outputs`)."""
-    token = _ONE_GRAPH.set(True)
-    try:
-        yield
-    finally:
-        _ONE_GRAPH.reset(token)
+    return setting(_ONE_GRAPH)
 
 
 def in_one_graph():

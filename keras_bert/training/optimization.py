@@ -5,7 +5,6 @@ LayerNorm parameters and biases (as the original `AdamWeightDecayOptimizer`); gr
 their global norm AFTER the cross-replica sum, so an N-replica step equals the single-device step.
 """
 
-import contextlib
 import contextvars
 
 import keras
@@ -13,6 +12,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert import compat
+from keras_bert.contexts import setting
 from keras_bert.training.defaults import FINETUNING
 
 # Within `AdamW.update_scope`: (the optimizer, {dtype: its step's scalars}).
@@ -153,16 +153,11 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
                                                   * tf.cast(self.weight_decay, variable.dtype))
                 variable.assign(variable * keep[variable.dtype])
 
-    @contextlib.contextmanager
     def update_scope(self):
         # The step's scalars are made once per dtype while Keras calls `update_step` for each variable (a
         # traced step of MiniLM: 81 variables; per variable they were a fifth of the step's trace). Kept in a
         # context variable, not an attribute: an optimizer's attributes are its checkpoint's dependencies.
-        token = _STEP_SCALARS.set((self, {}))
-        try:
-            yield
-        finally:
-            _STEP_SCALARS.reset(token)
+        return setting(_STEP_SCALARS, (self, {}))
 
     def _scalars(self, dtype, learning_rate):
         """(learning rate, beta_1, beta_2, their powers at this step, epsilon) as `dtype` tensors; made once
