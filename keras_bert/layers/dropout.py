@@ -56,18 +56,14 @@ _hash_uniform_bits = tf.function(_hash_bits, input_signature=[tf.TensorSpec([Non
                                                               tf.TensorSpec([2], tf.int64)], autograph=False)
 
 
-def _masked(inputs, keep, scale):
-    """`where(keep, inputs * scale, 0)`; its gradient is the same mask on the upstream gradient, 2 ops.
-    Differentiated op by op, the select and the product are 14 (a broadcasting select's shape arithmetic and
-    reductions), traced and optimised before a run's first step."""
-    zero = tf.zeros([], inputs.dtype)
+def _self_adjoint(inputs, mask):
+    """`mask(inputs)` for an elementwise mask-and-scale, differentiated as `mask(upstream)`: dropout's
+    gradient is its own mask and scale. TF's gradient of the select and the product is 14 ops (a broadcasting
+    select's shape arithmetic and reductions), traced and optimised before a run's first step."""
 
     @tf.custom_gradient
     def masked(x):
-        def gradient(upstream):
-            return tf.where(keep, upstream * scale, zero)
-
-        return tf.where(keep, x * scale, zero), gradient
+        return mask(x), mask
 
     return masked(inputs)
 
@@ -80,21 +76,6 @@ def _dropped(x, seed, threshold, scale):
 # `_dropped` compiled by XLA, per input shape: the hash, the comparison and the select in one pass over x. On
 # TF's kernels each of the hash's ~20 elementwise ops is its own pass over a tensor of x's size.
 _dropped_in_xla = tf.function(_dropped, jit_compile=True, autograph=False, reduce_retracing=True)
-
-
-def _dropped_in_one_pass(inputs, seed, threshold, scale):
-    """Dropout for a step on TF's kernels (`execution.kernels_scope`): forward and gradient each one call of
-    `_dropped_in_xla` with the same seed, so the gradient recomputes the mask instead of keeping it. The
-    masks are the graph path's bit for bit (tests/layers/test_dropout.py)."""
-
-    @tf.custom_gradient
-    def dropped(x):
-        def gradient(upstream):
-            return _dropped_in_xla(upstream, seed, threshold, scale)
-
-        return _dropped_in_xla(x, seed, threshold, scale), gradient
-
-    return dropped(inputs)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -123,9 +104,13 @@ class HashDropout(keras.layers.Layer):
         threshold = tf.constant(min(round(self.rate * 2**32), 2**32 - 1), tf.uint32)
         scale = tf.cast(1.0 / (1.0 - self.rate), inputs.dtype)
         if in_kernels_scope():
-            return _dropped_in_one_pass(inputs, seed, threshold, scale)
-        bits = tf.ensure_shape(hash_uniform_bits(tf.shape(inputs), seed), inputs.shape)
-        return _masked(inputs, bits >= threshold, scale)
+            # A step on TF's kernels (`execution.kernels_scope`): forward and gradient each one call of
+            # `_dropped_in_xla` with the same seed, the gradient's mask recomputed, not kept; the masks are
+            # the graph path's bit for bit (tests/layers/test_dropout.py).
+            return _self_adjoint(inputs, lambda x: _dropped_in_xla(x, seed, threshold, scale))
+        keep = tf.ensure_shape(hash_uniform_bits(tf.shape(inputs), seed), inputs.shape) >= threshold
+        zero = tf.zeros([], inputs.dtype)
+        return _self_adjoint(inputs, lambda x: tf.where(keep, x * scale, zero))
 
     def compute_output_shape(self, input_shape):
         return input_shape

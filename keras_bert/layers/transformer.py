@@ -111,8 +111,14 @@ def _product(a, b, transpose_b=False):
     return product(a, b)
 
 
+def _plain_product(a, b, transpose_b=False):
+    """`_product` differentiated by TF: inference's ops."""
+    return ops.matmul(a, ops.swapaxes(b, -1, -2) if transpose_b else b)
+
+
 def _sum(a, b):
-    """a + b for operands of one shape, as AddN."""
+    """a + b for operands of one shape, as AddN: its gradient is the upstream one as it is, where an AddV2's,
+    traced with unknown shapes, carries a broadcast's shape arithmetic and reductions (7 ops)."""
     return tf.add_n([a, b])
 
 
@@ -130,6 +136,11 @@ def _softmax_of_scores(scores, bias):
         return probs, gradient
 
     return softmax(scores)
+
+
+def _plain_softmax(scores, bias):
+    """`_softmax_of_scores` differentiated by TF: inference's ops."""
+    return ops.softmax(scores + bias, axis=-1)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -210,26 +221,21 @@ class TransformerBlock(keras.layers.Layer):
         # [rows, 3 * hidden] -> [3, batch, heads, seq, head_size]: one transpose for query, key and value.
         qkv = ops.reshape(qkv, (batch, seq, 3, self.num_attention_heads, self.head_size))
         query, key, value = ops.unstack(ops.transpose(qkv, (2, 0, 3, 1, 4)), 3, axis=0)
-        scale = ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
-        if training:
-            # The same products and softmax, with their gradients written out (`_attention_products`).
-            scores = ops.multiply(_product(query, key, transpose_b=True), scale)
-            probs = _softmax_of_scores(ops.cast(scores, "float32"), ops.cast(bias, "float32"))
-        else:
-            # q @ k^T (the transpose folds into the batched matmul), scaled: [batch, heads, seq, seq].
-            scores = ops.multiply(ops.matmul(query, ops.swapaxes(key, -1, -2)), scale)
-            probs = ops.softmax(ops.cast(scores, "float32") + ops.cast(bias, "float32"), axis=-1)
+        # Training differentiates the products, the softmax and the residual sums with their gradients
+        # written out; inference traces the plain ops (the same forward values).
+        product, softmax, add = (_product, _softmax_of_scores, _sum) if training else (
+            _plain_product, _plain_softmax, ops.add)
+        # q @ k^T (the transpose folds into the batched matmul), scaled: [batch, heads, seq, seq].
+        scores = ops.multiply(product(query, key, transpose_b=True),
+                              ops.cast(1.0 / math.sqrt(self.head_size), query.dtype))
+        probs = softmax(ops.cast(scores, "float32"), ops.cast(bias, "float32"))
         probs = self.attention_probs_dropout(ops.cast(probs, self.compute_dtype), training=training)
-        context = _product(probs, value) if training else ops.matmul(probs, value)
-        context = ops.transpose(context, (0, 2, 1, 3))  # [batch, seq, heads, head_size]
+        context = ops.transpose(product(probs, value), (0, 2, 1, 3))  # [batch, seq, heads, head_size]
         context = ops.reshape(context, (-1, self.hidden_size))
         if real is not None:
             context = ops.take(context, real, axis=0)
 
         attended = self.attention_output_dropout(self.attention_output(context), training=training)
-        # Training adds the residuals with AddN, whose gradient is the upstream one as it is: an AddV2's,
-        # traced with unknown shapes, carries a broadcast's shape arithmetic and reductions (7 ops).
-        add = _sum if training else ops.add
         attended = self.attention_layer_norm(add(ops.cast(rows, "float32"), ops.cast(attended, "float32")),
                                              training=training)
         attended_c = ops.cast(attended, self.compute_dtype)
