@@ -1,12 +1,28 @@
 """The masked-LM head (the pooler and the next-sentence classifier are plain Dense layers in models/)."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_bert import compat
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.layer_norm import LayerNorm
-from keras_bert.layers.transformer import ACTIVATIONS
+from keras_bert.layers.transformer import ACTIVATIONS, training_gradients
+
+
+@tf.custom_gradient
+def _biased_in_float32(logits, bias):
+    """float32(`logits`) + `bias` for low-precision logits [..., vocab], differentiated in their dtype: the
+    upstream gradient is cast once, and the bias's is the product of a row of ones with it (the matmul
+    accumulates in float32), so no float32 gradient of the vocab-sized logits is kept for a reduction."""
+
+    def gradient(upstream):
+        d_logits = tf.cast(upstream, logits.dtype)
+        rows = tf.reshape(d_logits, (-1, tf.shape(d_logits)[-1]))
+        ones = tf.ones((1, tf.shape(rows)[0]), logits.dtype)
+        return d_logits, tf.cast(tf.linalg.matmul(ones, rows)[0], bias.dtype)
+
+    return tf.cast(logits, bias.dtype) + bias, gradient
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -43,14 +59,25 @@ class MaskedLMHead(keras.layers.Layer):
             name="output_bias", shape=(self.embedding_layer.input_dim,), initializer="zeros")
         self.built = True
 
-    def call(self, sequence_output, masked_lm_positions):
+    def call(self, sequence_output, masked_lm_positions, training=None):
         gathered = ops.take_along_axis(
             sequence_output, ops.expand_dims(ops.cast(masked_lm_positions, "int32"), -1), axis=1)
-        x = self.layer_norm(self.transform(gathered))
+        with training_gradients(training):
+            transformed = self.transform(gathered)
+        x = self.layer_norm(transformed, training=training)
         x = ops.cast(x, self.compute_dtype)
         embeddings = ops.cast(compat.float_embeddings(self.embedding_layer), self.compute_dtype)
-        logits = ops.matmul(x, ops.transpose(embeddings))
-        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+        bias = ops.cast(self.output_bias, "float32")
+        if not training:
+            return ops.cast(ops.matmul(x, ops.transpose(embeddings)), "float32") + bias
+        # Training: one 2-D product with the table as it is stored, so the table's gradient comes out of its
+        # matmul as [vocab, hidden] (a transposed operand's gradient is a [hidden, vocab] product and a
+        # transpose); low-precision logits keep their gradient in their dtype (`_biased_in_float32`).
+        rows = tf.linalg.matmul(tf.reshape(x, (-1, x.shape[-1])), embeddings, transpose_b=True)
+        logits = tf.reshape(rows, tf.concat([tf.shape(x)[:-1], tf.shape(embeddings)[:1]], 0))
+        if logits.dtype != tf.float32:
+            return _biased_in_float32(logits, bias)
+        return logits + bias
 
     def get_config(self):
         config = super().get_config()

@@ -38,10 +38,39 @@ def litert_gelu():
     return setting(_LITERT_GELU)
 
 
+# Set while a layer's training forward is traced (`training_gradients`).
+_TRAINING_GRADIENTS = contextvars.ContextVar("training_gradients", default=False)
+
+
+def training_gradients(training=True):
+    """Within this context (when `training`), the activations trace their training form: GELU with its
+    gradient written out (`_gelu_with_gradient`). Inference traces the plain ops."""
+    return setting(_TRAINING_GRADIENTS, bool(training))
+
+
+_INV_SQRT_2PI = 0.3989422804014327
+
+
+@tf.custom_gradient
+def _gelu_with_gradient(x):
+    """x * Phi(x) with d/dx = Phi(x) + x * phi(x) written out. TF's gradient of erf is
+    `exp(-square(x))`, a chain of unary ops that grappler fuses into a _UnaryOpsComposition, which XLA
+    cannot compile: in a fused step it ran on TF's kernels and split the layer's XLA cluster."""
+    cdf = (tf.math.erf(x * _SQRT_HALF) + 1.0) * 0.5
+
+    def gradient(upstream):
+        return upstream * (cdf + x * tf.exp(x * x * -0.5) * _INV_SQRT_2PI)
+
+    return cdf * x, gradient
+
+
 def _gelu_exact(x):
     """x * Phi(x) written as `x * ((erf(x / sqrt 2) + 1) * 0.5)` on purpose: after a Dense's MatMul and
     BiasAdd, grappler's oneDNN remapper fuses exactly this op pattern into one _FusedMatMul (Keras's own
-    gelu, `0.5 * x * erfc(-x / sqrt 2)`, stays four separate ops); within `litert_gelu`, LiteRT's order."""
+    gelu, `0.5 * x * erfc(-x / sqrt 2)`, stays four separate ops); within `litert_gelu`, LiteRT's order;
+    within `training_gradients`, `_gelu_with_gradient`."""
+    if _TRAINING_GRADIENTS.get():
+        return _gelu_with_gradient(x)
     erf_plus_one = ops.add(ops.erf(ops.multiply(x, _SQRT_HALF)), 1.0)
     if _LITERT_GELU.get():
         return ops.multiply(ops.multiply(x, 0.5), erf_plus_one)
@@ -240,7 +269,9 @@ class TransformerBlock(keras.layers.Layer):
                                              training=training)
         attended_c = ops.cast(attended, self.compute_dtype)
 
-        ffn = self.output_dropout(self.output_dense(self.intermediate(attended_c)), training=training)
+        with training_gradients(training):
+            intermediate = self.intermediate(attended_c)
+        ffn = self.output_dropout(self.output_dense(intermediate), training=training)
         out = self.output_layer_norm(add(attended, ops.cast(ffn, "float32")), training=training)
         if real is not None:
             out = ops.scatter(real[:, None], out, (batch * seq, self.hidden_size))

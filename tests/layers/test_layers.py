@@ -4,6 +4,7 @@ import functools
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_bert.layers import BertEmbeddings, HashDropout, MaskedLMHead, TransformerBlock, attention_bias
@@ -76,10 +77,12 @@ def test_transformer_block_on_real_rows():
         assert bf16._served_float32() is None and block._served_float32() == "padded"
 
 
-def test_a_block_in_training_differentiates_as_autodiff():
+@pytest.mark.parametrize("activation", ["gelu_tanh", "gelu"])
+def test_a_block_in_training_differentiates_as_autodiff(activation):
     # Without dropout, training's forward is inference's: its written-out gradients (products, softmax,
-    # LayerNorm) answer as TF's autodiff of inference's ops, for the inputs and every weight.
-    block = TransformerBlock(**{**BLOCK, "hidden_dropout": 0.0, "attention_dropout": 0.0})
+    # LayerNorm, the exact GELU) answer as TF's autodiff of inference's ops, for the inputs and every weight.
+    block = TransformerBlock(**{**BLOCK, "hidden_act": activation, "hidden_dropout": 0.0,
+                                "attention_dropout": 0.0})
     hidden, bias = tf.constant(HIDDEN), attention_bias(MASK)
     block(hidden, bias)
     upstream = tf.constant(RNG.normal(size=HIDDEN.shape).astype("float32"))
@@ -164,6 +167,38 @@ def test_masked_lm_head(tmp_path):
     run_layer_test(MaskedLMHead, {"hidden_act": "relu", "initializer_range": 0.5, "layer_norm_eps": 1e-6},
                    (HIDDEN, positions), (2, 2, 11), tmp_path, mixed_output_dtype="float32",
                    rebuild_kwargs={"embedding_layer": word_embeddings})
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_the_masked_lm_head_in_training_answers_and_differentiates_as_autodiff(policy):
+    # Training multiplies by the stored table (its gradient comes out [vocab, hidden]) and, in bf16, keeps
+    # the logits' gradient in bf16 with the bias's from a product with ones: the same logits, and TF's
+    # autodiff of inference's ops for the input, the table and every head weight (to bf16's rounding).
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        table = keras.layers.Embedding(11, 8)
+        table.build(None)
+        head = MaskedLMHead(table, hidden_act="gelu", initializer_range=0.5, layer_norm_eps=1e-6)
+        hidden, positions = tf.constant(HIDDEN), tf.constant([[0, 4, 1], [2, 2, 3]])
+        head(hidden, positions)
+        head.output_bias.assign(RNG.normal(size=11).astype("float32"))
+        upstream = tf.constant(RNG.normal(size=(2, 3, 11)).astype("float32"))
+
+        def answers(training):
+            with tf.GradientTape() as tape:
+                tape.watch(hidden)
+                logits = head(hidden, positions, training=training)
+                loss = tf.reduce_sum(logits * upstream)
+            return [logits, *tape.gradient(loss, [hidden, *head.trainable_variables])]
+
+        got, want = answers(True), answers(False)
+        assert any(v is table.embeddings for v in head.trainable_variables)  # tied: the head tracks it
+        assert got[0].dtype == tf.float32 and len(got) == 2 + len(head.trainable_variables) == 8
+        tolerance = {"rtol": 1e-5, "atol": 1e-6} if policy == "float32" else {"rtol": 2e-2, "atol": 2e-2}
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_allclose(tf.cast(a, tf.float32), tf.cast(b, tf.float32), **tolerance)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
 
 
 def test_building_an_encoder_traces_no_block(tiny_config, monkeypatch):

@@ -85,6 +85,17 @@ def test_pretrainer_loss_matches_hand_computation(tiny_config):
     assert expected == 0.6
     np.testing.assert_allclose(float(model.masked_lm_accuracy.result()), expected, rtol=1e-6)
 
+    # The loss's gradient in the logits (written out, not TF's): (softmax - one_hot) * weight / total weight.
+    watched = tf.constant(outputs["masked_lm_logits"])
+    with tf.GradientTape() as tape:
+        tape.watch(watched)
+        loss = model.compute_loss(x=x, y_pred={**outputs, "masked_lm_logits": watched})
+    softmax = np.exp(logits - logits.max(-1, keepdims=True))
+    softmax /= softmax.sum(-1, keepdims=True)
+    one_hot = np.eye(60)[x["masked_lm_ids"]]
+    want = (softmax - one_hot) * w[..., None] / (w.sum() + 1e-5)
+    np.testing.assert_allclose(tape.gradient(loss, watched), want, atol=1e-6)
+
 
 def test_pretrainer_fits_with_one_dict_dataset_and_reports_metrics(tiny_config):
     model = kb.BertPretrainer(kb.BertEncoder(tiny_config))

@@ -26,6 +26,28 @@ def _global_sum(value):
     return value
 
 
+@tf.custom_gradient
+def _cross_entropy_and_top(logits, ids):
+    """Per-row softmax cross-entropy of float32 `logits` [..., vocab] against int `ids` [...], and 1.0 where
+    the label's logit is the row's maximum (0.0 elsewhere; ties count as correct). The gradient is
+    `softmax - one_hot(ids)`, recomputed from the logits and each row's log-sum-exp: the softmax is never
+    kept. Written with LogSoftmax and Max (no Sum op), so a fused step compiles it whole (Sum runs on TF's
+    kernels there, `execution.REDUCTION_OPS`)."""
+    batch_dims = len(ids.shape)
+    label_logit = tf.gather(logits, ids, batch_dims=batch_dims)
+    loss = -tf.gather(tf.nn.log_softmax(logits), ids, batch_dims=batch_dims)
+    log_sum = label_logit + loss
+    top = tf.cast(label_logit >= tf.reduce_max(logits, axis=-1), logits.dtype)
+
+    def gradient(d_loss, d_top):
+        del d_top  # an indicator: no gradient
+        probabilities = tf.exp(logits - log_sum[..., None])
+        one_hot = tf.one_hot(ids, tf.shape(logits)[-1], dtype=logits.dtype)
+        return (probabilities - one_hot) * d_loss[..., None], None
+
+    return (loss, top), gradient
+
+
 @register
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertPretrainer(EncoderTaskModel):
@@ -155,14 +177,9 @@ class BertPretrainer(EncoderTaskModel):
         weights = ops.cast(x["masked_lm_weights"], "float32")
         if row_weight is not None:
             weights = weights * row_weight[:, None]
-        per_token = keras.losses.sparse_categorical_crossentropy(ids, logits, from_logits=True)
+        per_token, correct = _cross_entropy_and_top(logits, ids)
         local_weight = ops.sum(weights)
         mlm_loss = ops.sum(per_token * weights) / (masked_lm_weight + 1e-5)
-        # Correct where the label's logit is the row maximum: a plain max-reduce, where argmax's (value,
-        # index) reduce over the vocab is not vectorized by XLA on CPU (~10% of a mini step). Differs only on
-        # exact ties.
-        label_logit = ops.take_along_axis(logits, ops.expand_dims(ids, -1), axis=-1)[..., 0]
-        correct = ops.cast(label_logit >= ops.max(logits, axis=-1), "float32")
         num_replicas = tf.distribute.get_strategy().num_replicas_in_sync
         # A step's part weighs 1/parts in the loss means, so that they record the step's whole loss once.
         self.masked_lm_loss_tracker.update_state(mlm_loss * num_replicas * parts, sample_weight=1.0 / parts)
