@@ -7,20 +7,18 @@ from keras import ops
 from keras_bert import compat
 from keras_bert.layers.initializers import truncated_normal
 from keras_bert.layers.layer_norm import LayerNorm
-from keras_bert.layers.transformer import ACTIVATIONS, training_gradients
+from keras_bert.layers.transformer import ACTIVATIONS, column_sums, dense_in_training
 
 
 @tf.custom_gradient
 def _biased_in_float32(logits, bias):
-    """float32(`logits`) + `bias` for low-precision logits [..., vocab], differentiated in their dtype: the
-    upstream gradient is cast once, and the bias's is the product of a row of ones with it (the matmul
-    accumulates in float32), so no float32 gradient of the vocab-sized logits is kept for a reduction."""
+    """float32(`logits`) + `bias` for low-precision logits [rows, vocab], differentiated in their dtype: the
+    upstream gradient is cast once, and the bias's is its `column_sums`, so no float32 gradient of the
+    vocab-sized logits is kept for a reduction."""
 
     def gradient(upstream):
         d_logits = tf.cast(upstream, logits.dtype)
-        rows = tf.reshape(d_logits, (-1, tf.shape(d_logits)[-1]))
-        ones = tf.ones((1, tf.shape(rows)[0]), logits.dtype)
-        return d_logits, tf.cast(tf.linalg.matmul(ones, rows)[0], bias.dtype)
+        return d_logits, tf.cast(column_sums(d_logits), bias.dtype)
 
     return tf.cast(logits, bias.dtype) + bias, gradient
 
@@ -62,7 +60,10 @@ class MaskedLMHead(keras.layers.Layer):
     def call(self, sequence_output, masked_lm_positions, training=None):
         gathered = ops.take_along_axis(
             sequence_output, ops.expand_dims(ops.cast(masked_lm_positions, "int32"), -1), axis=1)
-        with training_gradients(training):
+        if training:
+            rows = dense_in_training(self.transform, tf.reshape(gathered, (-1, gathered.shape[-1])))
+            transformed = tf.reshape(rows, tf.shape(gathered))
+        else:
             transformed = self.transform(gathered)
         x = self.layer_norm(transformed, training=training)
         x = ops.cast(x, self.compute_dtype)
@@ -74,10 +75,8 @@ class MaskedLMHead(keras.layers.Layer):
         # matmul as [vocab, hidden] (a transposed operand's gradient is a [hidden, vocab] product and a
         # transpose); low-precision logits keep their gradient in their dtype (`_biased_in_float32`).
         rows = tf.linalg.matmul(tf.reshape(x, (-1, x.shape[-1])), embeddings, transpose_b=True)
-        logits = tf.reshape(rows, tf.concat([tf.shape(x)[:-1], tf.shape(embeddings)[:1]], 0))
-        if logits.dtype != tf.float32:
-            return _biased_in_float32(logits, bias)
-        return logits + bias
+        rows = _biased_in_float32(rows, bias) if rows.dtype != tf.float32 else rows + bias
+        return tf.reshape(rows, tf.concat([tf.shape(x)[:-1], tf.shape(embeddings)[:1]], 0))
 
     def get_config(self):
         config = super().get_config()

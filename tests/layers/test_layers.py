@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from keras_bert.layers import BertEmbeddings, HashDropout, MaskedLMHead, TransformerBlock, attention_bias
 from keras_bert.layers.layer_norm import LayerNorm
-from keras_bert.layers.transformer import real_rows
+from keras_bert.layers.transformer import column_sums, real_rows
 from tests.harness import run_layer_test
 
 RNG = np.random.default_rng(0)
@@ -28,7 +28,7 @@ def _answers_and_gradients(layer, inputs, upstream, training):
     with tf.GradientTape() as tape:
         tape.watch(inputs[0])
         outputs = layer(*inputs, training=training)
-        loss = tf.reduce_sum(outputs * upstream)
+        loss = tf.reduce_sum(tf.cast(outputs, upstream.dtype) * upstream)
     return [outputs, *tape.gradient(loss, [inputs[0], *layer.trainable_variables])]
 
 
@@ -77,20 +77,36 @@ def test_transformer_block_on_real_rows():
         assert bf16._served_float32() is None and block._served_float32() == "padded"
 
 
-@pytest.mark.parametrize("activation", ["gelu_tanh", "gelu"])
-def test_a_block_in_training_differentiates_as_autodiff(activation):
+@pytest.mark.parametrize("activation, policy", [("gelu_tanh", "float32"), ("gelu", "float32"),
+                                                ("gelu", "mixed_bfloat16")])
+def test_a_block_in_training_differentiates_as_autodiff(activation, policy):
     # Without dropout, training's forward is inference's: its written-out gradients (products, softmax,
-    # LayerNorm, the exact GELU) answer as TF's autodiff of inference's ops, for the inputs and every weight.
-    block = TransformerBlock(**{**BLOCK, "hidden_act": activation, "hidden_dropout": 0.0,
-                                "attention_dropout": 0.0})
-    hidden, bias = tf.constant(HIDDEN), attention_bias(MASK)
-    block(hidden, bias)
-    upstream = tf.constant(RNG.normal(size=HIDDEN.shape).astype("float32"))
-    got = _answers_and_gradients(block, (hidden, bias), upstream, True)
-    want = _answers_and_gradients(block, (hidden, bias), upstream, False)
+    # LayerNorm, the exact GELU, in bf16 the Dense biases') answer as TF's autodiff of inference's ops, for
+    # the inputs and every weight (in bf16 to its rounding).
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        block = TransformerBlock(**{**BLOCK, "hidden_act": activation, "hidden_dropout": 0.0,
+                                    "attention_dropout": 0.0})
+        hidden, bias = tf.constant(HIDDEN), attention_bias(MASK)
+        block(hidden, bias)
+        upstream = tf.constant(RNG.normal(size=HIDDEN.shape).astype("float32"))
+        got = _answers_and_gradients(block, (hidden, bias), upstream, True)
+        want = _answers_and_gradients(block, (hidden, bias), upstream, False)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
     assert len(got) == 2 + len(block.trainable_variables) == 14
+    tolerance = {"rtol": 1e-5, "atol": 1e-6} if policy == "float32" else {"rtol": 2e-2, "atol": 2e-2}
     for a, b in zip(got, want, strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(tf.cast(a, tf.float32), tf.cast(b, tf.float32), **tolerance)
+
+
+def test_column_sums_accumulate_in_float32():
+    # A bf16 training step's bias gradients: over 4096 rows only the result's rounding is lost (TF's own
+    # bf16 BiasAddGrad accumulates in bf16 on CPU: ~20% relative error on these rows).
+    rows = tf.cast(RNG.normal(size=(4096, 64)) * 1e-3 + 2e-4, tf.bfloat16)
+    exact = rows.numpy().astype("float64").sum(0)
+    got = tf.cast(column_sums(rows), tf.float64).numpy()
+    assert np.linalg.norm(got - exact) / np.linalg.norm(exact) < 4e-3
 
 
 def test_bert_embeddings(tmp_path):
