@@ -281,8 +281,9 @@ class TransformerBlock(keras.layers.Layer):
         # Training differentiates the products, the softmax, the residual sums and the Dense layers' biases
         # and activation with their gradients written out; inference traces the plain ops (the same
         # forward values).
-        product, softmax, add, dense = (_product, _softmax_of_scores, _sum, dense_in_training) if training else (
-            _plain_product, _plain_softmax, ops.add, _plain_dense)
+        product, softmax, add, dense = (
+            (_product, _softmax_of_scores, _sum, dense_in_training) if training
+            else (_plain_product, _plain_softmax, ops.add, _plain_dense))
         qkv = dense(self.qkv, rows)
         if real is not None:
             qkv = ops.scatter(real[:, None], qkv, (batch * seq, 3 * self.hidden_size))
@@ -304,7 +305,8 @@ class TransformerBlock(keras.layers.Layer):
                                              training=training)
         attended_c = ops.cast(attended, self.compute_dtype)
 
-        ffn = self.output_dropout(dense(self.output_dense, dense(self.intermediate, attended_c)), training=training)
+        ffn = self.output_dropout(dense(self.output_dense, dense(self.intermediate, attended_c)),
+                                  training=training)
         out = self.output_layer_norm(add(attended, ops.cast(ffn, "float32")), training=training)
         if real is not None:
             out = ops.scatter(real[:, None], out, (batch * seq, self.hidden_size))
