@@ -130,8 +130,8 @@ def text_dataset(texts, featurize, targets=(), batch_size=32, shuffle=False, see
         return (featurize(texts), *rest) if rest else featurize(texts)
 
     if pad_to_multiple_of and shuffle:  # packed a window at a time, then sorted by length within it
-        windows = dataset.batch(batch_size * padding.GROUP_BATCHES).map(inputs,
-                                                                         num_parallel_calls=tf.data.AUTOTUNE)
+        windows = dataset.batch(batch_size * padding.GROUP_BATCHES).map(
+            padding.traced_as_written(inputs), num_parallel_calls=tf.data.AUTOTUNE)
         dataset = padding.group_by_length(windows, batch_size, -(-num_examples // batch_size), seed)
         return featurized(dataset, None, pad_to_multiple_of)
     return featurized(dataset.batch(batch_size), inputs, pad_to_multiple_of)
@@ -141,5 +141,5 @@ def featurized(batches, featurize, pad_to_multiple_of=0):
     """`batches` mapped by `featurize` (None: already model inputs) in parallel, cut to `pad_to_multiple_of`
     (0: unchanged), prefetched and `steady` (no autotune stall when Keras drops the iterator)."""
     if featurize is not None:
-        batches = batches.map(featurize, num_parallel_calls=tf.data.AUTOTUNE)
+        batches = batches.map(padding.traced_as_written(featurize), num_parallel_calls=tf.data.AUTOTUNE)
     return steady(padding.trim_dataset(batches, pad_to_multiple_of).prefetch(tf.data.AUTOTUNE))
