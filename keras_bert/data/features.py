@@ -114,13 +114,15 @@ def text_inputs(preprocessor, texts):
     return preprocessor(texts["text"])
 
 
-def text_dataset(texts, featurize, targets=(), batch_size=32, shuffle=False, seed=None, pad_to_multiple_of=0):
+def text_dataset(texts, featurize, targets=(), batch_size=32, shuffle=False, seed=None, pad_to_multiple_of=0,
+                 group=False):
     """The batches of raw `texts` ({"text": [n] (, "text_b": [n] or [n, choices])} of strings) as model
     inputs: `(featurize(texts of a batch), *targets of the batch)`, or the inputs alone without `targets`
     (arrays of n rows: labels, sample weights), in order unless `shuffle` (all of them, reshuffled each
     epoch, with `seed`). `featurize` runs in a parallel `ds.map` (a model's `text_inputs`). With
-    `pad_to_multiple_of`, each batch's padding is cut to a multiple of it and shuffled batches group texts
-    of similar length (`padding.group_by_length`: as many batches, each full)."""
+    `pad_to_multiple_of`, each batch's padding is cut to a multiple of it and shuffled batches (with
+    `group`, unshuffled ones too: an evaluation, whose metrics do not depend on the order) group texts of
+    similar length (`padding.group_by_length`: as many batches, each full)."""
     num_examples = len(texts["text"])
     dataset = tf.data.Dataset.from_tensor_slices((texts, *targets) if targets else texts)
     if shuffle:
@@ -129,10 +131,10 @@ def text_dataset(texts, featurize, targets=(), batch_size=32, shuffle=False, see
     def inputs(texts, *rest):
         return (featurize(texts), *rest) if rest else featurize(texts)
 
-    if pad_to_multiple_of and shuffle:  # packed a window at a time, then sorted by length within it
+    if pad_to_multiple_of and (shuffle or group):  # packed a window at a time, sorted by length within it
         windows = dataset.batch(batch_size * padding.GROUP_BATCHES).map(
             padding.traced_as_written(inputs), num_parallel_calls=tf.data.AUTOTUNE)
-        dataset = padding.group_by_length(windows, batch_size, -(-num_examples // batch_size), seed)
+        dataset = padding.group_by_length(windows, batch_size, -(-num_examples // batch_size), seed, shuffle)
         return featurized(dataset, None, pad_to_multiple_of)
     return featurized(dataset.batch(batch_size), inputs, pad_to_multiple_of)
 

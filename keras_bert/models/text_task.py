@@ -138,14 +138,15 @@ class TextTask:
             return tf.identity(ids)
 
     def text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None,
-                     pad_to_multiple_of="auto"):
+                     pad_to_multiple_of="auto", group=False):
         """A batched, preprocessed `tf.data.Dataset` of (inputs[, targets[, sample_weight]]) from raw text
         `x`, or None when `x` is not text. `x` is a tf.data.Dataset of text elements, or what
         `user_data.text_features` accepts. Text for a model without a preprocessor is a ValueError saying
         so. The
         batches are `keras_bert.data.features.text_dataset`'s, the recipes' path, with `text_inputs`, cut to
         their longest text rounded up to `pad_to_multiple_of` ("auto": `padding.default_multiple`; 0: to
-        seq_length), shuffled ones grouped by length (`padding.group_by_length`)."""
+        seq_length), shuffled ones (and, with `group`, unshuffled ones) grouped by length
+        (`padding.group_by_length`)."""
         if isinstance(x, tf.data.Dataset):
             return self._text_dataset_of_dataset(x, batch_size, pad_to_multiple_of)
         texts = user_data.text_features(x)
@@ -163,7 +164,7 @@ class TextTask:
         if sample_weight is not None:
             targets.append(np.asarray(sample_weight))
         return features.text_dataset(texts, self.text_inputs, targets, batch_size or DEFAULT_BATCH_SIZE,
-                                     shuffle, seed, self._text_multiple(pad_to_multiple_of))
+                                     shuffle, seed, self._text_multiple(pad_to_multiple_of), group)
 
     def _text_multiple(self, pad_to_multiple_of):
         """The multiple text batches are cut to: `pad_to_multiple_of` resolved for the preprocessor's
@@ -282,7 +283,9 @@ class TextTask:
             sample_weight: per-example weights, numpy [n].
             steps: batches to run (default: all of `x`).
             pad_to_multiple_of: "auto" (default): each text batch cut to its longest text rounded up to 16;
-                an int sets the multiple; 0 pads to the preprocessor's seq_length.
+                an int sets the multiple; 0 pads to the preprocessor's seq_length. Without `steps`, raw
+                texts of similar length are batched together (windows of 16 batches sorted by length):
+                every text once, the same scores, fewer padded positions to compute.
             **kwargs: the other arguments of `keras.Model.evaluate` (`return_dict`, `callbacks`, ...).
 
         Returns:
@@ -294,7 +297,10 @@ class TextTask:
                 label name or a class id outside [0, num_classes); a different number of texts and labels.
         """
         user_data.refuse_no_examples(x, "evaluate")
-        data = self.text_dataset(x, y, sample_weight, batch_size, pad_to_multiple_of=pad_to_multiple_of)
+        # Every example once, in any order (the metrics are sums): texts of similar length batched together,
+        # unless `steps` asks for the first batches.
+        data = self.text_dataset(x, y, sample_weight, batch_size, pad_to_multiple_of=pad_to_multiple_of,
+                                 group=steps is None)
         if data is None:
             data = user_data.array_dataset(x, y, sample_weight, batch_size, steps=steps)
         if data is not None:

@@ -97,6 +97,16 @@ def test_text_batches_pay_for_their_tokens(preprocessor, monkeypatch):
     clf.compile()
     clf.fit(texts, labels, batch_size=8, verbose=0)
     assert clf.execution == "kernels" and not clf.jit_compile
+    # evaluate batches texts of similar length together (each once, shortest first in a window): fewer
+    # padded positions, the same scores as batches in order at full length.
+    def lengths(**kwargs):
+        return [int(x["input_mask"].shape[1]) for x, _ in clf.text_dataset(texts, labels, batch_size=4,
+                                                                            pad_to_multiple_of=4, **kwargs)]
+    grouped = lengths(group=True)
+    assert grouped == sorted(grouped) == [4, 4, 8, 8, 8] and lengths() == [8] * 5
+    np.testing.assert_allclose(clf.evaluate(texts, labels, batch_size=4, pad_to_multiple_of=4, verbose=0),
+                               clf.evaluate(texts, labels, batch_size=4, pad_to_multiple_of=0, verbose=0),
+                               rtol=1e-5)
     # An explicit jit_compile=True is kept for the same run: the execution Keras' fit is handed (its XLA step
     # is not run here: tests/data/test_padding.py fits XLA on trimmed batches).
     handed = []
