@@ -117,10 +117,10 @@ def bucket_by_length(dataset, batch_size, max_seq_length, multiple, drop_remaind
 
 def group_by_length(windows, batch_size, num_batches=None, seed=None, shuffle=True):
     """Batches of `batch_size` in which rows of similar length go together: each element of `windows` (a
-    window of shuffled, packed examples: a dict with `input_mask` [n, ..., seq], or a tuple whose first item
-    is one; n a multiple of batch_size but in the last) is sorted by its rows' real lengths and cut into
-    batches, and, with `shuffle`, the batches are shuffled within GROUP_BATCHES of each other (`seed`, anew
-    each epoch; without, each window's batches come shortest first).
+    window of packed examples, shuffled or in order: a dict with `input_mask` [n, ..., seq], or a tuple
+    whose first item is one; n a multiple of batch_size but in the last) is sorted by its rows' real
+    lengths and cut into batches, and, with `shuffle`, the batches are shuffled within GROUP_BATCHES of each
+    other (`seed`, anew each epoch; without, each window's batches come shortest first).
     Every example once, in the batches `windows` would make unsorted: `num_batches` of them, when given, is
     the cardinality the result states."""
 

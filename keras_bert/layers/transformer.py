@@ -42,10 +42,10 @@ def litert_gelu():
 _TRAINING_GRADIENTS = contextvars.ContextVar("training_gradients", default=False)
 
 
-def training_gradients(training=True):
-    """Within this context (when `training`), the activations trace their training form: GELU with its
-    gradient written out (`_gelu_with_gradient`). Inference traces the plain ops."""
-    return setting(_TRAINING_GRADIENTS, bool(training))
+def training_gradients():
+    """Within this context the activations trace their training form: GELU with its gradient written out
+    (`_gelu_with_gradient`). Inference traces the plain ops."""
+    return setting(_TRAINING_GRADIENTS)
 
 
 _INV_SQRT_2PI = 0.3989422804014327
@@ -203,7 +203,7 @@ def dense_in_training(layer, rows):
             return layer(rows)
         outputs = _bias_added(tf.linalg.matmul(rows, ops.cast(layer.kernel, rows.dtype)),
                               ops.cast(layer.bias, rows.dtype))
-        return layer.activation(outputs) if layer.activation is not None else outputs
+        return layer.activation(outputs)  # Keras' Dense holds `linear` where it was given none
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -251,8 +251,11 @@ class TextTask:
             if arrays is not None:  # class weights are sample weights in it
                 x, y, sample_weight, batch_size, shuffle, class_weight = arrays, None, None, None, False, None
         if validation_data is not None:
-            validation_data = steady(self._validation_dataset(validation_data, validation_batch_size,
-                                                              pad_to_multiple_of) or validation_data)
+            # An evaluation: grouped by length as `evaluate`'s, unless `validation_steps` asks for the first
+            # batches.
+            validation_data = steady(self._validation_dataset(
+                validation_data, validation_batch_size, pad_to_multiple_of,
+                group=kwargs.get("validation_steps") is None) or validation_data)
         # datasets only (keras_bert.data.options: no autotune stall when Keras drops the iterator)
         x = steady(x)
         if isinstance(x, (tf.data.Dataset, tf.distribute.DistributedDataset)):
@@ -349,15 +352,16 @@ class TextTask:
             return super().predict(steady(x), batch_size=batch_size, verbose=verbose, steps=steps,
                                    callbacks=callbacks, **kwargs)
 
-    def _validation_dataset(self, validation_data, batch_size, pad_to_multiple_of):
-        """`validation_data` as a preprocessed dataset when it is raw text, else None."""
+    def _validation_dataset(self, validation_data, batch_size, pad_to_multiple_of, group=False):
+        """`validation_data` as a preprocessed dataset when it is raw text (texts and labels grouped by
+        length with `group`, as `text_dataset`), else None."""
         if isinstance(validation_data, tf.data.Dataset):
             return self.text_dataset(validation_data, batch_size=batch_size,
                                      pad_to_multiple_of=pad_to_multiple_of)
         if not isinstance(validation_data, (tuple, list)):
             return None  # e.g. a distributed dataset: passed to Keras as it is
         return (self.text_dataset(*validation_data, batch_size=batch_size,
-                                  pad_to_multiple_of=pad_to_multiple_of)
+                                  pad_to_multiple_of=pad_to_multiple_of, group=group)
                 or user_data.array_dataset(*validation_data, batch_size=batch_size))
 
     def save(self, filepath, *args, **kwargs):

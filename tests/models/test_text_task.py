@@ -111,10 +111,13 @@ def test_text_batches_pay_for_their_tokens(preprocessor, monkeypatch):
     # is not run here: tests/data/test_padding.py fits XLA on trimmed batches).
     handed = []
     monkeypatch.setattr(keras.Model, "fit", lambda self, *args, **kwargs: handed.append(
-        (self.execution, self.jit_compile)))
+        (self.execution, self.jit_compile, kwargs["validation_data"])))
     clf.compile(jit_compile=True)
-    clf.fit(texts, labels, batch_size=8, verbose=0)
-    assert handed == [("xla", True)] and clf.execution == "xla"
+    clf.fit(texts, labels, batch_size=8, verbose=0, validation_data=(texts, labels), validation_batch_size=4,
+            pad_to_multiple_of=4)
+    assert [h[:2] for h in handed] == [("xla", True)] and clf.execution == "xla"
+    # fit's validation on raw text is an evaluation: its batches grouped by length as evaluate's.
+    assert [int(x["input_mask"].shape[1]) for x, _ in handed[0][2]] == grouped
 
 
 def test_sentence_pairs_and_datasets_of_text_and_labels(preprocessor):
