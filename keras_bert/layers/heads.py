@@ -60,23 +60,20 @@ class MaskedLMHead(keras.layers.Layer):
     def call(self, sequence_output, masked_lm_positions, training=None):
         gathered = ops.take_along_axis(
             sequence_output, ops.expand_dims(ops.cast(masked_lm_positions, "int32"), -1), axis=1)
-        if training:
-            rows = dense_in_training(self.transform, tf.reshape(gathered, (-1, gathered.shape[-1])))
-            transformed = tf.reshape(rows, tf.shape(gathered))
-        else:
-            transformed = self.transform(gathered)
-        x = self.layer_norm(transformed, training=training)
-        x = ops.cast(x, self.compute_dtype)
         embeddings = ops.cast(compat.float_embeddings(self.embedding_layer), self.compute_dtype)
         bias = ops.cast(self.output_bias, "float32")
         if not training:
+            x = ops.cast(self.layer_norm(self.transform(gathered)), self.compute_dtype)
             return ops.cast(ops.matmul(x, ops.transpose(embeddings)), "float32") + bias
-        # Training: one 2-D product with the table as it is stored, so the table's gradient comes out of its
-        # matmul as [vocab, hidden] (a transposed operand's gradient is a [hidden, vocab] product and a
-        # transpose); low-precision logits keep their gradient in their dtype (`_biased_in_float32`).
-        rows = tf.linalg.matmul(tf.reshape(x, (-1, x.shape[-1])), embeddings, transpose_b=True)
-        rows = _biased_in_float32(rows, bias) if rows.dtype != tf.float32 else rows + bias
-        return tf.reshape(rows, tf.concat([tf.shape(x)[:-1], tf.shape(embeddings)[:1]], 0))
+        # Training, on the [batch * predictions, hidden] rows: the transform as `dense_in_training`, and one
+        # 2-D product with the table as it is stored, so the table's gradient comes out of its matmul as
+        # [vocab, hidden] (a transposed operand's gradient is a [hidden, vocab] product and a transpose);
+        # low-precision logits keep their gradient in their dtype (`_biased_in_float32`).
+        rows = dense_in_training(self.transform, tf.reshape(gathered, (-1, gathered.shape[-1])))
+        rows = ops.cast(self.layer_norm(rows, training=training), self.compute_dtype)
+        logits = tf.linalg.matmul(rows, embeddings, transpose_b=True)
+        logits = _biased_in_float32(logits, bias) if logits.dtype != tf.float32 else logits + bias
+        return tf.reshape(logits, tf.concat([tf.shape(gathered)[:-1], tf.shape(embeddings)[:1]], 0))
 
     def get_config(self):
         config = super().get_config()
